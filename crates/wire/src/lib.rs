@@ -1,0 +1,18 @@
+//! Wire types for snarkflow: what travels between the gateway, the synth-workers and the
+//! gpu-workers over NATS JetStream, and what the HTTP API returns.
+//!
+//! This crate is deliberately small: serde types, subject and stream names, and the schema
+//! version. It knows nothing of tokio, NATS clients, HTTP or bellperson, so every service and
+//! every tool can depend on it without pulling those in.
+
+mod job;
+mod messages;
+mod topology;
+
+pub use job::*;
+pub use messages::*;
+pub use topology::*;
+
+/// Version of the message schema. Bumped on any incompatible change to a type in this crate;
+/// consumers reject messages whose `schema` field differs.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,71 @@
+//! Names of the JetStream streams, consumers, buckets and subjects snarkflow uses.
+//!
+//! The data path: `snarkflow.synth.<priority>` (one message per partition to synthesize) →
+//! object store bucket + `snarkflow.prove.<priority>` (one message per synthesized partition) →
+//! `snarkflow.events.<job>` (progress, results, failures) → the gateway's job ledger (KV).
+
+use crate::Priority;
+
+/// Work-queue stream holding partitions waiting for synthesis.
+pub const SYNTH_STREAM: &str = "SNARKFLOW_SYNTH";
+/// Work-queue stream holding synthesized partitions waiting for a prover.
+pub const PROVE_STREAM: &str = "SNARKFLOW_PROVE";
+/// Stream of job events (partition synthesized, partition proved, failures) for the gateway.
+pub const EVENTS_STREAM: &str = "SNARKFLOW_EVENTS";
+/// Key-value bucket holding one [`crate::JobRecord`] per job id: the source of truth for job
+/// state, so a gateway restart loses nothing.
+pub const JOBS_BUCKET: &str = "snarkflow_jobs";
+/// Key-value bucket mapping idempotency keys to job ids.
+pub const IDEMPOTENCY_BUCKET: &str = "snarkflow_idempotency";
+/// Object store bucket holding serialized synthesized partitions between the two workers.
+pub const PARTITIONS_BUCKET: &str = "snarkflow_partitions";
+
+/// Durable consumer the gateway uses to apply job events.
+pub const EVENTS_CONSUMER: &str = "gateway-ledger";
+
+/// Subject on which a partition to synthesize is published.
+pub fn synth_subject(priority: Priority) -> String {
+    format!("snarkflow.synth.{}", priority.as_str())
+}
+
+/// Subject on which a synthesized partition is announced to provers.
+pub fn prove_subject(priority: Priority) -> String {
+    format!("snarkflow.prove.{}", priority.as_str())
+}
+
+/// Subject for events of one job.
+pub fn events_subject(job_id: &str) -> String {
+    format!("snarkflow.events.{job_id}")
+}
+
+/// Durable consumer name for one priority lane of a work stream (`synth-high`, `prove-low`).
+/// Work-queue streams forbid overlapping consumers, so each lane has its own.
+pub fn lane_consumer(stage: &str, priority: Priority) -> String {
+    format!("{stage}-{}", priority.as_str())
+}
+
+/// Object name of a synthesized partition in [`PARTITIONS_BUCKET`].
+pub fn partition_object(job_id: &str, partition: u32) -> String {
+    format!("{job_id}/{partition}")
+}
+
+/// De-duplication id for a message about one partition at one stage; JetStream drops a second
+/// publish with the same id within the stream's duplicate window, so a redelivered synthesis
+/// does not announce the partition twice.
+pub fn partition_msg_id(stage: &str, job_id: &str, partition: u32) -> String {
+    format!("{stage}:{job_id}:{partition}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_are_distinct_per_priority() {
+        let subjects: std::collections::HashSet<_> =
+            Priority::ALL.iter().map(|p| synth_subject(*p)).collect();
+        assert_eq!(subjects.len(), Priority::ALL.len());
+        assert_eq!(synth_subject(Priority::Critical), "snarkflow.synth.critical");
+        assert_eq!(lane_consumer("prove", Priority::Low), "prove-low");
+    }
+}
