@@ -1,0 +1,71 @@
+//! Synthesis: run a circuit through our own [`bellperson::ConstraintSystem`] and keep exactly
+//! what a Groth16 prover needs, as a [`SynthesizedPartition`].
+//!
+//! This is the synth → prove boundary. bellperson keeps its `ProvingAssignment` private; we
+//! own the equivalent type so it can be serialized, shipped over the bus and proved elsewhere.
+//! No NATS, HTTP or tokio here.
+
+mod density;
+mod encoding;
+mod recorder;
+
+pub use density::Density;
+pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
+pub use recorder::{synthesize, PartitionRecorder};
+
+use blstrs::Scalar as Fr;
+
+/// Everything a Groth16 prover needs of one synthesized partition circuit.
+///
+/// `a`, `b`, `c` are the evaluations of the three linear combinations of every constraint
+/// (including the trailing `input_i * 0 = 0` constraints the prover adds per public input);
+/// the densities say which variables appear in the A (aux) and B (input, aux) queries, so the
+/// prover can skip unused bases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SynthesizedPartition {
+    /// Identity of the circuit shape (and so of its Groth16 parameters).
+    pub circuit_id: String,
+    pub partition: u32,
+    pub a: Vec<Fr>,
+    pub b: Vec<Fr>,
+    pub c: Vec<Fr>,
+    /// Public inputs; element 0 is the constant ONE.
+    pub input_assignment: Vec<Fr>,
+    pub aux_assignment: Vec<Fr>,
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl SynthesizedPartition {
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Public inputs as a verifier takes them (without the leading ONE).
+    pub fn public_inputs(&self) -> &[Fr] {
+        &self.input_assignment[1..]
+    }
+
+    /// Checks the structural invariants a prover relies on; decoding calls it so that a
+    /// malformed payload is rejected before proving.
+    pub fn check_shape(&self) -> Result<(), DecodeError> {
+        let n = self.a.len();
+        let bad = |what: &str| Err(DecodeError::Shape(what.to_owned()));
+        if self.b.len() != n || self.c.len() != n {
+            return bad("a, b and c differ in length");
+        }
+        if self.input_assignment.is_empty() {
+            return bad("no input assignment (the ONE input is missing)");
+        }
+        if self.a_aux_density.len() != self.aux_assignment.len()
+            || self.b_aux_density.len() != self.aux_assignment.len()
+        {
+            return bad("aux density length differs from the aux assignment");
+        }
+        if self.b_input_density.len() != self.input_assignment.len() {
+            return bad("input density length differs from the input assignment");
+        }
+        Ok(())
+    }
+}
