@@ -1,0 +1,226 @@
+//! Groth16 proving from a synthesized partition, step for step as bellperson's native prover.
+
+use std::ops::{AddAssign, Mul, MulAssign};
+use std::sync::Arc;
+
+use bellperson::domain::EvaluationDomain;
+use bellperson::gpu::{GpuError, LockedFftKernel, LockedMultiexpKernel};
+use bellperson::groth16::{self, ParameterSource, Parameters, PreparedVerifyingKey, Proof};
+use bellperson::multiexp::multiexp;
+use bellperson::SynthesisError;
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity};
+use ec_gpu_gen::threadpool::Worker;
+use ec_gpu_gen::EcError;
+use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Curve};
+use rayon::prelude::*;
+use snarkflow_synthesis::{Density, SynthesizedPartition};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("proving failed: {0}")]
+    Synthesis(#[from] SynthesisError),
+    #[error("multiexp failed: {0}")]
+    Multiexp(#[from] EcError),
+    #[error("gpu failed: {0}")]
+    Gpu(#[from] GpuError),
+    #[error("partition has {got} public inputs but the parameters expect {expected}")]
+    InputCount { got: usize, expected: usize },
+    #[error("verifying key has an identity element (subverted parameters)")]
+    IdentityInKey,
+}
+
+fn tracker(d: &Density) -> Arc<DensityTracker> {
+    let mut t = DensityTracker::new();
+    for _ in 0..d.len() {
+        t.add_element();
+    }
+    for (i, set) in d.iter().enumerate() {
+        if set {
+            t.inc(i);
+        }
+    }
+    debug_assert_eq!(t.get_total_density(), d.popcount());
+    Arc::new(t)
+}
+
+fn reprs(v: Vec<Fr>) -> Arc<Vec<[u8; 32]>> {
+    Arc::new(v.into_par_iter().map(|s| s.to_repr()).collect())
+}
+
+/// Coefficients of h(X) = (a(X)·b(X) − c(X)) / Z(X), as the H query's exponents.
+fn quotient(
+    worker: &Worker,
+    a: Vec<Fr>,
+    b: Vec<Fr>,
+    c: Vec<Fr>,
+) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
+    let mut kern = Some(LockedFftKernel::<Fr>::new(false));
+    let mut a = EvaluationDomain::from_coeffs(a)?;
+    let mut b = EvaluationDomain::from_coeffs(b)?;
+    let mut c = EvaluationDomain::from_coeffs(c)?;
+    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern)?;
+    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern)?;
+    a.mul_assign(worker, &b);
+    drop(b);
+    a.sub_assign(worker, &c);
+    drop(c);
+    a.divide_by_z_on_coset(worker);
+    a.icoset_fft(worker, &mut kern)?;
+    let mut coeffs = a.into_coeffs();
+    // deg h ≤ n − 2: the top coefficient is zero and the H query has n − 1 bases
+    coeffs.pop();
+    Ok(reprs(coeffs))
+}
+
+/// Prove `partition` with the blinding factors `r` and `s`.
+pub fn prove(
+    partition: SynthesizedPartition,
+    params: &Parameters<Bls12>,
+    r: Fr,
+    s: Fr,
+) -> Result<Proof<Bls12>, ProveError> {
+    let vk = &params.vk;
+    if (vk.delta_g1.is_identity() | vk.delta_g2.is_identity()).into() {
+        return Err(ProveError::IdentityInKey);
+    }
+    if partition.input_assignment.len() != vk.ic.len() {
+        return Err(ProveError::InputCount { got: partition.input_assignment.len(), expected: vk.ic.len() });
+    }
+    let worker = Worker::new();
+    let p = partition;
+    let n = p.a.len();
+    let (a_aux, b_inp, b_aux) = (tracker(&p.a_aux_density), tracker(&p.b_input_density), tracker(&p.b_aux_density));
+    let num_inputs = p.input_assignment.len();
+    let num_aux = p.aux_assignment.len();
+    let h_exps = quotient(&worker, p.a, p.b, p.c)?;
+    let inputs = reprs(p.input_assignment);
+    let aux = reprs(p.aux_assignment);
+
+    let source = &params;
+    let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
+    let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1);
+    let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1);
+    let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
+    let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1);
+    let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1);
+    let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
+    let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1);
+    let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1);
+    drop(g1);
+    let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
+    let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
+    let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2);
+    let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2);
+    drop(g2);
+
+    // A = α + Σ a_i·A_i + r·δ;  B = β + Σ b_i·B_i + s·δ;
+    // C = Σ h_i·H_i + Σ w_j·L_j + s·A' + r·B1' + r·s·δ + s·α + r·β (primes: the sums)
+    let mut a_answer = a_inputs.wait()?;
+    a_answer.add_assign(&a_aux_sum.wait()?);
+    let mut g_a = vk.delta_g1.mul(r);
+    g_a.add_assign(&vk.alpha_g1);
+    g_a.add_assign(&a_answer);
+
+    let mut b2_answer = b2_inputs.wait()?;
+    b2_answer.add_assign(&b2_aux.wait()?);
+    let mut g_b = vk.delta_g2.mul(s);
+    g_b.add_assign(&vk.beta_g2);
+    g_b.add_assign(&b2_answer);
+
+    let mut b1_answer = b1_inputs.wait()?;
+    b1_answer.add_assign(&b1_aux.wait()?);
+    a_answer.mul_assign(s);
+    b1_answer.mul_assign(r);
+    let mut g_c = a_answer;
+    g_c.add_assign(&b1_answer);
+    g_c.add_assign(vk.delta_g1.mul(r * s));
+    g_c.add_assign(&vk.alpha_g1.mul(s));
+    g_c.add_assign(&vk.beta_g1.mul(r));
+    g_c.add_assign(&h.wait()?);
+    g_c.add_assign(&l.wait()?);
+
+    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+}
+
+/// Prove with fresh random blinding factors (what production does).
+pub fn prove_with_rng<R: rand::RngCore>(
+    partition: SynthesizedPartition,
+    params: &Parameters<Bls12>,
+    rng: &mut R,
+) -> Result<Proof<Bls12>, ProveError> {
+    let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
+    prove(partition, params, r, s)
+}
+
+/// Check `proof` against the verifying key and the public inputs (without the leading ONE).
+pub fn verify(pvk: &PreparedVerifyingKey<Bls12>, proof: &Proof<Bls12>, public_inputs: &[Fr]) -> bool {
+    groth16::verify_proof(pvk, proof, public_inputs).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key};
+    use rand::SeedableRng;
+    use snarkflow_circuits::PartitionCircuit;
+    use snarkflow_synthesis::synthesize;
+    use snarkflow_wire::CircuitSpec;
+
+    fn check_identical(spec: CircuitSpec) {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
+        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        for partition in 0..2 {
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let circuit = PartitionCircuit::with_witness(spec, 9, partition);
+            let public = circuit.public_inputs().unwrap();
+            let stock = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0);
+            let synthesized = synthesize(circuit, &spec.circuit_id(), partition).unwrap();
+            let ours = prove(synthesized, &params, r, s).unwrap();
+            let (mut ours_bytes, mut stock_bytes) = (vec![], vec![]);
+            ours.write(&mut ours_bytes).unwrap();
+            stock.write(&mut stock_bytes).unwrap();
+            assert_eq!(ours_bytes.len(), crate::PROOF_BYTES);
+            assert_eq!(ours_bytes, stock_bytes, "{spec:?} partition {partition}: proof differs from bellperson's");
+            assert!(verify(&pvk, &ours, &public));
+        }
+    }
+
+    #[test]
+    fn proofs_are_byte_identical_to_bellperson_dense_chain() {
+        check_identical(CircuitSpec::DenseChain { constraints: 300 });
+    }
+
+    #[test]
+    fn proofs_are_byte_identical_to_bellperson_sha256_chain() {
+        check_identical(CircuitSpec::Sha256Chain { blocks: 1 });
+    }
+
+    #[test]
+    fn wrong_public_input_fails_verification() {
+        let spec = CircuitSpec::DenseChain { constraints: 16 };
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        let p = synthesize(PartitionCircuit::with_witness(spec, 1, 0), "x", 0).unwrap();
+        let public = p.public_inputs().to_vec();
+        let proof = prove_with_rng(p, &params, &mut rng).unwrap();
+        assert!(verify(&pvk, &proof, &public));
+        assert!(!verify(&pvk, &proof, &[public[0] + Fr::ONE]));
+    }
+
+    #[test]
+    fn tampered_witness_gives_a_proof_that_does_not_verify() {
+        let spec = CircuitSpec::DenseChain { constraints: 16 };
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
+        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let pvk = prepare_verifying_key(&params.vk);
+        let mut p = synthesize(PartitionCircuit::with_witness(spec, 1, 0), "x", 0).unwrap();
+        let public = p.public_inputs().to_vec();
+        p.c[3] += Fr::ONE;
+        let proof = prove_with_rng(p, &params, &mut rng).unwrap();
+        assert!(!verify(&pvk, &proof, &public));
+    }
+}

@@ -1,0 +1,175 @@
+//! Groth16 parameters on disk (`<dir>/<circuit-id>.params` and `.vk`) and kept in memory.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, Parameters, PreparedVerifyingKey};
+use blstrs::Bls12;
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_wire::CircuitSpec;
+use tracing::{info, warn};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ParamsError {
+    #[error("parameters for {circuit_id} not found: expected {path} (generate them with `snarkflow params generate`)")]
+    Missing { circuit_id: String, path: PathBuf },
+    #[error("reading {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("writing {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("generating parameters for {circuit_id}: {source}")]
+    Generate { circuit_id: String, source: bellperson::SynthesisError },
+}
+
+/// Parameters of one circuit shape, loaded and ready to prove and verify with.
+pub struct LoadedParams {
+    pub circuit_id: String,
+    pub params: Parameters<Bls12>,
+    pub pvk: PreparedVerifyingKey<Bls12>,
+    pub load_seconds: f64,
+}
+
+impl std::fmt::Debug for LoadedParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedParams").field("circuit_id", &self.circuit_id).finish_non_exhaustive()
+    }
+}
+
+/// A directory of parameter files plus the ones loaded into this process. Loading is done
+/// once per circuit id; concurrent callers for the same id wait for the first.
+#[derive(Debug)]
+pub struct ParamStore {
+    dir: PathBuf,
+    loaded: Mutex<BTreeMap<String, Arc<LoadedParams>>>,
+    loading: Mutex<()>,
+}
+
+impl ParamStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ParamStore { dir: dir.into(), loaded: Mutex::default(), loading: Mutex::default() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn params_path(&self, spec: &CircuitSpec) -> PathBuf {
+        self.dir.join(format!("{}.params", spec.circuit_id()))
+    }
+
+    pub fn vk_path(&self, spec: &CircuitSpec) -> PathBuf {
+        self.dir.join(format!("{}.vk", spec.circuit_id()))
+    }
+
+    /// Circuit ids loaded in memory, sorted.
+    pub fn loaded_ids(&self) -> Vec<String> {
+        self.loaded.lock().expect("params lock").keys().cloned().collect()
+    }
+
+    /// The loaded parameters for `spec`, reading them from disk on first use; with
+    /// `generate_missing`, random parameters are generated and cached when no file exists.
+    pub fn get(&self, spec: &CircuitSpec, generate_missing: bool) -> Result<Arc<LoadedParams>, ParamsError> {
+        let id = spec.circuit_id();
+        if let Some(p) = self.loaded.lock().expect("params lock").get(&id) {
+            return Ok(p.clone());
+        }
+        let _one_loader = self.loading.lock().expect("params loading lock");
+        if let Some(p) = self.loaded.lock().expect("params lock").get(&id) {
+            return Ok(p.clone());
+        }
+        let path = self.params_path(spec);
+        if !path.exists() {
+            if !generate_missing {
+                return Err(ParamsError::Missing { circuit_id: id, path });
+            }
+            self.generate(spec, false)?;
+        }
+        let started = Instant::now();
+        let file = File::open(&path).map_err(|source| ParamsError::Read { path: path.clone(), source })?;
+        // Our own cache files are written atomically, so the (slow) subgroup checks are skipped.
+        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 20, file), false)
+            .map_err(|source| ParamsError::Read { path: path.clone(), source })?;
+        let pvk = prepare_verifying_key(&params.vk);
+        let loaded = Arc::new(LoadedParams {
+            circuit_id: id.clone(),
+            params,
+            pvk,
+            load_seconds: started.elapsed().as_secs_f64(),
+        });
+        info!(circuit_id = %id, seconds = loaded.load_seconds, path = %path.display(), "parameters loaded");
+        self.loaded.lock().expect("params lock").insert(id, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Generate random parameters for `spec` into the directory, unless present (or `force`).
+    /// A file lock keeps two processes from generating the same id at once; files appear
+    /// atomically (written to a temporary name, then renamed).
+    pub fn generate(&self, spec: &CircuitSpec, force: bool) -> Result<PathBuf, ParamsError> {
+        let id = spec.circuit_id();
+        let path = self.params_path(spec);
+        let werr = |path: &Path| {
+            let path = path.to_owned();
+            move |source| ParamsError::Write { path, source }
+        };
+        fs::create_dir_all(&self.dir).map_err(werr(&self.dir))?;
+        let lock_path = self.dir.join(format!("{id}.lock"));
+        let lock = File::create(&lock_path).map_err(werr(&lock_path))?;
+        lock.lock().map_err(werr(&lock_path))?;
+        if path.exists() && !force {
+            return Ok(path);
+        }
+        warn!(
+            circuit_id = %id,
+            "generating RANDOM Groth16 parameters: not a trusted setup, for tests and benchmarks only"
+        );
+        let started = Instant::now();
+        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(*spec), &mut rand::rngs::OsRng)
+            .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
+        let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> std::io::Result<()>| {
+            let tmp = target.with_extension("tmp");
+            let file = File::create(&tmp).map_err(werr(&tmp))?;
+            let mut out = BufWriter::with_capacity(1 << 20, file);
+            what(&mut out).and_then(|_| out.flush()).map_err(werr(&tmp))?;
+            out.get_ref().sync_all().map_err(werr(&tmp))?;
+            fs::rename(&tmp, target).map_err(werr(target))
+        };
+        write(&self.vk_path(spec), &|out| params.vk.write(out))?;
+        write(&path, &|out| params.write(out))?;
+        info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_parameters_name_the_expected_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamStore::new(dir.path());
+        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        let err = store.get(&spec, false).unwrap_err();
+        assert!(err.to_string().contains("dense-chain-c8.params"), "{err}");
+        assert!(store.loaded_ids().is_empty());
+    }
+
+    #[test]
+    fn generated_parameters_are_cached_and_loaded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamStore::new(dir.path());
+        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        let first = store.get(&spec, true).unwrap();
+        assert!(store.params_path(&spec).exists() && store.vk_path(&spec).exists());
+        let second = store.get(&spec, false).unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(store.loaded_ids(), vec!["dense-chain-c8".to_owned()]);
+        // a fresh store reads the same file back
+        let again = ParamStore::new(dir.path()).get(&spec, false).unwrap();
+        assert_eq!(again.params.vk, first.params.vk);
+    }
+}
