@@ -1,0 +1,94 @@
+//! Pulling work by priority, and keeping long work from being redelivered.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{consumer::PullConsumer, AckKind, Message};
+use futures::StreamExt;
+use snarkflow_wire::Priority;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use crate::{nats_err, BusError};
+
+/// The consumers of one stage, most urgent lane first.
+pub struct Lanes {
+    lanes: Vec<(Priority, PullConsumer)>,
+    ack_wait: Duration,
+}
+
+/// Idle polling starts fast and backs off to this, bounding pickup latency on an idle system.
+const MAX_IDLE_BACKOFF: Duration = Duration::from_millis(200);
+
+impl Lanes {
+    pub(crate) fn new(lanes: Vec<(Priority, PullConsumer)>, ack_wait: Duration) -> Self {
+        Lanes { lanes, ack_wait }
+    }
+
+    /// The next message, always from the most urgent non-empty lane; `None` once `shutdown`
+    /// is cancelled. Nothing is pulled after cancellation, so nothing is left un-acked.
+    pub async fn next(&self, shutdown: &CancellationToken) -> Result<Option<(Priority, Message)>, BusError> {
+        let mut idle = Duration::from_millis(10);
+        loop {
+            if shutdown.is_cancelled() {
+                return Ok(None);
+            }
+            for (priority, consumer) in &self.lanes {
+                let mut batch = consumer
+                    .fetch()
+                    .max_messages(1)
+                    .messages()
+                    .await
+                    .map_err(nats_err(format!("pulling from lane {}", priority.as_str())))?;
+                if let Some(msg) = batch.next().await {
+                    let msg = msg.map_err(nats_err(format!("receiving from lane {}", priority.as_str())))?;
+                    return Ok(Some((*priority, msg)));
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(None),
+                _ = tokio::time::sleep(idle) => {}
+            }
+            idle = (idle * 2).min(MAX_IDLE_BACKOFF);
+        }
+    }
+
+    /// Start heartbeats for `msg` at a third of the ack wait.
+    pub fn heartbeat(&self, msg: &Message) -> Heartbeat {
+        Heartbeat::start(msg.clone(), self.ack_wait / 3)
+    }
+}
+
+/// Sends `+WPI` (in progress) for a message from its own tokio task until dropped, so a
+/// long synthesis or proof is not redelivered to another worker. The compute runs on blocking
+/// threads, so it cannot starve this task.
+pub struct Heartbeat {
+    stop: CancellationToken,
+}
+
+impl Heartbeat {
+    pub fn start(msg: Message, every: Duration) -> Self {
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every.max(Duration::from_millis(100)));
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = tick.tick() => {
+                        if let Err(e) = msg.ack_with(AckKind::Progress).await {
+                            warn!(error = %e, "in-progress heartbeat failed");
+                        }
+                    }
+                }
+            }
+        });
+        Heartbeat { stop }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}

@@ -1,0 +1,43 @@
+//! snarkflow on NATS JetStream.
+//!
+//! [`Bus::connect`] connects and makes sure every stream, consumer and bucket exists
+//! (idempotently: every service calls it at start, in any order). On top of that: publishing
+//! with W3C trace context in message headers and JetStream de-duplication ids
+//! ([`Bus::publish`]), priority-lane pulling ([`Lanes`]), in-progress heartbeats for long work
+//! ([`Heartbeat`]), and the partition object store with digest checks ([`Bus::put_partition`],
+//! [`Bus::get_partition`]).
+
+mod lanes;
+mod objects;
+mod topology;
+mod trace_context;
+
+pub use async_nats::jetstream::{kv, AckKind, Message};
+pub use lanes::{Heartbeat, Lanes};
+pub use objects::{Fetched, Stored};
+pub use topology::{Bus, BusConfig};
+pub use trace_context::{extract_context, inject_current_context};
+
+/// Errors from the bus; the message says which operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("{op}: {source}")]
+    Nats { op: String, source: async_nats::Error },
+    #[error("partition object {object} is corrupt: {reason}")]
+    Corrupt { object: String, reason: String },
+    #[error("partition object {0} not found")]
+    NotFound(String),
+}
+
+pub(crate) fn nats_err<E: Into<async_nats::Error>>(op: impl Into<String>) -> impl FnOnce(E) -> BusError {
+    let op = op.into();
+    move |e| BusError::Nats { op, source: e.into() }
+}
+
+/// Milliseconds since the Unix epoch (timestamps in messages and records).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

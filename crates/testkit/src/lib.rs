@@ -1,0 +1,105 @@
+//! Test harness for snarkflow's integration tests: [`NatsServer`] starts a real
+//! `nats-server -js` on a free loopback port with its own store directory and kills it on drop.
+//!
+//! The binary is `$NATS_SERVER_BIN` if set, else `nats-server` on `PATH` (Debian:
+//! `apt-get install nats-server`).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running nats-server with JetStream, owned by one test.
+pub struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+    store: tempfile::TempDir,
+}
+
+fn binary() -> PathBuf {
+    std::env::var_os("NATS_SERVER_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("nats-server"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+impl NatsServer {
+    /// Start a server; panics with install instructions when the binary is missing.
+    pub fn start() -> NatsServer {
+        let store = tempfile::tempdir().expect("temporary store directory");
+        let mut server = NatsServer { child: None, port: free_port(), store };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(binary())
+            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+            .arg(self.store.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN", binary())
+            });
+        self.child = Some(child);
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not listen on {addr} within 15 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stop the server (its store survives).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stop and start again on the same port and store: a broker restart.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A fresh directory for Groth16 parameters shared by the tests of one run:
+/// `$SNARKFLOW_TEST_PARAMS_DIR` if set (CI points it at a persistent cache), else a directory
+/// under the target dir, so repeated local runs reuse generated parameters.
+pub fn params_dir() -> PathBuf {
+    let dir = std::env::var_os("SNARKFLOW_TEST_PARAMS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-params"));
+    std::fs::create_dir_all(&dir).expect("test params dir");
+    dir
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_listens_and_restarts_on_the_same_port() {
+        let mut server = NatsServer::start();
+        let addr: SocketAddr = server.url().trim_start_matches("nats://").parse().unwrap();
+        assert!(TcpStream::connect(addr).is_ok());
+        server.stop();
+        assert!(TcpStream::connect(addr).is_err());
+        server.restart();
+        assert!(TcpStream::connect(addr).is_ok());
+    }
+}
