@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Size of one compressed BLS12-381 Groth16 partition proof.
+pub const PARTITION_PROOF_BYTES: usize = 192;
+
 /// Largest number of partitions one job may fan out into.
 pub const MAX_PARTITIONS: u32 = 64;
 /// Largest `sha256-chain` length: 4096 compressions is ~110 M constraints, beyond which a CPU

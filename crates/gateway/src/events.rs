@@ -1,0 +1,247 @@
+//! Applying worker events to the job ledger: the gateway's half of the data path.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use snarkflow_bus::{extract_context, AckKind, Bus};
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, info_span, warn, Instrument};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::{metrics::Metrics, Ledger};
+
+/// The state a non-terminal job is in, from its partitions.
+pub fn derive_state(record: &JobRecord, started: bool) -> JobState {
+    let total = record.partitions.len() as u32;
+    if record.proved_count() == total {
+        JobState::Done
+    } else if record.synthesized_count() == total {
+        JobState::Proving
+    } else if started || record.synthesized_count() > 0 {
+        JobState::Synthesizing
+    } else {
+        JobState::Queued
+    }
+}
+
+/// Apply one event; returns whether the record changed. Idempotent and order-insensitive:
+/// a redelivered or reordered event leaves the same record. Terminal jobs do not change.
+pub fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
+    if record.state.is_terminal() {
+        return false;
+    }
+    let before = record.clone();
+    let Some(part) = record.partitions.get_mut(event.partition as usize) else {
+        warn!(job_id = %before.id, partition = event.partition, "event for a partition the job does not have");
+        return false;
+    };
+    let mut started = record.state != JobState::Queued;
+    match &event.body {
+        JobEventBody::SynthesisStarted { .. } => started = true,
+        JobEventBody::PartitionSynthesized { stats } => {
+            part.synthesized = true;
+            part.synth = Some(stats.clone());
+        }
+        JobEventBody::ProvingStarted { .. } => part.synthesized = true,
+        JobEventBody::PartitionProved { proof_hex, stats } => {
+            part.synthesized = true;
+            part.proof_hex = Some(proof_hex.clone());
+            part.prove = Some(stats.clone());
+        }
+        JobEventBody::PartitionFailed { stage, message } => {
+            record.state = JobState::Failed;
+            let stage = match stage {
+                wire::Stage::Synthesis => "synthesis",
+                wire::Stage::Proving => "proving",
+            };
+            record.error = Some(format!("partition {} failed during {stage}: {message}", event.partition));
+            record.finished_at_ms = Some(event.at_ms);
+            return true;
+        }
+    }
+    record.state = derive_state(record, started);
+    if record.state == JobState::Done {
+        record.finished_at_ms = Some(event.at_ms);
+    }
+    *record != before
+}
+
+/// Consume job events until `shutdown`, applying each to the ledger before acking it.
+pub async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let consumer = bus.events_consumer().await?;
+    let mut messages = consumer.messages().await?;
+    loop {
+        let msg = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            next = messages.next() => match next {
+                Some(Ok(msg)) => msg,
+                Some(Err(e)) => {
+                    warn!(error = %e, "event stream error; continuing");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+                None => anyhow::bail!("event stream ended"),
+            },
+        };
+        let event: JobEvent = match wire::decode(&msg.payload) {
+            Ok(e) => e,
+            Err(e) => {
+                warn!(error = %e, subject = %msg.subject, "dropping undecodable event");
+                let _ = msg.ack_with(AckKind::Term).await;
+                continue;
+            }
+        };
+        let parent = extract_context(msg.headers.as_ref());
+        match handle(&bus, &ledger, &metrics, &event, parent).await {
+            Ok(()) => {
+                let _ = msg.ack().await;
+            }
+            Err(e) => {
+                warn!(job_id = %event.job_id, error = format!("{e:#}"), "applying event failed; will retry");
+                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500)))).await;
+            }
+        }
+    }
+}
+
+async fn handle(
+    bus: &Bus,
+    ledger: &Ledger,
+    metrics: &Metrics,
+    event: &JobEvent,
+    parent: opentelemetry::Context,
+) -> anyhow::Result<()> {
+    let assembling = matches!(event.body, JobEventBody::PartitionProved { .. });
+    let span = if assembling {
+        info_span!("assemble", job_id = %event.job_id, partition = event.partition, otel.kind = "consumer")
+    } else {
+        info_span!("ledger.apply", job_id = %event.job_id, partition = event.partition)
+    };
+    span.set_parent(parent);
+    async {
+        let started = Instant::now();
+        let mut previous = None;
+        let updated = ledger
+            .update(&event.job_id, |record| {
+                previous = Some(record.state);
+                let changed = apply(record, event);
+                if changed && record.state == JobState::Done {
+                    record.assemble_s = Some(started.elapsed().as_secs_f64());
+                }
+                changed
+            })
+            .await?;
+        let Some(record) = updated else {
+            warn!(job_id = %event.job_id, "event for an unknown job; dropped");
+            return Ok(());
+        };
+        metrics.observe_event(event);
+        if previous != Some(record.state) && record.state.is_terminal() {
+            metrics.job_finished(&record);
+            info!(job_id = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job finished");
+            if record.state == JobState::Failed {
+                cleanup_partitions(bus, &record).await;
+            }
+        }
+        Ok(())
+    }
+    .instrument(span)
+    .await
+}
+
+/// Remove partitions of a finished job that no prover will fetch any more.
+pub async fn cleanup_partitions(bus: &Bus, record: &JobRecord) {
+    for (i, p) in record.partitions.iter().enumerate() {
+        if p.proof_hex.is_none() {
+            if let Err(e) = bus.delete_partition(&wire::partition_object(&record.id, i as u32)).await {
+                warn!(job_id = %record.id, partition = i, error = %e, "could not delete partition object");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use snarkflow_wire::{CircuitSpec, PartitionRecord, Priority, ProveStats, Stage, SynthStats, SCHEMA_VERSION};
+
+    fn record(partitions: usize) -> JobRecord {
+        JobRecord {
+            schema: SCHEMA_VERSION,
+            id: "j".into(),
+            circuit: CircuitSpec::DenseChain { constraints: 4 },
+            priority: Priority::Normal,
+            seed: 1,
+            state: JobState::Queued,
+            error: None,
+            trace_id: None,
+            idempotency_key: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            finished_at_ms: None,
+            partitions: vec![PartitionRecord::default(); partitions],
+            assemble_s: None,
+        }
+    }
+
+    fn ev(partition: u32, body: JobEventBody) -> JobEvent {
+        JobEvent::new("j", partition, 7, body)
+    }
+
+    fn proved(p: u32) -> JobEvent {
+        ev(p, JobEventBody::PartitionProved { proof_hex: format!("{p:02x}"), stats: ProveStats::default() })
+    }
+
+    #[test]
+    fn states_follow_partitions_to_done() {
+        let mut r = record(2);
+        assert!(apply(&mut r, &ev(0, JobEventBody::SynthesisStarted { worker: "w".into() })));
+        assert_eq!(r.state, JobState::Synthesizing);
+        for p in 0..2 {
+            apply(&mut r, &ev(p, JobEventBody::PartitionSynthesized { stats: SynthStats::default() }));
+        }
+        assert_eq!(r.state, JobState::Proving);
+        apply(&mut r, &proved(1));
+        assert_eq!(r.state, JobState::Proving);
+        apply(&mut r, &proved(0));
+        assert_eq!((r.state, r.finished_at_ms), (JobState::Done, Some(7)));
+    }
+
+    #[test]
+    fn duplicate_and_reordered_events_are_harmless() {
+        let mut a = record(1);
+        apply(&mut a, &proved(0));
+        let mut b = record(1);
+        apply(&mut b, &ev(0, JobEventBody::PartitionSynthesized { stats: SynthStats::default() }));
+        apply(&mut b, &proved(0));
+        assert_eq!(a.state, JobState::Done);
+        assert_eq!(a.partitions[0].proof_hex, b.partitions[0].proof_hex);
+        // a late duplicate changes nothing on a finished job
+        assert!(!apply(&mut a, &ev(0, JobEventBody::PartitionSynthesized { stats: SynthStats::default() })));
+        assert!(!apply(&mut a, &proved(0)));
+    }
+
+    #[test]
+    fn failure_is_terminal_and_named() {
+        let mut r = record(3);
+        apply(&mut r, &ev(2, JobEventBody::PartitionFailed { stage: Stage::Proving, message: "Bad".into() }));
+        assert_eq!(r.state, JobState::Failed);
+        assert!(r.error.as_deref().unwrap().contains("partition 2"));
+        assert!(!apply(&mut r, &proved(0)), "a failed job takes no more results");
+    }
+
+    #[test]
+    fn cancelled_job_ignores_results() {
+        let mut r = record(1);
+        r.state = JobState::Cancelled;
+        assert!(!apply(&mut r, &proved(0)));
+        assert!(r.partitions[0].proof_hex.is_none());
+    }
+
+    #[test]
+    fn event_for_missing_partition_is_ignored() {
+        let mut r = record(1);
+        assert!(!apply(&mut r, &proved(5)));
+    }
+}

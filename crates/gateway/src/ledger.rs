@@ -1,0 +1,93 @@
+//! The job ledger: one JSON [`JobRecord`] per job in a JetStream KV bucket, changed only by
+//! compare-and-set, so concurrent writers (several gateways, the event loop and a cancel)
+//! never lose an update, and a gateway restart loses nothing.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use async_nats::jetstream::kv::Operation;
+use futures::StreamExt;
+use snarkflow_bus::Bus;
+use snarkflow_wire::{self as wire, JobRecord, JobState};
+
+/// Attempts of one compare-and-set update before giving up (each loses only to a concurrent
+/// writer, so a handful is plenty).
+const CAS_ATTEMPTS: usize = 16;
+
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    bus: Bus,
+}
+
+impl Ledger {
+    pub fn new(bus: Bus) -> Self {
+        Ledger { bus }
+    }
+
+    /// Store a new job; fails if the id exists.
+    pub async fn create(&self, record: &JobRecord) -> anyhow::Result<()> {
+        self.bus
+            .jobs
+            .create(&record.id, wire::encode(record).into())
+            .await
+            .with_context(|| format!("creating job {}", record.id))?;
+        Ok(())
+    }
+
+    async fn entry(&self, id: &str) -> anyhow::Result<Option<(JobRecord, u64)>> {
+        let entry = self.bus.jobs.entry(id).await.with_context(|| format!("reading job {id}"))?;
+        match entry {
+            Some(e) if e.operation == Operation::Put => {
+                let record = wire::decode(&e.value).with_context(|| format!("decoding job {id}"))?;
+                Ok(Some((record, e.revision)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    pub async fn get(&self, id: &str) -> anyhow::Result<Option<JobRecord>> {
+        Ok(self.entry(id).await?.map(|(r, _)| r))
+    }
+
+    /// Apply `change` with compare-and-set. `change` returns whether it changed anything;
+    /// returns the record after the change (`None` if the job does not exist).
+    pub async fn update<F>(&self, id: &str, mut change: F) -> anyhow::Result<Option<JobRecord>>
+    where
+        F: FnMut(&mut JobRecord) -> bool,
+    {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((mut record, revision)) = self.entry(id).await? else {
+                return Ok(None);
+            };
+            if !change(&mut record) {
+                return Ok(Some(record));
+            }
+            record.updated_at_ms = snarkflow_bus::now_ms();
+            match self.bus.jobs.update(id, wire::encode(&record).into(), revision).await {
+                Ok(_) => return Ok(Some(record)),
+                Err(e) if e.kind() == async_nats::jetstream::kv::UpdateErrorKind::WrongLastRevision => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(e) => return Err(e).with_context(|| format!("updating job {id}")),
+            }
+        }
+        anyhow::bail!("job {id}: too many concurrent updates")
+    }
+
+    /// Jobs, newest first, optionally of one state.
+    pub async fn list(&self, state: Option<JobState>, limit: usize) -> anyhow::Result<Vec<JobRecord>> {
+        let mut keys = self.bus.jobs.keys().await.context("listing jobs")?;
+        let mut records = Vec::new();
+        while let Some(key) = keys.next().await {
+            let key = key.context("listing jobs")?;
+            if let Some(r) = self.get(&key).await? {
+                if state.is_none_or(|s| r.state == s) {
+                    records.push(r);
+                }
+            }
+        }
+        records.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        records.truncate(limit);
+        Ok(records)
+    }
+}

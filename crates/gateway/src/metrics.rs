@@ -1,0 +1,83 @@
+//! Gateway metrics (Prometheus).
+
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use snarkflow_wire::{JobEvent, JobEventBody, JobRecord};
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub registry: Registry,
+    submitted: IntCounterVec,
+    finished: IntCounterVec,
+    rejected: IntCounterVec,
+    stage_seconds: HistogramVec,
+    hop_bytes: IntCounterVec,
+}
+
+/// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
+fn stage_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.01, 2.5, 14).expect("valid buckets")
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let submitted = IntCounterVec::new(Opts::new("snarkflow_jobs_submitted_total", "jobs accepted"), &["kind"]).unwrap();
+        let finished =
+            IntCounterVec::new(Opts::new("snarkflow_jobs_finished_total", "jobs reaching a terminal state"), &["kind", "state"])
+                .unwrap();
+        let rejected =
+            IntCounterVec::new(Opts::new("snarkflow_requests_rejected_total", "rejected API requests"), &["code"]).unwrap();
+        let stage_seconds = HistogramVec::new(
+            HistogramOpts::new("snarkflow_partition_stage_seconds", "per-partition stage durations reported by workers")
+                .buckets(stage_buckets()),
+            &["stage"],
+        )
+        .unwrap();
+        let hop_bytes =
+            IntCounterVec::new(Opts::new("snarkflow_hop_bytes_total", "bytes moved per hop"), &["hop"]).unwrap();
+        for c in [&submitted, &finished, &rejected, &hop_bytes] {
+            registry.register(Box::new(c.clone())).expect("unique metric");
+        }
+        registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
+        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes }
+    }
+
+    pub fn job_submitted(&self, kind: &str) {
+        self.submitted.with_label_values(&[kind]).inc();
+    }
+
+    pub fn job_finished(&self, record: &JobRecord) {
+        self.finished.with_label_values(&[record.kind().as_str(), record.state.as_str()]).inc();
+    }
+
+    pub fn rejected(&self, code: &str) {
+        self.rejected.with_label_values(&[code]).inc();
+    }
+
+    pub fn observe_event(&self, event: &JobEvent) {
+        let stage = |name: &str, v: f64| self.stage_seconds.with_label_values(&[name]).observe(v);
+        match &event.body {
+            JobEventBody::PartitionSynthesized { stats } => {
+                stage("synthesize", stats.synthesize_s);
+                stage("serialize", stats.serialize_s);
+                stage("store", stats.store_s);
+                self.hop_bytes.with_label_values(&["synth_to_prove"]).inc_by(stats.bytes);
+            }
+            JobEventBody::PartitionProved { stats, .. } => {
+                stage("queue_wait", stats.queue_wait_s);
+                stage("fetch", stats.fetch_s);
+                stage("deserialize", stats.deserialize_s);
+                stage("prove", stats.prove_s);
+                stage("verify", stats.verify_s);
+                self.hop_bytes.with_label_values(&["prove_to_gateway"]).inc_by(snarkflow_wire::PARTITION_PROOF_BYTES as u64);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,4 @@
+//! HTTP handlers, one group per file.
+
+pub mod health;
+pub mod jobs;

@@ -1,0 +1,71 @@
+//! Shared process plumbing for the snarkflow binaries (gateway, synth-worker, gpu-worker):
+//! the flags every service takes ([`NatsArgs`], [`TelemetryArgs`]), [`main`] (runtime,
+//! telemetry, signals, ordered shutdown, flush), and the workers' status endpoint
+//! ([`serve_status`]: `/healthz`, `/readyz`, `/metrics`).
+
+mod args;
+mod status;
+
+use std::future::Future;
+use std::process::ExitCode;
+
+pub use args::{NatsArgs, TelemetryArgs};
+pub use status::{serve_status, Readiness};
+use tokio_util::sync::CancellationToken;
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Run a service: start a tokio runtime and telemetry, call `run(shutdown)` with a token that
+/// SIGINT/SIGTERM cancel, then flush telemetry. Exit code 1 on error.
+pub fn main<F, Fut>(service: &str, telemetry: &TelemetryArgs, run: F) -> ExitCode
+where
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{service}: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let guard = match snarkflow_telemetry::init(&telemetry.to_config(service)) {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("{service}: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let shutdown = CancellationToken::new();
+        let on_signal = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown requested; draining");
+            on_signal.cancel();
+        });
+        let result = run(shutdown).await;
+        if let Err(e) = &result {
+            tracing::error!(error = format!("{e:#}"), "{service} failed");
+        }
+        guard.shutdown();
+        if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    })
+}
