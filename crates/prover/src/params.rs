@@ -53,6 +53,12 @@ impl ParamStore {
         ParamStore { dir: dir.into(), loaded: Mutex::default(), loading: Mutex::default() }
     }
 
+    /// `<user cache dir>/snarkflow/params` (e.g. `~/.cache/snarkflow/params`), the default
+    /// when `SNARKFLOW_PARAMS_DIR` is not set.
+    pub fn default_dir() -> PathBuf {
+        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params")
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

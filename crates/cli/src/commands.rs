@@ -1,0 +1,242 @@
+//! Subcommands.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use clap::{Parser, Subcommand};
+use serde_json::{json, Value};
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_prover::ParamStore;
+use snarkflow_wire::{CircuitSpec, JobKind};
+
+use crate::client::Client;
+
+/// snarkflow: distributed Groth16 proving.
+#[derive(Debug, Parser)]
+#[command(name = "snarkflow", version)]
+pub struct Cli {
+    /// Gateway base URL.
+    #[arg(long, global = true, env = "SNARKFLOW_GATEWAY_URL", default_value = "http://127.0.0.1:8080")]
+    gateway: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Submit a job; with --wait, follow it to the end.
+    Submit(SubmitArgs),
+    /// Show a job's state, progress, timings and bytes.
+    Status { id: String },
+    /// List jobs, newest first.
+    List {
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Download a finished job's proof (192 bytes per partition, in partition order).
+    Proof {
+        id: String,
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Also verify every partition proof locally against the parameter directory's
+        /// verifying key and the natively recomputed public inputs.
+        #[arg(long)]
+        verify: bool,
+        #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+        params_dir: Option<PathBuf>,
+    },
+    /// Cancel a job that has not finished.
+    Cancel { id: String },
+    /// Groth16 parameter files.
+    Params {
+        #[command(subcommand)]
+        command: ParamsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ParamsCommand {
+    /// Generate random (NOT trusted-setup) parameters for a test circuit, ahead of time.
+    Generate {
+        /// Circuit kind: sha256-chain or dense-chain.
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        blocks: Option<u32>,
+        #[arg(long)]
+        constraints: Option<u32>,
+        /// Regenerate even if the file exists.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+        params_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct SubmitArgs {
+    /// Circuit kind: sha256-chain or dense-chain.
+    #[arg(long)]
+    kind: String,
+    /// sha256-chain: SHA-256 compressions per partition.
+    #[arg(long)]
+    blocks: Option<u32>,
+    /// dense-chain: constraints per partition.
+    #[arg(long)]
+    constraints: Option<u32>,
+    #[arg(long, default_value_t = 1)]
+    partitions: u32,
+    /// Witness seed (random if omitted).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// low, normal, high or critical.
+    #[arg(long)]
+    priority: Option<String>,
+    #[arg(long)]
+    idempotency_key: Option<String>,
+    /// Follow the job until it finishes; exit non-zero unless it is done.
+    #[arg(long)]
+    wait: bool,
+    /// Give up waiting after this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    timeout_secs: u64,
+}
+
+fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow::Result<CircuitSpec> {
+    match JobKind::parse(kind) {
+        Some(JobKind::Sha256Chain) => Ok(CircuitSpec::Sha256Chain { blocks: blocks.context("--blocks is required for sha256-chain")? }),
+        Some(JobKind::DenseChain) => {
+            Ok(CircuitSpec::DenseChain { constraints: constraints.context("--constraints is required for dense-chain")? })
+        }
+        None => bail!("unknown kind {kind:?} (sha256-chain, dense-chain)"),
+    }
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let client = Client::new(&cli.gateway);
+    match cli.command {
+        Command::Submit(args) => submit(&client, args).await,
+        Command::Status { id } => {
+            println!("{}", serde_json::to_string_pretty(&client.status(&id).await?)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::List { state, limit } => {
+            let jobs = client.list(state.as_deref(), limit).await?;
+            for job in jobs["jobs"].as_array().into_iter().flatten() {
+                println!("{}  {:<12} {:<22} {}", job["id"].as_str().unwrap_or("?"), job["state"].as_str().unwrap_or("?"),
+                    job["circuit_id"].as_str().unwrap_or("?"), job["priority"].as_str().unwrap_or("?"));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Proof { id, output, verify, params_dir } => {
+            let bytes = client.proof(&id).await?;
+            std::fs::write(&output, &bytes).with_context(|| format!("writing {}", output.display()))?;
+            println!("wrote {} bytes ({} partition proofs) to {}", bytes.len(), bytes.len() / 192, output.display());
+            if verify {
+                let job = client.status(&id).await?;
+                verify_locally(&job, &bytes, params_dir)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cancel { id } => {
+            let job = client.cancel(&id).await?;
+            println!("job {} is {}", id, job["state"].as_str().unwrap_or("?"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Params { command: ParamsCommand::Generate { kind, blocks, constraints, force, params_dir } } => {
+            let spec = spec_of(&kind, blocks, constraints)?;
+            let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
+            let started = std::time::Instant::now();
+            let path = tokio::task::spawn_blocking(move || store.generate(&spec, force)).await??;
+            println!("{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only", path.display(), started.elapsed().as_secs_f64());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn submit(client: &Client, args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let mut input = json!({ "partitions": args.partitions });
+    if let Some(b) = args.blocks {
+        input["blocks"] = b.into();
+    }
+    if let Some(c) = args.constraints {
+        input["constraints"] = c.into();
+    }
+    if let Some(s) = args.seed {
+        input["seed"] = s.into();
+    }
+    let mut body = json!({ "kind": args.kind, "input": input });
+    if let Some(p) = args.priority {
+        body["priority"] = p.into();
+    }
+    if let Some(k) = args.idempotency_key {
+        body["idempotency_key"] = k.into();
+    }
+    let accepted = client.submit(&body).await?;
+    let id = accepted["id"].as_str().context("gateway returned no job id")?.to_owned();
+    println!("job {id} {}", accepted["state"].as_str().unwrap_or("queued"));
+    if !args.wait {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let job = wait(client, &id, Duration::from_secs(args.timeout_secs)).await?;
+    print_summary(&job);
+    Ok(if job["state"] == "done" { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+async fn wait(client: &Client, id: &str, timeout: Duration) -> anyhow::Result<Value> {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:30}] {pos}/{len} proved  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let job = client.status(id).await?;
+        let p = &job["partitions"];
+        bar.set_length(p["total"].as_u64().unwrap_or(0));
+        bar.set_position(p["proved"].as_u64().unwrap_or(0));
+        bar.set_message(format!("{} (synthesized {})", job["state"].as_str().unwrap_or("?"), p["synthesized"]));
+        if matches!(job["state"].as_str(), Some("done" | "failed" | "cancelled")) {
+            bar.finish_and_clear();
+            return Ok(job);
+        }
+        if std::time::Instant::now() > deadline {
+            bar.abandon();
+            bail!("job {id} did not finish within {} s", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn print_summary(job: &Value) {
+    println!("job {} {}", job["id"].as_str().unwrap_or("?"), job["state"].as_str().unwrap_or("?"));
+    if let Some(e) = job["error"].as_str() {
+        println!("error: {e}");
+    }
+    println!("circuit {}  partitions {}  trace {}", job["circuit_id"].as_str().unwrap_or("?"), job["partitions"]["total"],
+        job["trace_id"].as_str().unwrap_or("-"));
+    println!("timings (s, summed over partitions): {}", job["timings"]);
+    println!("bytes per hop: {}", job["bytes"]);
+}
+
+fn verify_locally(job: &Value, bytes: &[u8], params_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let spec = CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("job has no circuit id")?)
+        .context("unknown circuit id")?;
+    let seed = job["seed"].as_u64().context("job has no seed")?;
+    let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
+    let params = store.get(&spec, false)?;
+    for (i, chunk) in bytes.chunks(192).enumerate() {
+        let proof = bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk).context("malformed proof")?;
+        let inputs = PartitionCircuit::with_witness(spec, seed, i as u32).public_inputs().context("no inputs")?;
+        if !snarkflow_prover::verify(&params.pvk, &proof, &inputs) {
+            bail!("partition {i} proof does NOT verify");
+        }
+    }
+    println!("verified {} partition proofs locally", bytes.len() / 192);
+    Ok(())
+}

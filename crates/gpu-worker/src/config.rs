@@ -1,0 +1,42 @@
+//! gpu-worker configuration.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use snarkflow_service::{NatsArgs, TelemetryArgs};
+
+/// snarkflow gpu-worker: proves synthesized partitions with parameters kept loaded.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "gpu-worker", version)]
+pub struct Config {
+    /// Name of this worker in events, spans and logs (default: host-pid).
+    #[arg(long, env = "SNARKFLOW_WORKER_ID")]
+    pub worker_id: Option<String>,
+    /// Directory of Groth16 parameter files (`<circuit-id>.params`); default
+    /// `~/.cache/snarkflow/params`.
+    #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+    pub params_dir: Option<PathBuf>,
+    /// Generate random (NOT trusted-setup) parameters for a test circuit whose file is
+    /// missing, instead of failing its jobs. For development and tests only.
+    #[arg(long, env = "SNARKFLOW_GENERATE_MISSING_PARAMS", default_value_t = false)]
+    pub generate_missing_params: bool,
+    /// Circuit ids to load before reporting ready, comma-separated (e.g. `sha256-chain-b1`).
+    #[arg(long, env = "SNARKFLOW_PRELOAD", value_delimiter = ',')]
+    pub preload: Vec<String>,
+    /// Address for /healthz, /readyz and /metrics; unset serves none.
+    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
+    pub status_listen: Option<SocketAddr>,
+    /// Seconds an in-flight proof gets to finish on shutdown before being handed back.
+    #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 60)]
+    pub drain_secs: u64,
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+}
+
+pub(crate) fn default_worker_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
+    format!("gpu-{host}-{}", std::process::id())
+}

@@ -1,0 +1,89 @@
+//! The gpu-worker: owns one proving device, keeps Groth16 parameters loaded, and proves
+//! synthesized partitions one at a time, most urgent lane first.
+//!
+//! Per partition: fetch from the object store (digest checked), decode, prove, verify against
+//! the verifying key, report the proof as an event, delete the object, ack. A proof that does
+//! not verify is never reported as a result: the job fails instead. Long proofs send
+//! in-progress heartbeats so the broker does not hand them to another worker; a worker killed
+//! mid-proof simply never acks, and the partition is redelivered.
+
+mod config;
+mod prove;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use config::Config;
+use snarkflow_bus::Bus;
+use snarkflow_prover::ParamStore;
+use snarkflow_service::Readiness;
+use snarkflow_wire::CircuitSpec;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Run until `shutdown`: load parameters, report ready, prove; on shutdown stop pulling and
+/// give the proof in flight `drain_secs` before handing it back.
+pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let worker_id = config.worker_id.clone().unwrap_or_else(config::default_worker_id);
+    let params_dir = config.params_dir.clone().unwrap_or_else(ParamStore::default_dir);
+    let params = Arc::new(ParamStore::new(params_dir.clone()));
+    let metrics = prove::Metrics::new();
+    let readiness = Readiness::default();
+    let detail = |state: &str, params: &ParamStore| {
+        serde_json::json!({
+            "worker": worker_id,
+            "backend": snarkflow_prover::BACKEND,
+            "state": state,
+            "params_dir": params.dir().display().to_string(),
+            "loaded_circuits": params.loaded_ids(),
+        })
+    };
+    readiness.set(false, detail("loading parameters", &params));
+    if let Some(addr) = config.status_listen {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        info!(addr = %listener.local_addr()?, "status endpoint listening");
+        tokio::spawn(snarkflow_service::serve_status(listener, readiness.clone(), metrics.registry.clone(), shutdown.clone()));
+    }
+    for id in &config.preload {
+        let spec = CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
+        let (store, generate) = (params.clone(), config.generate_missing_params);
+        tokio::task::spawn_blocking(move || store.get(&spec, generate)).await??;
+    }
+    let bus = Bus::connect(config.nats.bus_config()).await?;
+    let lanes = bus.lanes("prove").await?;
+    let worker = prove::Worker {
+        bus,
+        worker_id: worker_id.clone(),
+        params: params.clone(),
+        generate_missing_params: config.generate_missing_params,
+        metrics,
+    };
+    readiness.set(true, detail("ready", &params));
+    info!(worker = %worker_id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
+
+    let abandon = CancellationToken::new();
+    let drain = {
+        let (shutdown, abandon, drain_secs) = (shutdown.clone(), abandon.clone(), config.drain_secs);
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            tokio::time::sleep(Duration::from_secs(drain_secs)).await;
+            abandon.cancel();
+        })
+    };
+    loop {
+        match lanes.next(&shutdown).await {
+            Ok(Some((_, msg))) => {
+                worker.handle(&lanes, msg, &abandon).await;
+                readiness.set(true, detail("ready", &params));
+            }
+            Ok(None) => break,
+            Err(e) => {
+                warn!(error = %e, "pulling proving work failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+    drain.abort();
+    info!(worker = %worker_id, "gpu-worker stopped");
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! Handling one synthesized partition.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use opentelemetry::trace::Span as _;
+use opentelemetry::KeyValue;
+use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
+use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
+use snarkflow_prover::{ParamStore, ParamsError};
+use snarkflow_synthesis::SynthesizedPartition;
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, ProveStats, ProveTask, Stage};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, info_span, warn, Instrument};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+const RETRY_DELAY: Duration = Duration::from_secs(2);
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub registry: Registry,
+    seconds: HistogramVec,
+    busy: IntCounter,
+    bytes: IntCounter,
+    outcomes: IntCounterVec,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let seconds = HistogramVec::new(
+            HistogramOpts::new("snarkflow_prove_stage_seconds", "gpu-worker stage durations")
+                .buckets(prometheus::exponential_buckets(0.005, 2.5, 14).expect("buckets")),
+            &["stage"],
+        )
+        .expect("metric");
+        let busy = IntCounter::new("snarkflow_prover_busy_milliseconds_total", "milliseconds spent proving").expect("metric");
+        let bytes = IntCounter::new("snarkflow_prove_fetched_bytes_total", "partition bytes fetched").expect("metric");
+        let outcomes =
+            IntCounterVec::new(Opts::new("snarkflow_prove_partitions_total", "partitions handled by outcome"), &["outcome"])
+                .expect("metric");
+        registry.register(Box::new(seconds.clone())).expect("unique");
+        registry.register(Box::new(busy.clone())).expect("unique");
+        registry.register(Box::new(bytes.clone())).expect("unique");
+        registry.register(Box::new(outcomes.clone())).expect("unique");
+        Metrics { registry, seconds, busy, bytes, outcomes }
+    }
+}
+
+enum Failure {
+    Permanent(String),
+    Transient(String),
+}
+
+impl From<BusError> for Failure {
+    fn from(e: BusError) -> Self {
+        Failure::Transient(e.to_string())
+    }
+}
+
+pub struct Worker {
+    pub bus: Bus,
+    pub worker_id: String,
+    pub params: Arc<ParamStore>,
+    pub generate_missing_params: bool,
+    pub metrics: Metrics,
+}
+
+/// Record the wait between the synth-worker's publish and this pickup as a span of its own
+/// (the seed's CHAN_SEND → GPU_PICKUP), with the real start time.
+fn record_queue_wait(parent: &opentelemetry::Context, task: &ProveTask, worker: &str) -> f64 {
+    let published = UNIX_EPOCH + Duration::from_millis(task.published_at_ms);
+    let now = SystemTime::now();
+    let tracer = opentelemetry::global::tracer("snarkflow");
+    let mut span = opentelemetry::trace::SpanBuilder::from_name("queue.wait")
+        .with_start_time(published)
+        .with_attributes([
+            KeyValue::new("job_id", task.job_id.clone()),
+            KeyValue::new("job.kind", task.circuit.kind().as_str()),
+            KeyValue::new("partition", task.partition as i64),
+            KeyValue::new("partitions", task.partitions as i64),
+            KeyValue::new("worker", worker.to_owned()),
+        ])
+        .start_with_context(&tracer, parent);
+    span.end_with_timestamp(now);
+    now.duration_since(published).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+impl Worker {
+    pub async fn handle(&self, lanes: &Lanes, msg: Message, abandon: &CancellationToken) {
+        let task: ProveTask = match wire::decode(&msg.payload) {
+            Ok(t) => t,
+            Err(e) => {
+                warn!(error = %e, subject = %msg.subject, "terminating undecodable prove task");
+                let _ = msg.ack_with(AckKind::Term).await;
+                return;
+            }
+        };
+        let parent = extract_context(msg.headers.as_ref());
+        let queue_wait_s = record_queue_wait(&parent, &task, &self.worker_id);
+        let span = info_span!(
+            "prove",
+            otel.kind = "consumer",
+            job_id = %task.job_id,
+            job.kind = task.circuit.kind().as_str(),
+            partition = task.partition,
+            partitions = task.partitions,
+            worker = %self.worker_id,
+            backend = snarkflow_prover::BACKEND,
+            circuit_id = %task.circuit.circuit_id(),
+            bytes = task.bytes,
+        );
+        span.set_parent(parent);
+        let _heartbeat = lanes.heartbeat(&msg);
+        let last_delivery = msg.info().map(|i| i.delivered >= self.bus.config().max_deliver).unwrap_or(false);
+        let outcome = tokio::select! {
+            r = self.process(&task, queue_wait_s).instrument(span.clone()) => r,
+            _ = abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
+        };
+        let _enter = span.enter();
+        let outcome = match outcome {
+            // the broker will not offer it again: report it rather than leave the job hanging
+            Err(Failure::Transient(reason)) if last_delivery => {
+                Err(Failure::Permanent(format!("gave up after {} deliveries: {reason}", self.bus.config().max_deliver)))
+            }
+            other => other,
+        };
+        match outcome {
+            Ok(outcome) => {
+                self.metrics.outcomes.with_label_values(&[outcome]).inc();
+                let _ = msg.ack().await;
+            }
+            Err(Failure::Transient(reason)) => {
+                self.metrics.outcomes.with_label_values(&["retried"]).inc();
+                warn!(job_id = %task.job_id, partition = task.partition, %reason, "proving will be retried");
+                let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+            }
+            Err(Failure::Permanent(reason)) => {
+                self.metrics.outcomes.with_label_values(&["failed"]).inc();
+                warn!(job_id = %task.job_id, partition = task.partition, %reason, "proving failed permanently");
+                let event = JobEvent::new(
+                    &task.job_id,
+                    task.partition,
+                    now_ms(),
+                    JobEventBody::PartitionFailed { stage: Stage::Proving, message: reason },
+                );
+                match self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await {
+                    Ok(()) => {
+                        let _ = self.bus.delete_partition(&task.object).await;
+                        let _ = msg.ack_with(AckKind::Term).await;
+                    }
+                    Err(_) => {
+                        let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn job_is_live(&self, id: &str) -> Result<bool, Failure> {
+        match self.bus.jobs.get(id).await {
+            Ok(Some(bytes)) => Ok(wire::decode::<wire::JobRecord>(&bytes).map(|r| !r.state.is_terminal()).unwrap_or(false)),
+            Ok(None) => Ok(false),
+            Err(e) => Err(Failure::Transient(format!("reading job {id}: {e}"))),
+        }
+    }
+
+    async fn process(&self, task: &ProveTask, queue_wait_s: f64) -> Result<&'static str, Failure> {
+        if !self.job_is_live(&task.job_id).await? {
+            info!(job_id = %task.job_id, partition = task.partition, "job finished or unknown; dropping partition");
+            self.bus.delete_partition(&task.object).await?;
+            return Ok("skipped");
+        }
+        let event = JobEvent::new(&task.job_id, task.partition, now_ms(), JobEventBody::ProvingStarted {
+            worker: self.worker_id.clone(),
+        });
+        self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?;
+
+        let fetched = match self
+            .bus
+            .get_partition(&task.object, &task.sha256_hex)
+            .instrument(info_span!("fetch", bytes = task.bytes, object = %task.object))
+            .await
+        {
+            Ok(f) => f,
+            // a corrupt or missing object cannot become valid by waiting
+            Err(e @ (BusError::Corrupt { .. } | BusError::NotFound(_))) => return Err(Failure::Permanent(e.to_string())),
+            Err(e) => return Err(e.into()),
+        };
+        let bytes_fetched = fetched.data.len() as u64;
+        self.metrics.bytes.inc_by(bytes_fetched);
+
+        let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
+        let expected_partition = task.partition;
+        let deserialize_span = info_span!("deserialize", bytes = bytes_fetched);
+        let prove_span = info_span!("prove.compute", backend = snarkflow_prover::BACKEND);
+        let verify_span = info_span!("verify");
+        let result = tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let partition = deserialize_span
+                .in_scope(|| SynthesizedPartition::decode(&fetched.data))
+                .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
+            drop(fetched.data);
+            let deserialize_s = started.elapsed().as_secs_f64();
+            if partition.circuit_id != spec.circuit_id() || partition.partition != expected_partition {
+                return Err(Failure::Permanent(format!(
+                    "object holds {} partition {}, task says {} partition {}",
+                    partition.circuit_id,
+                    partition.partition,
+                    spec.circuit_id(),
+                    expected_partition
+                )));
+            }
+            let loaded = params.get(&spec, generate).map_err(|e| match e {
+                ParamsError::Missing { .. } => Failure::Permanent(e.to_string()),
+                other => Failure::Transient(other.to_string()),
+            })?;
+            let public_inputs = partition.public_inputs().to_vec();
+            let started = Instant::now();
+            let proof = prove_span
+                .in_scope(|| snarkflow_prover::prove_with_rng(partition, &loaded.params, &mut rand::rngs::OsRng))
+                .map_err(|e| Failure::Permanent(e.to_string()))?;
+            let prove_s = started.elapsed().as_secs_f64();
+            let started = Instant::now();
+            let valid = verify_span.in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
+            let verify_s = started.elapsed().as_secs_f64();
+            if !valid {
+                return Err(Failure::Permanent("proof failed verification against the verifying key".into()));
+            }
+            let mut proof_bytes = Vec::with_capacity(wire::PARTITION_PROOF_BYTES);
+            proof.write(&mut proof_bytes).expect("writing to a Vec cannot fail");
+            Ok((proof_bytes, deserialize_s, prove_s, verify_s))
+        })
+        .await
+        .map_err(|e| Failure::Permanent(format!("prover panicked: {e}")))?;
+        let (proof_bytes, deserialize_s, prove_s, verify_s) = result?;
+
+        let stats = ProveStats {
+            worker: self.worker_id.clone(),
+            backend: snarkflow_prover::BACKEND.to_owned(),
+            queue_wait_s,
+            fetch_s: fetched.seconds,
+            deserialize_s,
+            prove_s,
+            verify_s,
+            bytes_fetched,
+        };
+        for (stage, v) in [("queue_wait", queue_wait_s), ("fetch", fetched.seconds), ("deserialize", deserialize_s), ("prove", prove_s), ("verify", verify_s)] {
+            self.metrics.seconds.with_label_values(&[stage]).observe(v);
+        }
+        self.metrics.busy.inc_by((prove_s * 1000.0) as u64);
+        info!(
+            job_id = %task.job_id, partition = task.partition, bytes = bytes_fetched,
+            queue_wait_s, fetch_s = fetched.seconds, deserialize_s, prove_s, verify_s, "partition proved and verified"
+        );
+        let event = JobEvent::new(&task.job_id, task.partition, now_ms(), JobEventBody::PartitionProved {
+            proof_hex: hex::encode(&proof_bytes),
+            stats,
+        });
+        self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?;
+        self.bus.delete_partition(&task.object).await?;
+        Ok("proved")
+    }
+}

@@ -1,0 +1,34 @@
+//! synth-worker configuration.
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+use snarkflow_service::{NatsArgs, TelemetryArgs};
+
+/// snarkflow synth-worker: builds and synthesizes partition circuits.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "synth-worker", version)]
+pub struct Config {
+    /// Name of this worker in events, spans and logs (default: host-pid).
+    #[arg(long, env = "SNARKFLOW_WORKER_ID")]
+    pub worker_id: Option<String>,
+    /// Partitions synthesized at once. Synthesis of one circuit is single-threaded, so one per
+    /// core you give this worker is the usual choice.
+    #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
+    pub concurrency: usize,
+    /// Address for /healthz, /readyz and /metrics; unset serves none.
+    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
+    pub status_listen: Option<SocketAddr>,
+    /// Seconds in-flight partitions get to finish on shutdown before being handed back.
+    #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 30)]
+    pub drain_secs: u64,
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+}
+
+pub(crate) fn default_worker_id(role: &str) -> String {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
+    format!("{role}-{host}-{}", std::process::id())
+}
