@@ -143,14 +143,28 @@ impl Bus {
             .map_err(nats_err(format!("creating consumer {name}")))
     }
 
+    /// Declare a key-value bucket. The stream is created directly, with the settings the KV
+    /// convention requires, because async-nats' `create_key_value` first reads account info
+    /// in a shape nats-server 2.9 (Debian 12's) does not send.
     async fn kv(js: &jetstream::Context, bucket: &str) -> Result<kv::Store, BusError> {
-        match js.get_key_value(bucket).await {
-            Ok(store) => Ok(store),
-            Err(_) => js
-                .create_key_value(kv::Config { bucket: bucket.to_owned(), history: 1, ..Default::default() })
-                .await
-                .map_err(nats_err(format!("creating key-value bucket {bucket}"))),
+        if let Ok(store) = js.get_key_value(bucket).await {
+            return Ok(store);
         }
+        js.get_or_create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            storage: stream::StorageType::File,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: stream::DiscardPolicy::New,
+            num_replicas: 1,
+            ..Default::default()
+        })
+        .await
+        .map_err(nats_err(format!("creating key-value bucket {bucket}")))?;
+        js.get_key_value(bucket).await.map_err(nats_err(format!("opening key-value bucket {bucket}")))
     }
 
     pub fn config(&self) -> &BusConfig {

@@ -1,0 +1,186 @@
+//! Harness for end-to-end tests: a real nats-server plus the three services running
+//! in-process (each with its own shutdown token), and an HTTP client for the gateway.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use clap::Parser;
+use serde_json::Value;
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_prover::ParamStore;
+use snarkflow_testkit::NatsServer;
+use snarkflow_wire::CircuitSpec;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use snarkflow_testkit::params_dir;
+
+/// Redelivery after this much silence; short so failure tests finish quickly.
+pub const TEST_ACK_WAIT_SECS: u64 = 3;
+
+/// One service running in-process.
+pub struct Service {
+    pub shutdown: CancellationToken,
+    handle: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Service {
+    /// Cancel and wait for a clean stop.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        self.handle.await.context("service panicked")?
+    }
+}
+
+fn nats_flags(url: &str) -> Vec<String> {
+    vec!["--nats-url".into(), url.into(), "--ack-wait-secs".into(), TEST_ACK_WAIT_SECS.to_string()]
+}
+
+/// Log to the test's captured output (shown for failing tests); `RUST_LOG` filters.
+pub fn init_test_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_test_writer()
+        .try_init();
+}
+
+/// Start a gateway on a free port; returns it and its base URL once `/readyz` answers 200.
+pub async fn start_gateway(nats_url: &str) -> anyhow::Result<(Service, String)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr: SocketAddr = listener.local_addr()?;
+    let mut args = vec!["gateway".to_owned()];
+    args.extend(nats_flags(nats_url));
+    let config = snarkflow_gateway::Config::try_parse_from(args)?;
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(snarkflow_gateway::serve(listener, config, shutdown.clone()));
+    let base = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
+            if r.status().is_success() {
+                break;
+            }
+        }
+        if handle.is_finished() {
+            let result = handle.await.context("gateway panicked")?;
+            bail!("gateway stopped before it was ready: {result:?}");
+        }
+        if Instant::now() > deadline {
+            bail!("gateway at {base} not ready within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((Service { shutdown, handle }, base))
+}
+
+pub fn start_synth_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Service> {
+    let mut args = vec!["synth-worker".to_owned(), "--worker-id".into(), worker_id.into()];
+    args.extend(nats_flags(nats_url));
+    let config = snarkflow_synth_worker::Config::try_parse_from(args)?;
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(snarkflow_synth_worker::run(config, shutdown.clone()));
+    Ok(Service { shutdown, handle })
+}
+
+/// Arguments for a gpu-worker (in-process or as a child process).
+pub fn gpu_worker_args(nats_url: &str, worker_id: &str) -> Vec<String> {
+    let mut args = vec![
+        "--worker-id".to_owned(),
+        worker_id.into(),
+        "--params-dir".into(),
+        params_dir().display().to_string(),
+        "--generate-missing-params".into(),
+    ];
+    args.extend(nats_flags(nats_url));
+    args
+}
+
+pub fn start_gpu_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Service> {
+    let mut args = vec!["gpu-worker".to_owned()];
+    args.extend(gpu_worker_args(nats_url, worker_id));
+    let config = snarkflow_gpu_worker::Config::try_parse_from(args)?;
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));
+    Ok(Service { shutdown, handle })
+}
+
+/// A nats-server and one of each service.
+pub struct Stack {
+    pub nats: NatsServer,
+    pub gateway: Option<Service>,
+    pub base: String,
+    pub synth: Vec<Service>,
+    pub gpu: Vec<Service>,
+    pub http: reqwest::Client,
+}
+
+impl Stack {
+    pub async fn start() -> anyhow::Result<Stack> {
+        init_test_logging();
+        let nats = NatsServer::start();
+        let (gateway, base) = start_gateway(&nats.url()).await?;
+        let synth = vec![start_synth_worker(&nats.url(), "synth-1")?];
+        let gpu = vec![start_gpu_worker(&nats.url(), "gpu-1")?];
+        Ok(Stack { nats, gateway: Some(gateway), base, synth, gpu, http: reqwest::Client::new() })
+    }
+
+    pub async fn post_job(&self, body: &Value) -> anyhow::Result<(u16, Value)> {
+        let r = self.http.post(format!("{}/v1/jobs", self.base)).json(body).send().await?;
+        Ok((r.status().as_u16(), r.json().await?))
+    }
+
+    pub async fn submit(&self, body: &Value) -> anyhow::Result<String> {
+        let (status, v) = self.post_job(body).await?;
+        if status != 202 {
+            bail!("submit answered {status}: {v}");
+        }
+        Ok(v["id"].as_str().context("no id")?.to_owned())
+    }
+
+    pub async fn job(&self, id: &str) -> anyhow::Result<Value> {
+        Ok(self.http.get(format!("{}/v1/jobs/{id}", self.base)).send().await?.error_for_status()?.json().await?)
+    }
+
+    /// Poll until the job is terminal; returns its view.
+    pub async fn wait_finished(&self, id: &str, timeout: Duration) -> anyhow::Result<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let job = self.job(id).await?;
+            if matches!(job["state"].as_str(), Some("done" | "failed" | "cancelled")) {
+                return Ok(job);
+            }
+            if Instant::now() > deadline {
+                bail!("job {id} not finished within {timeout:?}: {job}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn proof(&self, id: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+        let r = self.http.get(format!("{}/v1/jobs/{id}/proof", self.base)).send().await?;
+        Ok((r.status().as_u16(), r.bytes().await?.to_vec()))
+    }
+}
+
+/// Check a job's concatenated proof independently of the services: every 192-byte chunk must
+/// verify against the parameter directory's verifying key with public inputs recomputed
+/// natively from the job's circuit and seed.
+pub fn verify_job_proof(job: &Value, proof: &[u8]) -> anyhow::Result<()> {
+    let spec = CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("circuit_id")?).context("circuit id")?;
+    let seed = job["seed"].as_u64().context("seed")?;
+    let total = job["partitions"]["total"].as_u64().context("total")? as usize;
+    if proof.len() != total * 192 {
+        bail!("proof has {} bytes, expected {} partitions × 192", proof.len(), total);
+    }
+    let params = ParamStore::new(params_dir()).get(&spec, false)?;
+    for (i, chunk) in proof.chunks(192).enumerate() {
+        let p = bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk)?;
+        let inputs = PartitionCircuit::with_witness(spec, seed, i as u32).public_inputs().context("inputs")?;
+        if !snarkflow_prover::verify(&params.pvk, &p, &inputs) {
+            bail!("partition {i} does not verify");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! The whole pipeline against a real nats-server: jobs go from POST to a verified proof,
+//! rejected requests enqueue nothing, a gateway restart loses nothing, cancellation works.
+
+use std::time::Duration;
+
+use serde_json::json;
+use snarkflow_bus::{Bus, BusConfig};
+use snarkflow_e2e::{start_gateway, verify_job_proof, Stack};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sha256_chain_job_is_proved_and_verifies() {
+    let stack = Stack::start().await.unwrap();
+    let id = stack.submit(&json!({"kind": "sha256-chain", "input": {"blocks": 1}})).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["partitions"]["proved"], 1);
+    assert!(job["bytes"]["synth_to_prove"].as_u64().unwrap() > 1_000_000, "{job}");
+    assert_eq!(job["bytes"]["proofs"], 192);
+    assert!(job["timings"]["prove_s"].as_f64().unwrap() > 0.0);
+    let (status, proof) = stack.proof(&id).await.unwrap();
+    assert_eq!(status, 200);
+    verify_job_proof(&job, &proof).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_partition_dense_chain_job_assembles_in_order() {
+    let stack = Stack::start().await.unwrap();
+    let id = stack
+        .submit(&json!({"kind": "dense-chain", "input": {"constraints": 1024, "partitions": 3}, "priority": "high"}))
+        .await
+        .unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["partitions"], json!({"total": 3, "synthesized": 3, "proved": 3}));
+    let (status, proof) = stack.proof(&id).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(proof.len(), 3 * 192);
+    // verification uses each partition's own public inputs, so a reordering would fail here
+    verify_job_proof(&job, &proof).unwrap();
+    let mut swapped = proof.clone();
+    swapped[..192].copy_from_slice(&proof[192..384]);
+    swapped[192..384].copy_from_slice(&proof[..192]);
+    assert!(verify_job_proof(&job, &swapped).is_err(), "swapped partitions must not verify");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rejected_requests_say_why_and_enqueue_nothing() {
+    let stack = Stack::start().await.unwrap();
+    let cases = [
+        (json!({"kind": "sha256-chain"}), 422, "input is required"),
+        (json!({"kind": "groth17", "input": {}}), 422, "unknown kind"),
+        (json!({"kind": "dense-chain", "input": {"constraints": 0}}), 422, "input.constraints"),
+        (json!({"kind": "dense-chain", "input": {"constraints": 10, "partitions": 1000}}), 422, "input.partitions"),
+        (json!({"kind": "dense-chain", "input": {"constraints": 10}, "priority": "now"}), 422, "priority"),
+    ];
+    for (body, status, needle) in cases {
+        let (got, v) = stack.post_job(&body).await.unwrap();
+        assert_eq!(got, status, "{body} → {v}");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(needle), "{body}: {msg:?} lacks {needle:?}");
+        assert_eq!(v["error"]["code"], "invalid_input");
+    }
+    let raw = |body: Vec<u8>| {
+        stack.http.post(format!("{}/v1/jobs", stack.base)).header("content-type", "application/json").body(body).send()
+    };
+    let r = raw(b"{not json".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "bad_request");
+    let r = raw(vec![b' '; 97 * 1024 * 1024]).await.unwrap();
+    assert_eq!(r.status(), 413);
+    assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "payload_too_large");
+    let r = stack.http.get(format!("{}/v1/jobs/not-a-job", stack.base)).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    assert_eq!(bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0, "a rejected request was enqueued");
+    let listed: serde_json::Value =
+        stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["jobs"], json!([]), "a rejected request created a job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gateway_restart_keeps_job_states_and_proofs() {
+    let mut stack = Stack::start().await.unwrap();
+    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 2}})).await.unwrap();
+    // stop the gateway at once: the workers' events pile up in the stream meanwhile
+    stack.gateway.take().unwrap().stop().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (gateway, base) = start_gateway(&stack.nats.url()).await.unwrap();
+    stack.base = base;
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    let (_, proof) = stack.proof(&id).await.unwrap();
+    verify_job_proof(&job, &proof).unwrap();
+
+    // and a second restart serves the same finished job and proof
+    gateway.stop().await.unwrap();
+    let (_gateway, base) = start_gateway(&stack.nats.url()).await.unwrap();
+    stack.base = base;
+    assert_eq!(stack.job(&id).await.unwrap()["state"], "done");
+    assert_eq!(stack.proof(&id).await.unwrap(), (200, proof));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_idempotency_and_listing() {
+    let mut stack = Stack::start().await.unwrap();
+    // stop the provers so the job cannot finish before it is cancelled
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let body = json!({"kind": "dense-chain", "input": {"constraints": 64}, "idempotency_key": "order-7"});
+    let id = stack.submit(&body).await.unwrap();
+    let (status, again) = stack.post_job(&body).await.unwrap();
+    assert_eq!((status, again["id"].as_str().unwrap()), (200, id.as_str()), "same key, same job");
+
+    let (status, _) = stack.proof(&id).await.unwrap();
+    assert_eq!(status, 409, "no proof before done");
+    let r = stack.http.delete(format!("{}/v1/jobs/{id}", stack.base)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(stack.job(&id).await.unwrap()["state"], "cancelled");
+    let listed: serde_json::Value =
+        stack.http.get(format!("{}/v1/jobs?state=cancelled&limit=5", stack.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["jobs"][0]["id"], id.as_str());
+    let r = stack.http.get(format!("{}/v1/jobs?state=bogus", stack.base)).send().await.unwrap();
+    assert_eq!(r.status(), 422);
+}
