@@ -47,10 +47,16 @@ pub fn init_test_logging() {
 
 /// Start a gateway on a free port; returns it and its base URL once `/readyz` answers 200.
 pub async fn start_gateway(nats_url: &str) -> anyhow::Result<(Service, String)> {
+    start_gateway_with(nats_url, &[]).await
+}
+
+/// [`start_gateway`] with extra command-line flags.
+pub async fn start_gateway_with(nats_url: &str, extra: &[&str]) -> anyhow::Result<(Service, String)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
     let mut args = vec!["gateway".to_owned()];
     args.extend(nats_flags(nats_url));
+    args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_gateway::Config::try_parse_from(args)?;
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_gateway::serve(listener, config, shutdown.clone()));

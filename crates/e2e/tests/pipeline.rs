@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
-use snarkflow_e2e::{start_gateway, verify_job_proof, Stack};
+use snarkflow_e2e::{start_gateway, start_gateway_with, verify_job_proof, Stack};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -68,9 +68,14 @@ async fn rejected_requests_say_why_and_enqueue_nothing() {
     let r = raw(b"{not json".to_vec()).await.unwrap();
     assert_eq!(r.status(), 400);
     assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "bad_request");
-    let r = raw(vec![b' '; 97 * 1024 * 1024]).await.unwrap();
+    // a small limit keeps the oversized body inside socket buffers, so the early 413 is read
+    // back instead of racing the upload
+    let (small, small_base) = start_gateway_with(&stack.nats.url(), &["--max-body-bytes", "4096"]).await.unwrap();
+    let oversized = format!(r#"{{"kind": "dense-chain", "input": {{"constraints": 8}}, "pad": "{}"}}"#, " ".repeat(16 * 1024));
+    let r = stack.http.post(format!("{small_base}/v1/jobs")).header("content-type", "application/json").body(oversized).send().await.unwrap();
     assert_eq!(r.status(), 413);
     assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "payload_too_large");
+    small.stop().await.unwrap();
     let r = stack.http.get(format!("{}/v1/jobs/not-a-job", stack.base)).send().await.unwrap();
     assert_eq!(r.status(), 404);
 

@@ -114,9 +114,9 @@ async fn handle(
 ) -> anyhow::Result<()> {
     let assembling = matches!(event.body, JobEventBody::PartitionProved { .. });
     let span = if assembling {
-        info_span!("assemble", job_id = %event.job_id, partition = event.partition, otel.kind = "consumer")
+        info_span!("assemble", job_id = %event.job_id, partition = i64::from(event.partition), otel.kind = "consumer")
     } else {
-        info_span!("ledger.apply", job_id = %event.job_id, partition = event.partition)
+        info_span!("ledger.apply", job_id = %event.job_id, partition = i64::from(event.partition))
     };
     span.set_parent(parent);
     async {
