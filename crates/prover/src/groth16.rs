@@ -108,11 +108,15 @@ pub fn prove(
     let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
     let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1);
     let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1);
+    // With the `cuda` feature the kernel holds the GPU lock; the G2 kernel cannot be taken
+    // until it is released.
+    #[allow(clippy::drop_non_drop)]
     drop(g1);
     let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
     let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
     let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2);
     let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2);
+    #[allow(clippy::drop_non_drop)]
     drop(g2);
 
     // A = α + Σ a_i·A_i + r·δ;  B = β + Σ b_i·B_i + s·δ;

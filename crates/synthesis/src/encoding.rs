@@ -55,7 +55,7 @@ fn scalars_to_bytes(v: &[Fr]) -> Vec<u8> {
 }
 
 fn scalars_from_bytes(bytes: &[u8], what: &'static str) -> Result<Vec<Fr>, DecodeError> {
-    if bytes.len() % 32 != 0 {
+    if !bytes.len().is_multiple_of(32) {
         return Err(DecodeError::Shape(format!("{what} is not a whole number of field elements")));
     }
     bytes
