@@ -34,25 +34,31 @@ async fn job_spans_share_one_trace_across_the_three_services() {
     let named = |name: &str| of_job.iter().filter(|s| s.name == name).copied().collect::<Vec<_>>();
     let submit = named("http.submit");
     assert_eq!(submit.len(), 1, "one HTTP request span");
-    let synth = named("synthesize");
-    let prove = named("prove");
+    let handle = named("synth.handle");
+    let gpu = named("gpu.handle");
     let waits = named("queue.wait");
-    assert_eq!((synth.len(), prove.len(), waits.len()), (2, 2, 2), "a span per partition and stage");
+    assert_eq!((handle.len(), gpu.len(), waits.len()), (2, 2, 2), "a span per partition and stage");
     assert!(!named("assemble").is_empty(), "an assemble span");
-    for s in &synth {
-        assert_eq!(s.parent_span_id, submit[0].span_context.span_id(), "synthesize is a child of the HTTP request");
-        assert!(attr(s, "worker").is_some() && attr(s, "partition").is_some());
+    for s in &handle {
+        assert_eq!(s.parent_span_id, submit[0].span_context.span_id(), "synth.handle is a child of the HTTP request");
     }
-    for p in prove.iter().chain(waits.iter()) {
-        // prove and queue.wait hang off the synth-worker's publish span of the same partition
+    for p in gpu.iter().chain(waits.iter()) {
+        // gpu.handle and queue.wait hang off the synth-worker's publish span of the same partition
         let parent = by_id.get(&p.parent_span_id).unwrap_or_else(|| panic!("{}'s parent was not exported", p.name));
         assert_eq!(parent.name, "publish");
         let grandparent = by_id[&parent.parent_span_id];
-        assert_eq!(grandparent.name, "synthesize");
+        assert_eq!(grandparent.name, "synth.handle");
         assert_eq!(attr(grandparent, "partition"), attr(p, "partition"));
     }
-    for name in ["fetch", "deserialize", "prove.compute", "verify", "store"] {
-        let n = spans.iter().filter(|s| s.name == name && s.span_context.trace_id().to_string() == trace_id).count();
-        assert_eq!(n, 2, "{name} spans in the job's trace");
+    for (name, parent) in [("synthesize", "synth.handle"), ("serialize", "synth.handle"), ("store", "synth.handle"),
+        ("fetch", "gpu.handle"), ("deserialize", "gpu.handle"), ("prove", "gpu.handle"), ("verify", "gpu.handle")] {
+        let of = named(name);
+        assert_eq!(of.len(), 2, "{name} spans of the job");
+        for s in of {
+            assert_eq!(by_id[&s.parent_span_id].name, parent, "{name}'s parent");
+            for key in ["job.kind", "partition", "partitions", "worker", "host"] {
+                assert!(attr(s, key).is_some(), "{name} lacks {key}");
+            }
+        }
     }
 }

@@ -114,9 +114,17 @@ async fn handle(
 ) -> anyhow::Result<()> {
     let assembling = matches!(event.body, JobEventBody::PartitionProved { .. });
     let span = if assembling {
-        info_span!("assemble", job_id = %event.job_id, partition = i64::from(event.partition), otel.kind = "consumer")
+        info_span!(
+            "assemble",
+            otel.kind = "consumer",
+            job_id = %event.job_id,
+            partition = i64::from(event.partition),
+            worker = "gateway",
+            host = %snarkflow_telemetry::host_name(),
+            job.done = tracing::field::Empty,
+        )
     } else {
-        info_span!("ledger.apply", job_id = %event.job_id, partition = i64::from(event.partition))
+        info_span!("ledger.apply", job_id = %event.job_id, partition = i64::from(event.partition), worker = "gateway")
     };
     span.set_parent(parent);
     async {
@@ -137,6 +145,7 @@ async fn handle(
             return Ok(());
         };
         metrics.observe_event(event);
+        tracing::Span::current().record("job.done", record.state == JobState::Done);
         if previous != Some(record.state) && record.state.is_terminal() {
             metrics.job_finished(&record);
             info!(job_id = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job finished");

@@ -78,6 +78,15 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
+/// SIGTERM, drain, flush.
+pub fn main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let config = Config::parse();
+    let telemetry = config.telemetry.clone();
+    snarkflow_service::main("gateway", &telemetry, |shutdown| run(config, shutdown))
+}
+
 /// Bind `config.listen` and serve until `shutdown`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;

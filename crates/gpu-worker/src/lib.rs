@@ -21,6 +21,15 @@ use snarkflow_wire::CircuitSpec;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
+/// SIGTERM, drain, flush.
+pub fn main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let config = Config::parse();
+    let telemetry = config.telemetry.clone();
+    snarkflow_service::main("gpu-worker", &telemetry, |shutdown| run(config, shutdown))
+}
+
 /// Run until `shutdown`: load parameters, report ready, prove; on shutdown stop pulling and
 /// give the proof in flight `drain_secs` before handing it back.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {

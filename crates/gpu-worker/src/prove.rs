@@ -16,6 +16,25 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
+/// Name of the proving device in span attributes and metrics.
+pub const DEVICE: &str = if cfg!(feature = "cuda") { "cuda" } else { "cpu" };
+
+/// A stage span carrying the attributes every span of a partition has.
+macro_rules! stage_span {
+    ($name:literal, $task:expr, $worker:expr $(, $($extra:tt)*)?) => {
+        info_span!(
+            $name,
+            job_id = %$task.job_id,
+            job.kind = $task.circuit.kind().as_str(),
+            partition = i64::from($task.partition),
+            partitions = i64::from($task.partitions),
+            worker = %$worker,
+            host = %snarkflow_telemetry::host_name(),
+            $($($extra)*)?
+        )
+    };
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub registry: Registry,
@@ -80,6 +99,7 @@ fn record_queue_wait(parent: &opentelemetry::Context, task: &ProveTask, worker: 
             KeyValue::new("partition", task.partition as i64),
             KeyValue::new("partitions", task.partitions as i64),
             KeyValue::new("worker", worker.to_owned()),
+            KeyValue::new("host", snarkflow_telemetry::host_name()),
         ])
         .start_with_context(&tracer, parent);
     span.end_with_timestamp(now);
@@ -98,17 +118,14 @@ impl Worker {
         };
         let parent = extract_context(msg.headers.as_ref());
         let queue_wait_s = record_queue_wait(&parent, &task, &self.worker_id);
-        let span = info_span!(
-            "prove",
+        let span = stage_span!(
+            "gpu.handle",
+            task,
+            self.worker_id,
             otel.kind = "consumer",
-            job_id = %task.job_id,
-            job.kind = task.circuit.kind().as_str(),
-            partition = i64::from(task.partition),
-            partitions = i64::from(task.partitions),
-            worker = %self.worker_id,
             backend = snarkflow_prover::BACKEND,
             circuit_id = %task.circuit.circuit_id(),
-            bytes = task.bytes,
+            bytes = task.bytes
         );
         span.set_parent(parent);
         let _heartbeat = lanes.heartbeat(&msg);
@@ -179,7 +196,7 @@ impl Worker {
         let fetched = match self
             .bus
             .get_partition(&task.object, &task.sha256_hex)
-            .instrument(info_span!("fetch", bytes = task.bytes, object = %task.object))
+            .instrument(stage_span!("fetch", task, self.worker_id, bytes = task.bytes, object = %task.object))
             .await
         {
             Ok(f) => f,
@@ -192,12 +209,15 @@ impl Worker {
 
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
         let expected_partition = task.partition;
-        let deserialize_span = info_span!("deserialize", bytes = bytes_fetched);
-        let prove_span = info_span!("prove.compute", backend = snarkflow_prover::BACKEND);
-        let verify_span = info_span!("verify");
+        // Stage spans are made where each stage starts (a span's time runs from creation
+        // to close), inside the worker's span.
+        let parent = tracing::Span::current();
+        let (span_task, worker_id) = (task.clone(), self.worker_id.clone());
         let result = tokio::task::spawn_blocking(move || {
+            let _parent = parent.enter();
+            let (task, worker_id) = (&span_task, &worker_id);
             let started = Instant::now();
-            let partition = deserialize_span
+            let partition = stage_span!("deserialize", task, worker_id, bytes = bytes_fetched)
                 .in_scope(|| SynthesizedPartition::decode(&fetched.data))
                 .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
             drop(fetched.data);
@@ -216,13 +236,22 @@ impl Worker {
                 other => Failure::Transient(other.to_string()),
             })?;
             let public_inputs = partition.public_inputs().to_vec();
+            let prove_span = stage_span!(
+                "prove",
+                task,
+                worker_id,
+                backend = snarkflow_prover::BACKEND,
+                gpu.device = DEVICE,
+                constraints = partition.num_constraints() as u64
+            );
             let started = Instant::now();
             let proof = prove_span
                 .in_scope(|| snarkflow_prover::prove_with_rng(partition, &loaded.params, &mut rand::rngs::OsRng))
                 .map_err(|e| Failure::Permanent(e.to_string()))?;
             let prove_s = started.elapsed().as_secs_f64();
+            drop(prove_span);
             let started = Instant::now();
-            let valid = verify_span.in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
+            let valid = stage_span!("verify", task, worker_id).in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
             let verify_s = started.elapsed().as_secs_f64();
             if !valid {
                 return Err(Failure::Permanent("proof failed verification against the verifying key".into()));

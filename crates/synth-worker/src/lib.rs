@@ -19,6 +19,15 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
+/// SIGTERM, drain, flush.
+pub fn main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let config = Config::parse();
+    let telemetry = config.telemetry.clone();
+    snarkflow_service::main("synth-worker", &telemetry, |shutdown| run(config, shutdown))
+}
+
 /// Run until `shutdown`; then stop pulling and give in-flight partitions `drain_secs` to finish.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let worker_id = config.worker_id.clone().unwrap_or_else(|| config::default_worker_id("synth"));

@@ -14,6 +14,22 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+/// A stage span carrying the attributes every span of a partition has.
+macro_rules! stage_span {
+    ($name:literal, $task:expr, $worker:expr $(, $($extra:tt)*)?) => {
+        info_span!(
+            $name,
+            job_id = %$task.job_id,
+            job.kind = $task.circuit.kind().as_str(),
+            partition = i64::from($task.partition),
+            partitions = i64::from($task.partitions),
+            worker = %$worker,
+            host = %snarkflow_telemetry::host_name(),
+            $($($extra)*)?
+        )
+    };
+}
+
 /// How long a transient failure waits before the task is offered again.
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
@@ -75,16 +91,13 @@ impl Worker {
                 return;
             }
         };
-        let span = info_span!(
-            "synthesize",
+        let span = stage_span!(
+            "synth.handle",
+            task,
+            self.worker_id,
             otel.kind = "consumer",
-            job_id = %task.job_id,
-            job.kind = task.circuit.kind().as_str(),
-            partition = i64::from(task.partition),
-            partitions = i64::from(task.partitions),
-            worker = %self.worker_id,
             circuit_id = %task.circuit.circuit_id(),
-            bytes = tracing::field::Empty,
+            bytes = tracing::field::Empty
         );
         span.set_parent(extract_context(msg.headers.as_ref()));
         let _heartbeat = lanes.heartbeat(&msg);
@@ -161,18 +174,29 @@ impl Worker {
         self.event(task, JobEventBody::SynthesisStarted { worker: self.worker_id.clone() }).await?;
 
         let (circuit, seed, partition) = (task.circuit, task.seed, task.partition);
+        // Stage spans are made where each stage starts (a span's time runs from creation
+        // to close), inside the worker's span.
+        let parent = tracing::Span::current();
+        let (span_task, worker_id) = (task.clone(), self.worker_id.clone());
         let compute = tokio::task::spawn_blocking(move || {
+            let _parent = parent.enter();
+            let (task, worker_id) = (&span_task, &worker_id);
+            let synthesize_span = stage_span!("synthesize", task, worker_id, constraints = tracing::field::Empty);
             let started = Instant::now();
-            let synthesized = synthesize(PartitionCircuit::with_witness(circuit, seed, partition), &circuit.circuit_id(), partition)
+            let synthesized = synthesize_span
+                .in_scope(|| synthesize(PartitionCircuit::with_witness(circuit, seed, partition), &circuit.circuit_id(), partition))
                 .map_err(|e| format!("synthesis error: {e}"))?;
             let synthesize_s = started.elapsed().as_secs_f64();
             let constraints = synthesized.num_constraints() as u64;
+            synthesize_span.record("constraints", constraints);
+            drop(synthesize_span);
+            let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty);
             let started = Instant::now();
-            let encoded = synthesized.encode();
+            let encoded = serialize_span.in_scope(|| synthesized.encode());
+            serialize_span.record("bytes", encoded.len() as u64);
             Ok::<_, String>((encoded, synthesize_s, started.elapsed().as_secs_f64(), constraints))
         });
         let (encoded, synthesize_s, serialize_s, constraints) = compute
-            .instrument(info_span!("synthesize.compute"))
             .await
             .map_err(|e| Failure::Permanent(format!("synthesis panicked: {e}")))?
             .map_err(Failure::Permanent)?;
@@ -181,7 +205,7 @@ impl Worker {
         let stored = self
             .bus
             .put_partition(&object, &encoded)
-            .instrument(info_span!("store", bytes = encoded.len() as u64, object = %object))
+            .instrument(stage_span!("store", task, self.worker_id, bytes = encoded.len() as u64, object = %object))
             .await?;
         drop(encoded);
         tracing::Span::current().record("bytes", stored.bytes);
@@ -202,7 +226,7 @@ impl Worker {
         let msg_id = wire::partition_msg_id("prove", &task.job_id, task.partition);
         self.bus
             .publish(wire::prove_subject(task.priority), wire::encode(&prove_task), Some(&msg_id))
-            .instrument(info_span!("publish", otel.kind = "producer", bytes = stored.bytes))
+            .instrument(stage_span!("publish", task, self.worker_id, otel.kind = "producer", bytes = stored.bytes))
             .await?;
         let stats = SynthStats {
             worker: self.worker_id.clone(),

@@ -13,7 +13,7 @@ use opentelemetry_sdk::Resource;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 /// OTLP transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,7 +77,22 @@ fn resource(service: &str) -> Resource {
     Resource::builder()
         .with_service_name(service.to_owned())
         .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .with_attribute(KeyValue::new("host.name", host_name()))
         .build()
+}
+
+/// This machine's host name (the `host` attribute on every stage span).
+pub fn host_name() -> String {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+            .map(|h| h.trim().to_owned())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown".into())
+    })
+    .clone()
 }
 
 fn install(service: &str, log_filter: &str, provider: SdkTracerProvider) -> anyhow::Result<TelemetryGuard> {
@@ -85,10 +100,18 @@ fn install(service: &str, log_filter: &str, provider: SdkTracerProvider) -> anyh
     opentelemetry::global::set_tracer_provider(provider.clone());
     let tracer = provider.tracer(service.to_owned());
     let filter = EnvFilter::try_new(log_filter).map_err(|e| anyhow::anyhow!("invalid log filter {log_filter:?}: {e}"))?;
+    // The log filter applies to log output only: spans reach OpenTelemetry at info level
+    // whatever RUST_LOG says, so quieting the logs never breaks traces.
+    let spans = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::INFO)
+        .with_target("h2", tracing::Level::WARN)
+        .with_target("hyper", tracing::Level::WARN)
+        .with_target("tonic", tracing::Level::WARN)
+        .with_target("reqwest", tracing::Level::WARN)
+        .with_target("async_nats", tracing::Level::WARN);
     tracing_subscriber::registry()
-        .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false))
-        .with(tracing_opentelemetry::layer().with_tracer(tracer))
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false).with_filter(filter))
+        .with(tracing_opentelemetry::layer().with_tracer(tracer).with_filter(spans))
         .try_init()
         .map_err(|e| anyhow::anyhow!("telemetry already initialized: {e}"))?;
     Ok(TelemetryGuard { provider: Some(provider) })

@@ -33,7 +33,17 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 /// `POST /v1/jobs`. The body is read as bytes and parsed here so that every failure maps to
 /// our JSON error (and so that nothing is written before the request is known good).
 pub async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<impl IntoResponse, ApiError> {
-    let span = info_span!("http.submit", otel.kind = "server", job_id = tracing::field::Empty, job.kind = tracing::field::Empty);
+    let span = info_span!(
+        "http.submit",
+        otel.kind = "server",
+        http.method = "POST",
+        http.route = "/v1/jobs",
+        job_id = tracing::field::Empty,
+        job.kind = tracing::field::Empty,
+        partitions = tracing::field::Empty,
+        worker = "gateway",
+        host = %snarkflow_telemetry::host_name(),
+    );
     // a client that sends traceparent gets the job in its own trace
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&HttpHeaders(&headers)));
     span.set_parent(parent);
@@ -87,6 +97,7 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
     let span = tracing::Span::current();
     span.record("job_id", id.as_str());
     span.record("job.kind", job.circuit.kind().as_str());
+    span.record("partitions", i64::from(job.partitions));
     let now = now_ms();
     let record = JobRecord {
         schema: SCHEMA_VERSION,

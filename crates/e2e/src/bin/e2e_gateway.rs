@@ -1,0 +1,5 @@
+//! The gateway binary, built inside this package so tests can run it as a child process.
+
+fn main() -> std::process::ExitCode {
+    snarkflow_gateway::main()
+}

@@ -1,0 +1,117 @@
+//! Text and SVG renderings of a [`Report`].
+
+use std::fmt::Write as _;
+
+use super::{Interval, Report};
+
+fn overlaps(ivs: &[Interval], a: u64, b: u64) -> bool {
+    ivs.iter().any(|&(s, e)| s < b && e > a)
+}
+
+fn bar(report: &Report, width: usize, layers: &[(&[Interval], char)]) -> String {
+    let (t0, t1) = report.window;
+    let step = ((t1 - t0) as f64 / width as f64).max(1.0);
+    (0..width)
+        .map(|c| {
+            let a = t0 + (c as f64 * step) as u64;
+            let b = t0 + ((c + 1) as f64 * step) as u64;
+            layers.iter().find(|(ivs, _)| overlaps(ivs, a, b.max(a + 1))).map(|(_, ch)| *ch).unwrap_or(' ')
+        })
+        .collect()
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+/// The seed-style text waterfall and summary. `width` is the timeline width in columns.
+pub fn render_text(report: &Report, width: usize) -> String {
+    let mut out = String::new();
+    let w = report.window_s();
+    let _ = writeln!(out, "waterfall: {} partitions, {} devices, window {:.3} s   (S synthesis, . queue wait, G proving)",
+        report.rows.len(), report.devices.len(), w);
+    let label_width = 16;
+    let _ = writeln!(out, "{:label_width$} |0 s{:>pad$}|", "", format!("{w:.2} s"), pad = width.saturating_sub(3));
+    for d in &report.devices {
+        let label = format!("{:.16}", d.name);
+        let _ = writeln!(out, "{label:label_width$} |{}|", bar(report, width, &[(&d.busy, 'G')]));
+    }
+    let _ = writeln!(out, "{:-<1$}", "", label_width + width + 2);
+    for r in &report.rows {
+        let label = format!("{} p{}", short(&r.job_id), r.partition);
+        let _ = writeln!(out, "{label:label_width$} |{}|", bar(report, width, &[(&r.prove, 'G'), (&r.synth, 'S'), (&r.queue, '.')]));
+    }
+    let _ = writeln!(out);
+    for d in &report.devices {
+        let _ = writeln!(
+            out,
+            "GPU {}: busy {:.3} s of {:.3} s = {:.1}%; idle gaps {} (median {:.3} s, max {:.3} s)",
+            d.name, d.busy_s, w, 100.0 * d.busy_fraction, d.gaps.count, d.gaps.median_s, d.gaps.max_s
+        );
+    }
+    if let Some(r) = report.synth_gpu_ratio {
+        let _ = writeln!(out, "synthesis / GPU time: {r:.3}");
+    }
+    let _ = writeln!(out, "stage medians:");
+    for s in &report.stages {
+        let _ = writeln!(out, "  {:<12} {:>9.4} s  (n={}, up to {} at once)", s.stage, s.median_s, s.count, s.max_parallel);
+    }
+    let _ = writeln!(out, "throughput bounded by: {}", report.bound_by);
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The same as an SVG picture.
+pub fn render_svg(report: &Report) -> String {
+    let (t0, t1) = report.window;
+    let (left, plot_w, row_h) = (170.0, 900.0, 16.0);
+    let span_ns = (t1 - t0).max(1) as f64;
+    let x = |t: u64| left + plot_w * (t.saturating_sub(t0)) as f64 / span_ns;
+    let rows = report.devices.len() + report.rows.len();
+    let summary_lines = 3 + report.devices.len();
+    let height = 40.0 + row_h * (rows as f64 + 1.0) + 18.0 * summary_lines as f64;
+    let mut out = String::new();
+    let _ = write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#, left + plot_w + 20.0);
+    let _ = write!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+    let _ = write!(out, r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#, report.window_s());
+    let ticks = 10;
+    for i in 0..=ticks {
+        let t = t0 + (span_ns * i as f64 / ticks as f64) as u64;
+        let xx = x(t);
+        let _ = write!(out, r##"<line x1="{xx}" y1="24" x2="{xx}" y2="{}" stroke="#eeeeee"/><text x="{xx}" y="34" text-anchor="middle">{:.2}s</text>"##,
+            40.0 + row_h * rows as f64, (t - t0) as f64 / 1e9);
+    }
+    let mut y = 40.0;
+    let draw = |out: &mut String, y: f64, label: &str, layers: &[(&[Interval], &str)]| {
+        let _ = write!(out, r#"<text x="10" y="{}">{}</text>"#, y + row_h - 4.0, escape(label));
+        for (ivs, colour) in layers {
+            for &(s, e) in *ivs {
+                let _ = write!(out, r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"/>"#,
+                    x(s), y + 2.0, (x(e) - x(s)).max(0.5), row_h - 4.0);
+            }
+        }
+    };
+    for d in &report.devices {
+        draw(&mut out, y, &format!("GPU {:.18}", d.name), &[(&d.busy, "#e15759")]);
+        y += row_h;
+    }
+    for r in &report.rows {
+        draw(&mut out, y, &format!("{} p{}", short(&r.job_id), r.partition), &[(&r.queue, "#bab0ac"), (&r.synth, "#4e79a7"), (&r.prove, "#e15759")]);
+        y += row_h;
+    }
+    y += 20.0;
+    for d in &report.devices {
+        let _ = write!(out, r#"<text x="10" y="{y}">GPU {}: busy {:.1}%, idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
+            escape(&d.name), 100.0 * d.busy_fraction, d.gaps.count, d.gaps.median_s, d.gaps.max_s);
+        y += 18.0;
+    }
+    if let Some(r) = report.synth_gpu_ratio {
+        let _ = write!(out, r#"<text x="10" y="{y}">synthesis / GPU time: {r:.3}</text>"#);
+        y += 18.0;
+    }
+    let _ = write!(out, r#"<text x="10" y="{y}">throughput bounded by: {}</text></svg>"#, escape(&report.bound_by));
+    out
+}
