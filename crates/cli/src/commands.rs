@@ -51,10 +51,29 @@ enum Command {
     },
     /// Cancel a job that has not finished.
     Cancel { id: String },
+    /// The seed-style waterfall and GPU-utilization report of one job or a time window.
+    Waterfall(crate::waterfall::WaterfallArgs),
+    /// Trace tools.
+    Traces {
+        #[command(subcommand)]
+        command: TracesCommand,
+    },
     /// Groth16 parameter files.
     Params {
         #[command(subcommand)]
         command: ParamsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TracesCommand {
+    /// Receive OTLP/HTTP spans (point OTEL_EXPORTER_OTLP_ENDPOINT here) and append them to a
+    /// file as OTLP/JSON, for `snarkflow waterfall --otlp-file` without Jaeger.
+    Collect {
+        #[arg(long, default_value = "127.0.0.1:4318")]
+        listen: std::net::SocketAddr,
+        #[arg(long, short)]
+        out: PathBuf,
     },
 }
 
@@ -145,6 +164,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cancel { id } => {
             let job = client.cancel(&id).await?;
             println!("job {} is {}", id, job["state"].as_str().unwrap_or("?"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Waterfall(args) => {
+            crate::waterfall::waterfall(args, &client).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Traces { command: TracesCommand::Collect { listen, out } } => {
+            crate::waterfall::collect(listen, out).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Params { command: ParamsCommand::Generate { kind, blocks, constraints, force, params_dir } } => {

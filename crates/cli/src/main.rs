@@ -2,6 +2,7 @@
 
 mod client;
 mod commands;
+mod waterfall;
 
 use clap::Parser;
 

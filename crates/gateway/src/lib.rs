@@ -87,6 +87,37 @@ pub fn main() -> std::process::ExitCode {
     snarkflow_service::main("gateway", &telemetry, |shutdown| run(config, shutdown))
 }
 
+/// How often queue depths and job counts are refreshed for `/metrics`.
+const GAUGE_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Keep the queue-depth and jobs-by-state gauges current.
+async fn refresh_gauges(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) {
+    use snarkflow_wire::{JobKind, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+    loop {
+        for (stage, stream) in [("synth", SYNTH_STREAM), ("prove", PROVE_STREAM), ("events", EVENTS_STREAM)] {
+            if let Ok(depth) = bus.pending(stream).await {
+                metrics.set_queue_depth(stage, depth);
+            }
+        }
+        if let Ok(records) = ledger.list(None, usize::MAX).await {
+            let mut counts = std::collections::BTreeMap::new();
+            for state in JobState::ALL {
+                for kind in JobKind::ALL {
+                    counts.insert((state.as_str(), kind.as_str()), 0);
+                }
+            }
+            for r in &records {
+                *counts.entry((r.state.as_str(), r.kind().as_str())).or_insert(0) += 1;
+            }
+            metrics.set_jobs(&counts);
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(GAUGE_REFRESH) => {}
+        }
+    }
+}
+
 /// Bind `config.listen` and serve until `shutdown`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
@@ -104,7 +135,8 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         metrics: Metrics::new(),
         max_body_bytes: config.max_body_bytes,
     };
-    let events = tokio::spawn(events::run(bus, state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
+    let events = tokio::spawn(events::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
+    tokio::spawn(refresh_gauges(bus, state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
     info!(addr = %listener.local_addr()?, "gateway listening");
     let http_shutdown = shutdown.clone();
     axum::serve(listener, app(state))

@@ -1,6 +1,6 @@
 //! Gateway metrics (Prometheus).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 use snarkflow_wire::{JobEvent, JobEventBody, JobRecord};
 
 #[derive(Clone)]
@@ -11,6 +11,8 @@ pub struct Metrics {
     rejected: IntCounterVec,
     stage_seconds: HistogramVec,
     hop_bytes: IntCounterVec,
+    queue_depth: IntGaugeVec,
+    jobs: IntGaugeVec,
 }
 
 /// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
@@ -35,11 +37,28 @@ impl Metrics {
         .unwrap();
         let hop_bytes =
             IntCounterVec::new(Opts::new("snarkflow_hop_bytes_total", "bytes moved per hop"), &["hop"]).unwrap();
+        let queue_depth =
+            IntGaugeVec::new(Opts::new("snarkflow_queue_depth", "messages waiting per stream"), &["stage"]).unwrap();
+        let jobs = IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"]).unwrap();
+        registry.register(Box::new(queue_depth.clone())).expect("unique metric");
+        registry.register(Box::new(jobs.clone())).expect("unique metric");
         for c in [&submitted, &finished, &rejected, &hop_bytes] {
             registry.register(Box::new(c.clone())).expect("unique metric");
         }
         registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
-        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes }
+        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes, queue_depth, jobs }
+    }
+
+    pub fn set_queue_depth(&self, stage: &str, depth: u64) {
+        self.queue_depth.with_label_values(&[stage]).set(depth as i64);
+    }
+
+    /// Replace the jobs-by-state gauge with a fresh count.
+    pub fn set_jobs(&self, counts: &std::collections::BTreeMap<(&'static str, &'static str), i64>) {
+        self.jobs.reset();
+        for ((state, kind), n) in counts {
+            self.jobs.with_label_values(&[state, kind]).set(*n);
+        }
     }
 
     pub fn job_submitted(&self, kind: &str) {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use opentelemetry::trace::Span as _;
 use opentelemetry::KeyValue;
-use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{CounterVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
 use snarkflow_prover::{ParamStore, ParamsError};
 use snarkflow_synthesis::SynthesizedPartition;
@@ -39,7 +39,8 @@ macro_rules! stage_span {
 pub struct Metrics {
     pub registry: Registry,
     seconds: HistogramVec,
-    busy: IntCounter,
+    busy: CounterVec,
+    pub in_flight: IntGauge,
     bytes: IntCounter,
     outcomes: IntCounterVec,
 }
@@ -53,7 +54,10 @@ impl Metrics {
             &["stage"],
         )
         .expect("metric");
-        let busy = IntCounter::new("snarkflow_prover_busy_milliseconds_total", "milliseconds spent proving").expect("metric");
+        let busy = CounterVec::new(Opts::new("snarkflow_gpu_busy_seconds_total", "seconds the device spent proving"), &["device", "worker"])
+            .expect("metric");
+        let in_flight = IntGauge::new("snarkflow_prove_in_flight", "partitions being proved by this worker").expect("metric");
+        registry.register(Box::new(in_flight.clone())).expect("unique");
         let bytes = IntCounter::new("snarkflow_prove_fetched_bytes_total", "partition bytes fetched").expect("metric");
         let outcomes =
             IntCounterVec::new(Opts::new("snarkflow_prove_partitions_total", "partitions handled by outcome"), &["outcome"])
@@ -62,7 +66,7 @@ impl Metrics {
         registry.register(Box::new(busy.clone())).expect("unique");
         registry.register(Box::new(bytes.clone())).expect("unique");
         registry.register(Box::new(outcomes.clone())).expect("unique");
-        Metrics { registry, seconds, busy, bytes, outcomes }
+        Metrics { registry, seconds, busy, in_flight, bytes, outcomes }
     }
 }
 
@@ -129,11 +133,13 @@ impl Worker {
         );
         span.set_parent(parent);
         let _heartbeat = lanes.heartbeat(&msg);
+        self.metrics.in_flight.inc();
         let last_delivery = msg.info().map(|i| i.delivered >= self.bus.config().max_deliver).unwrap_or(false);
         let outcome = tokio::select! {
             r = self.process(&task, queue_wait_s).instrument(span.clone()) => r,
             _ = abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
         };
+        self.metrics.in_flight.dec();
         let _enter = span.enter();
         let outcome = match outcome {
             // the broker will not offer it again: report it rather than leave the job hanging
@@ -277,7 +283,7 @@ impl Worker {
         for (stage, v) in [("queue_wait", queue_wait_s), ("fetch", fetched.seconds), ("deserialize", deserialize_s), ("prove", prove_s), ("verify", verify_s)] {
             self.metrics.seconds.with_label_values(&[stage]).observe(v);
         }
-        self.metrics.busy.inc_by((prove_s * 1000.0) as u64);
+        self.metrics.busy.with_label_values(&[DEVICE, &self.worker_id]).inc_by(prove_s);
         info!(
             job_id = %task.job_id, partition = task.partition, bytes = bytes_fetched,
             queue_wait_s, fetch_s = fetched.seconds, deserialize_s, prove_s, verify_s, "partition proved and verified"

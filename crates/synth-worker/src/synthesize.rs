@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
 use snarkflow_circuits::PartitionCircuit;
 use snarkflow_synthesis::synthesize;
@@ -39,6 +39,7 @@ pub struct Metrics {
     seconds: HistogramVec,
     bytes: IntCounter,
     outcomes: IntCounterVec,
+    in_flight: IntGauge,
 }
 
 impl Metrics {
@@ -54,10 +55,12 @@ impl Metrics {
         let outcomes =
             IntCounterVec::new(Opts::new("snarkflow_synth_partitions_total", "partitions handled by outcome"), &["outcome"])
                 .expect("metric");
+        let in_flight = IntGauge::new("snarkflow_synth_in_flight", "partitions being synthesized by this worker").expect("metric");
+        registry.register(Box::new(in_flight.clone())).expect("unique");
         registry.register(Box::new(seconds.clone())).expect("unique");
         registry.register(Box::new(bytes.clone())).expect("unique");
         registry.register(Box::new(outcomes.clone())).expect("unique");
-        Metrics { registry, seconds, bytes, outcomes }
+        Metrics { registry, seconds, bytes, outcomes, in_flight }
     }
 }
 
@@ -101,10 +104,12 @@ impl Worker {
         );
         span.set_parent(extract_context(msg.headers.as_ref()));
         let _heartbeat = lanes.heartbeat(&msg);
+        self.metrics.in_flight.inc();
         let outcome = tokio::select! {
             r = self.process(&task).instrument(span.clone()) => r,
             _ = abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
         };
+        self.metrics.in_flight.dec();
         let _enter = span.enter();
         match outcome {
             Ok(true) => {

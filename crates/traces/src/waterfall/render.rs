@@ -74,7 +74,7 @@ pub fn render_svg(report: &Report) -> String {
     let summary_lines = 3 + report.devices.len();
     let height = 40.0 + row_h * (rows as f64 + 1.0) + 18.0 * summary_lines as f64;
     let mut out = String::new();
-    let _ = write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#, left + plot_w + 20.0);
+    let _ = write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#, left + plot_w + 200.0);
     let _ = write!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = write!(out, r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#, report.window_s());
     let ticks = 10;
