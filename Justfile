@@ -70,9 +70,18 @@ demo-job:
 # up, one proved job, and leave the stack running (`just down` stops it)
 demo: up demo-job
 
-# run the whole test suite (needs nats-server on PATH)
+# run the whole test suite (needs nats-server on PATH) and validate docker-compose.yml
 test:
     cargo test --workspace
+    bash deploy/scripts/validate-compose.sh
+
+# validate docker-compose.yml against the Compose Specification
+compose-check:
+    bash deploy/scripts/validate-compose.sh
+
+# the waterfall of one job from Jaeger (compose) or of a window: just waterfall --since 15m
+waterfall *ARGS:
+    "{{bin}}/snarkflow" waterfall {{ARGS}}
 
 _wait-ready url name:
     #!/usr/bin/env bash

@@ -6,3 +6,4 @@ cd "$(dirname "$0")/../.."
 bash deploy/scripts/install-deps.sh
 export PATH="$HOME/.local/bin:$HOME/.cargo/bin:$PATH"
 cargo test --workspace
+bash deploy/scripts/validate-compose.sh
