@@ -59,6 +59,39 @@ async fn traces(State(state): State<ReceiverState>, headers: HeaderMap, body: By
     }
 }
 
+/// The OTLP/gRPC trace service.
+struct GrpcTraces(Collected);
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService for GrpcTraces {
+    async fn export(
+        &self,
+        request: tonic::Request<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse>, tonic::Status>
+    {
+        use prost::Message as _;
+        let spans = otlp::decode_protobuf(&request.into_inner().encode_to_vec())
+            .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;
+        self.0 .0.lock().expect("collected spans lock").extend(spans);
+        Ok(tonic::Response::new(Default::default()))
+    }
+}
+
+/// Serve an OTLP/gRPC receiver on `listener` until `shutdown` resolves.
+pub async fn serve_grpc(
+    listener: tokio::net::TcpListener,
+    collected: Collected,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    tonic::transport::Server::builder()
+        .add_service(TraceServiceServer::new(GrpcTraces(collected)))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    Ok(())
+}
+
 /// Serve the receiver on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
