@@ -104,8 +104,14 @@ pub fn gpu_worker_args(nats_url: &str, worker_id: &str) -> Vec<String> {
 }
 
 pub fn start_gpu_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Service> {
+    start_gpu_worker_with(nats_url, worker_id, &[])
+}
+
+/// [`start_gpu_worker`] with extra command-line flags.
+pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) -> anyhow::Result<Service> {
     let mut args = vec!["gpu-worker".to_owned()];
     args.extend(gpu_worker_args(nats_url, worker_id));
+    args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_gpu_worker::Config::try_parse_from(args)?;
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));

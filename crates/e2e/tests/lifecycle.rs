@@ -1,0 +1,87 @@
+//! Broker restarts and worker shutdowns with work in flight.
+
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::consumer::pull;
+use serde_json::json;
+use snarkflow_bus::{Bus, BusConfig};
+use snarkflow_e2e::{params_dir, start_gpu_worker, start_gpu_worker_with, verify_job_proof, Stack};
+use snarkflow_prover::ParamStore;
+use snarkflow_wire::{CircuitSpec, Priority};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+/// Big enough that proving takes seconds on a 2-core machine.
+const CONSTRAINTS: u32 = 1 << 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_survive_a_broker_restart() {
+    let mut stack = Stack::start().await.unwrap();
+    let before = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
+    assert_eq!(stack.wait_finished(&before, JOB_TIMEOUT).await.unwrap()["state"], "done");
+
+    stack.nats.restart();
+    // every service reconnects by itself; the streams, ledger and consumers are on disk
+    let after = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await;
+    let after = match after {
+        Ok(id) => id,
+        // the gateway may answer 503 while it reconnects; a client retries
+        Err(_) => {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await.unwrap()
+        }
+    };
+    let job = stack.wait_finished(&after, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    verify_job_proof(&job, &stack.proof(&after).await.unwrap().1).unwrap();
+    assert_eq!(stack.job(&before).await.unwrap()["state"], "done", "the earlier job is still known");
+}
+
+async fn wait_for_pickup(stack: &Stack) {
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    let stream = bus.js.get_stream(snarkflow_wire::PROVE_STREAM).await.unwrap();
+    let lane = snarkflow_wire::lane_consumer("prove", Priority::Normal);
+    let mut consumer = stream.get_consumer::<pull::Config>(&lane).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while consumer.info().await.unwrap().num_ack_pending == 0 {
+        assert!(Instant::now() < deadline, "the prover never picked the partition up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn big_job(stack: &Stack) -> String {
+    let spec = CircuitSpec::DenseChain { constraints: CONSTRAINTS };
+    tokio::task::spawn_blocking(move || ParamStore::new(params_dir()).generate(&spec, false)).await.unwrap().unwrap();
+    stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": CONSTRAINTS}})).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_finishes_the_proof_in_flight() {
+    let mut stack = Stack::start().await.unwrap();
+    let id = big_job(&stack).await;
+    wait_for_pickup(&stack).await;
+    // stop pulling, but finish the proof at hand (default drain: 60 s)
+    stack.gpu.pop().unwrap().stop().await.unwrap();
+    let job = stack.wait_finished(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(job["state"], "done", "the draining worker finished and reported the proof: {job}");
+    assert_eq!(job["partition_details"][0]["prove"]["worker"], "gpu-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_past_the_drain_deadline_hands_the_work_back() {
+    let mut stack = Stack::start().await.unwrap();
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let quitter = start_gpu_worker_with(&stack.nats.url(), "gpu-quitter", &["--drain-secs", "0"]).unwrap();
+    let id = big_job(&stack).await;
+    wait_for_pickup(&stack).await;
+    let stopped = Instant::now();
+    quitter.stop().await.unwrap();
+    assert!(stopped.elapsed() < Duration::from_secs(3), "a zero drain deadline stops at once");
+    assert_ne!(stack.job(&id).await.unwrap()["state"], "done");
+    // the partition was handed back (nak), so a new worker proves it without waiting for ack-wait
+    let _next = start_gpu_worker(&stack.nats.url(), "gpu-next").unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["partition_details"][0]["prove"]["worker"], "gpu-next");
+}
