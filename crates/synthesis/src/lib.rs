@@ -3,15 +3,26 @@
 //!
 //! This is the synth → prove boundary. bellperson keeps its `ProvingAssignment` private; we
 //! own the equivalent type so it can be serialized, shipped over the bus and proved elsewhere.
+//! The compact path splits the same work in two: [`record_shape`] once per circuit shape
+//! (sparse A, B, C and densities), [`synthesize_witness`] per partition (values only), and
+//! [`ConstraintShape::rebuild`] next to the prover (a = A·w, b = B·w, c = C·w); the witness
+//! travels in the [`encode_compact`] form.
+//!
 //! No NATS, HTTP or tokio here.
 
+mod compact;
 mod density;
 mod encoding;
 mod recorder;
+mod shape;
+mod witness;
 
+pub use compact::{compact_shape_hash, decode_compact, encode_compact, CompactError, COMPACT_MAGIC, COMPACT_VERSION};
 pub use density::Density;
 pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
 pub use recorder::{synthesize, PartitionRecorder};
+pub use shape::{record_shape, ConstraintShape, ShapeError, SparseMatrix};
+pub use witness::{synthesize_witness, PartitionWitness};
 
 use blstrs::Scalar as Fr;
 

@@ -1,0 +1,134 @@
+//! The compact path (shape + witness + rebuild) reproduces full synthesis exactly, and the
+//! compact encoding round-trips and detects corruption.
+
+use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_synthesis::{
+    decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, CompactError,
+};
+use snarkflow_wire::CircuitSpec;
+
+/// A random circuit: its structure comes from `structure_seed`, its values from `value_seed`.
+/// Values mix zeros, ones, small numbers and random elements; linear combinations mix inputs,
+/// aux variables and ONE with coefficients 0, ±1, small and random, duplicates included.
+#[derive(Clone, Debug)]
+struct RandomCircuit {
+    structure_seed: u64,
+    value_seed: u64,
+}
+
+impl Circuit<Fr> for RandomCircuit {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut st = rand_chacha::ChaCha8Rng::seed_from_u64(self.structure_seed);
+        let mut val = rand_chacha::ChaCha8Rng::seed_from_u64(self.value_seed);
+        let mut vars: Vec<Variable> = vec![CS::one()];
+        let steps = st.gen_range(1..60);
+        for _ in 0..steps {
+            let value = match val.gen_range(0..4) {
+                0 => Fr::ZERO,
+                1 => Fr::ONE,
+                2 => Fr::from(val.gen::<u64>() >> val.gen_range(0..64)),
+                _ => Fr::random(&mut val),
+            };
+            match st.gen_range(0..5) {
+                0 => vars.push(cs.alloc_input(|| "i", || Ok(value))?),
+                1 | 2 => vars.push(cs.alloc(|| "a", || Ok(value))?),
+                _ => {
+                    let mut lcs: Vec<LinearCombination<Fr>> = Vec::new();
+                    for _ in 0..3 {
+                        let mut lc = LinearCombination::zero();
+                        for _ in 0..st.gen_range(0..5) {
+                            let v = vars[st.gen_range(0..vars.len())];
+                            let coeff = match st.gen_range(0..5) {
+                                0 => Fr::ZERO,
+                                1 => Fr::ONE,
+                                2 => -Fr::ONE,
+                                3 => Fr::from(st.gen_range(2..1000u64)),
+                                _ => Fr::random(&mut st),
+                            };
+                            lc = lc + (coeff, v);
+                        }
+                        lcs.push(lc);
+                    }
+                    let (a, b, c) = (lcs[0].clone(), lcs[1].clone(), lcs[2].clone());
+                    cs.enforce(|| "c", |_| a, |_| b, |_| c);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn rebuild_equals_full_synthesis_on_random_circuits(structure_seed: u64, value_seed: u64, other_values: u64) {
+        let circuit = RandomCircuit { structure_seed, value_seed };
+        // the shape does not depend on the values
+        let shape = record_shape(RandomCircuit { structure_seed, value_seed: other_values }, "random").unwrap();
+        let full = synthesize(circuit.clone(), "random", 7).unwrap();
+        let witness = synthesize_witness(circuit, "random", 7).unwrap();
+        let rebuilt = shape.rebuild(witness.clone()).unwrap();
+        prop_assert_eq!(&rebuilt, &full);
+
+        let bytes = encode_compact(&witness, shape.hash);
+        let (back, hash) = decode_compact(&bytes).unwrap();
+        prop_assert_eq!(back, witness);
+        prop_assert_eq!(hash, shape.hash);
+    }
+
+    #[test]
+    fn any_flipped_byte_is_detected(flip in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let spec = CircuitSpec::DenseChain { constraints: 20 };
+        let w = synthesize_witness(PartitionCircuit::with_witness(spec, 1, 0), "d", 0).unwrap();
+        let mut bytes = encode_compact(&w, [7; 32]);
+        let i = flip.index(bytes.len());
+        bytes[i] ^= 1 << bit;
+        prop_assert!(decode_compact(&bytes).is_err());
+    }
+}
+
+fn check_kind(spec: CircuitSpec) -> (usize, usize) {
+    let id = spec.circuit_id();
+    let shape = record_shape(PartitionCircuit::blank(spec), &id).unwrap();
+    let full = synthesize(PartitionCircuit::with_witness(spec, 5, 2), &id, 2).unwrap();
+    let witness = synthesize_witness(PartitionCircuit::with_witness(spec, 5, 2), &id, 2).unwrap();
+    assert_eq!(shape.num_constraints(), full.num_constraints());
+    let compact = encode_compact(&witness, shape.hash);
+    assert_eq!(shape.rebuild(witness).unwrap(), full, "{id}: rebuilt partition differs from full synthesis");
+    (compact.len(), full.encode().len())
+}
+
+#[test]
+fn rebuild_equals_full_synthesis_for_sha256_chain() {
+    let (compact, raw) = check_kind(CircuitSpec::Sha256Chain { blocks: 2 });
+    assert!(compact * 100 < raw * 10, "compact {compact} bytes is not under 10% of raw {raw}");
+}
+
+#[test]
+fn rebuild_equals_full_synthesis_for_dense_chain() {
+    check_kind(CircuitSpec::DenseChain { constraints: 300 });
+}
+
+#[test]
+fn truncated_and_foreign_payloads_are_rejected() {
+    let spec = CircuitSpec::Sha256Chain { blocks: 1 };
+    let w = synthesize_witness(PartitionCircuit::with_witness(spec, 1, 0), "s", 0).unwrap();
+    let bytes = encode_compact(&w, [1; 32]);
+    for cut in [1, 31, 32, 100, bytes.len() - 1] {
+        assert!(matches!(decode_compact(&bytes[..bytes.len() - cut]), Err(CompactError::Digest | CompactError::Magic)));
+    }
+    assert!(matches!(decode_compact(b"SFSPxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"), Err(CompactError::Magic)));
+}
+
+#[test]
+fn a_witness_of_the_wrong_shape_is_refused() {
+    let shape = record_shape(PartitionCircuit::blank(CircuitSpec::DenseChain { constraints: 8 }), "dense-chain-c8").unwrap();
+    let other = synthesize_witness(PartitionCircuit::with_witness(CircuitSpec::DenseChain { constraints: 9 }, 1, 0), "dense-chain-c8", 0).unwrap();
+    assert!(shape.rebuild(other).is_err());
+}
