@@ -82,8 +82,14 @@ pub async fn start_gateway_with(nats_url: &str, extra: &[&str]) -> anyhow::Resul
 }
 
 pub fn start_synth_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Service> {
+    start_synth_worker_with(nats_url, worker_id, &[])
+}
+
+/// [`start_synth_worker`] with extra command-line flags.
+pub fn start_synth_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) -> anyhow::Result<Service> {
     let mut args = vec!["synth-worker".to_owned(), "--worker-id".into(), worker_id.into()];
     args.extend(nats_flags(nats_url));
+    args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_synth_worker::Config::try_parse_from(args)?;
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_synth_worker::run(config, shutdown.clone()));
@@ -130,10 +136,15 @@ pub struct Stack {
 
 impl Stack {
     pub async fn start() -> anyhow::Result<Stack> {
+        Self::start_with(&[]).await
+    }
+
+    /// A stack whose synth-worker gets extra flags (e.g. `--wire-format raw`).
+    pub async fn start_with(synth_flags: &[&str]) -> anyhow::Result<Stack> {
         init_test_logging();
         let nats = NatsServer::start();
         let (gateway, base) = start_gateway(&nats.url()).await?;
-        let synth = vec![start_synth_worker(&nats.url(), "synth-1")?];
+        let synth = vec![start_synth_worker_with(&nats.url(), "synth-1", synth_flags)?];
         let gpu = vec![start_gpu_worker(&nats.url(), "gpu-1")?];
         Ok(Stack { nats, gateway: Some(gateway), base, synth, gpu, http: reqwest::Client::new() })
     }

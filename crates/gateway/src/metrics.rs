@@ -86,6 +86,7 @@ impl Metrics {
                 stage("queue_wait", stats.queue_wait_s);
                 stage("fetch", stats.fetch_s);
                 stage("deserialize", stats.deserialize_s);
+                stage("rebuild", stats.rebuild_s);
                 stage("prove", stats.prove_s);
                 stage("verify", stats.verify_s);
                 self.hop_bytes.with_label_values(&["prove_to_gateway"]).inc_by(snarkflow_wire::PARTITION_PROOF_BYTES as u64);

@@ -9,6 +9,7 @@
 
 mod config;
 mod prove;
+mod shapes;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,18 +37,20 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let worker_id = config.worker_id.clone().unwrap_or_else(config::default_worker_id);
     let params_dir = config.params_dir.clone().unwrap_or_else(ParamStore::default_dir);
     let params = Arc::new(ParamStore::new(params_dir.clone()));
+    let shapes = Arc::new(shapes::ShapeStore::default());
     let metrics = prove::Metrics::new();
     let readiness = Readiness::default();
-    let detail = |state: &str, params: &ParamStore| {
+    let detail = |state: &str, params: &ParamStore, shapes: &shapes::ShapeStore| {
         serde_json::json!({
             "worker": worker_id,
             "backend": snarkflow_prover::BACKEND,
             "state": state,
             "params_dir": params.dir().display().to_string(),
             "loaded_circuits": params.loaded_ids(),
+            "loaded_shapes": shapes.loaded(),
         })
     };
-    readiness.set(false, detail("loading parameters", &params));
+    readiness.set(false, detail("loading parameters", &params, &shapes));
     if let Some(addr) = config.status_listen {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         info!(addr = %listener.local_addr()?, "status endpoint listening");
@@ -55,8 +58,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
     for id in &config.preload {
         let spec = CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
-        let (store, generate) = (params.clone(), config.generate_missing_params);
-        tokio::task::spawn_blocking(move || store.get(&spec, generate)).await??;
+        let (store, generate, shape_store) = (params.clone(), config.generate_missing_params, shapes.clone());
+        tokio::task::spawn_blocking(move || {
+            store.get(&spec, generate)?;
+            shape_store.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+            anyhow::Ok(())
+        })
+        .await??;
     }
     let bus = Bus::connect(config.nats.bus_config()).await?;
     let lanes = bus.lanes("prove").await?;
@@ -64,10 +72,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         bus,
         worker_id: worker_id.clone(),
         params: params.clone(),
+        shapes: shapes.clone(),
         generate_missing_params: config.generate_missing_params,
         metrics,
     };
-    readiness.set(true, detail("ready", &params));
+    readiness.set(true, detail("ready", &params, &shapes));
     info!(worker = %worker_id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
 
     let abandon = CancellationToken::new();
@@ -83,7 +92,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         match lanes.next(&shutdown).await {
             Ok(Some((_, msg))) => {
                 worker.handle(&lanes, msg, &abandon).await;
-                readiness.set(true, detail("ready", &params));
+                readiness.set(true, detail("ready", &params, &shapes));
             }
             Ok(None) => break,
             Err(e) => {

@@ -8,7 +8,10 @@ use opentelemetry::KeyValue;
 use prometheus::{CounterVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
 use snarkflow_prover::{ParamStore, ParamsError};
-use snarkflow_synthesis::SynthesizedPartition;
+use snarkflow_synthesis::{decode_compact, SynthesizedPartition};
+use snarkflow_wire::PartitionEncoding;
+
+use crate::shapes::ShapeStore;
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, ProveStats, ProveTask, Stage};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
@@ -85,6 +88,7 @@ pub struct Worker {
     pub bus: Bus,
     pub worker_id: String,
     pub params: Arc<ParamStore>,
+    pub shapes: Arc<ShapeStore>,
     pub generate_missing_params: bool,
     pub metrics: Metrics,
 }
@@ -214,6 +218,7 @@ impl Worker {
         self.metrics.bytes.inc_by(bytes_fetched);
 
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
+        let shapes = self.shapes.clone();
         let expected_partition = task.partition;
         // Stage spans are made where each stage starts (a span's time runs from creation
         // to close), inside the worker's span.
@@ -223,11 +228,33 @@ impl Worker {
             let _parent = parent.enter();
             let (task, worker_id) = (&span_task, &worker_id);
             let started = Instant::now();
-            let partition = stage_span!("deserialize", task, worker_id, bytes = bytes_fetched)
-                .in_scope(|| SynthesizedPartition::decode(&fetched.data))
-                .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
+            let (partition, deserialize_s, rebuild_s) = match task.encoding {
+                PartitionEncoding::RawBincode => {
+                    let partition = stage_span!("deserialize", task, worker_id, bytes = bytes_fetched)
+                        .in_scope(|| SynthesizedPartition::decode(&fetched.data))
+                        .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
+                    (partition, started.elapsed().as_secs_f64(), 0.0)
+                }
+                PartitionEncoding::CompactWitness => {
+                    let (witness, shape_hash) = stage_span!("deserialize", task, worker_id, bytes = bytes_fetched)
+                        .in_scope(|| decode_compact(&fetched.data))
+                        .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
+                    let deserialize_s = started.elapsed().as_secs_f64();
+                    let shape = shapes.get(&spec).map_err(Failure::Permanent)?;
+                    if shape.hash != shape_hash {
+                        return Err(Failure::Permanent(format!(
+                            "witness was made for shape {} but this prover's {} shape is {}",
+                            hex::encode(shape_hash), spec.circuit_id(), shape.hash_hex()
+                        )));
+                    }
+                    let started = Instant::now();
+                    let partition = stage_span!("rebuild", task, worker_id, constraints = shape.num_constraints() as u64)
+                        .in_scope(|| shape.rebuild(witness))
+                        .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
+                    (partition, deserialize_s, started.elapsed().as_secs_f64())
+                }
+            };
             drop(fetched.data);
-            let deserialize_s = started.elapsed().as_secs_f64();
             if partition.circuit_id != spec.circuit_id() || partition.partition != expected_partition {
                 return Err(Failure::Permanent(format!(
                     "object holds {} partition {}, task says {} partition {}",
@@ -264,11 +291,11 @@ impl Worker {
             }
             let mut proof_bytes = Vec::with_capacity(wire::PARTITION_PROOF_BYTES);
             proof.write(&mut proof_bytes).expect("writing to a Vec cannot fail");
-            Ok((proof_bytes, deserialize_s, prove_s, verify_s))
+            Ok((proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s))
         })
         .await
         .map_err(|e| Failure::Permanent(format!("prover panicked: {e}")))?;
-        let (proof_bytes, deserialize_s, prove_s, verify_s) = result?;
+        let (proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s) = result?;
 
         let stats = ProveStats {
             worker: self.worker_id.clone(),
@@ -276,11 +303,12 @@ impl Worker {
             queue_wait_s,
             fetch_s: fetched.seconds,
             deserialize_s,
+            rebuild_s,
             prove_s,
             verify_s,
             bytes_fetched,
         };
-        for (stage, v) in [("queue_wait", queue_wait_s), ("fetch", fetched.seconds), ("deserialize", deserialize_s), ("prove", prove_s), ("verify", verify_s)] {
+        for (stage, v) in [("queue_wait", queue_wait_s), ("fetch", fetched.seconds), ("deserialize", deserialize_s), ("rebuild", rebuild_s), ("prove", prove_s), ("verify", verify_s)] {
             self.metrics.seconds.with_label_values(&[stage]).observe(v);
         }
         self.metrics.busy.with_label_values(&[DEVICE, &self.worker_id]).inc_by(prove_s);

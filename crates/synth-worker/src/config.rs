@@ -16,6 +16,11 @@ pub struct Config {
     /// core you give this worker is the usual choice.
     #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
+    /// How partitions travel to the provers: `compact` (the witness only; provers rebuild
+    /// a, b, c from the circuit's shape) or `raw` (the full synthesized partition, ~4× the
+    /// witness in field elements alone).
+    #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact", value_parser = ["compact", "raw"])]
+    pub wire_format: String,
     /// Address for /healthz, /readyz and /metrics; unset serves none.
     #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
     pub status_listen: Option<SocketAddr>,

@@ -41,7 +41,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         info!(addr = %listener.local_addr()?, "status endpoint listening");
         tokio::spawn(snarkflow_service::serve_status(listener, readiness.clone(), metrics.registry.clone(), shutdown.clone()));
     }
-    let worker = Arc::new(synthesize::Worker { bus, worker_id: worker_id.clone(), metrics });
+    let worker = Arc::new(synthesize::Worker {
+        bus,
+        worker_id: worker_id.clone(),
+        metrics,
+        compact: config.wire_format == "compact",
+        shape_hashes: Default::default(),
+    });
     info!(worker = %worker_id, concurrency = config.concurrency, "synth-worker ready");
     // `abandon` stops in-flight work that outlived the drain deadline; its messages are
     // nak'ed so another worker takes them at once.

@@ -1,11 +1,13 @@
 //! Handling one synthesis task.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
 use snarkflow_circuits::PartitionCircuit;
-use snarkflow_synthesis::synthesize;
+use snarkflow_synthesis::{encode_compact, record_shape, synthesize, synthesize_witness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, JobRecord, PartitionEncoding, ProveTask, Stage, SynthStats, SynthTask,
     SCHEMA_VERSION,
@@ -82,6 +84,11 @@ pub struct Worker {
     pub bus: Bus,
     pub worker_id: String,
     pub metrics: Metrics,
+    /// Ship the compact witness instead of the raw partition.
+    pub compact: bool,
+    /// Shape hash and constraint count per circuit id, recorded once (the compact payload
+    /// names its shape).
+    pub shape_hashes: Arc<Mutex<HashMap<String, ([u8; 32], u64)>>>,
 }
 
 impl Worker {
@@ -183,25 +190,54 @@ impl Worker {
         // to close), inside the worker's span.
         let parent = tracing::Span::current();
         let (span_task, worker_id) = (task.clone(), self.worker_id.clone());
+        let (compact, hashes) = (self.compact, self.shape_hashes.clone());
         let compute = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
             let (task, worker_id) = (&span_task, &worker_id);
+            let id = circuit.circuit_id();
+            let circuit_for = || PartitionCircuit::with_witness(circuit, seed, partition);
+            if compact {
+                let known = hashes.lock().expect("shape hashes lock").get(&id).copied();
+                let (shape_hash, constraints) = match known {
+                    Some(known) => known,
+                    None => {
+                        let shape = stage_span!("shape.record", task, worker_id)
+                            .in_scope(|| record_shape(PartitionCircuit::blank(circuit), &id))
+                            .map_err(|e| format!("recording the circuit shape: {e}"))?;
+                        let known = (shape.hash, shape.num_constraints() as u64);
+                        hashes.lock().expect("shape hashes lock").insert(id.clone(), known);
+                        known
+                    }
+                };
+                let synthesize_span = stage_span!("synthesize", task, worker_id, witness_only = true);
+                let started = Instant::now();
+                let witness = synthesize_span
+                    .in_scope(|| synthesize_witness(circuit_for(), &id, partition))
+                    .map_err(|e| format!("synthesis error: {e}"))?;
+                let synthesize_s = started.elapsed().as_secs_f64();
+                drop(synthesize_span);
+                let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty, encoding = "compact-witness");
+                let started = Instant::now();
+                let encoded = serialize_span.in_scope(|| encode_compact(&witness, shape_hash));
+                serialize_span.record("bytes", encoded.len() as u64);
+                return Ok::<_, String>((encoded, synthesize_s, started.elapsed().as_secs_f64(), constraints, PartitionEncoding::CompactWitness));
+            }
             let synthesize_span = stage_span!("synthesize", task, worker_id, constraints = tracing::field::Empty);
             let started = Instant::now();
             let synthesized = synthesize_span
-                .in_scope(|| synthesize(PartitionCircuit::with_witness(circuit, seed, partition), &circuit.circuit_id(), partition))
+                .in_scope(|| synthesize(circuit_for(), &id, partition))
                 .map_err(|e| format!("synthesis error: {e}"))?;
             let synthesize_s = started.elapsed().as_secs_f64();
             let constraints = synthesized.num_constraints() as u64;
             synthesize_span.record("constraints", constraints);
             drop(synthesize_span);
-            let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty);
+            let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty, encoding = "raw-bincode");
             let started = Instant::now();
             let encoded = serialize_span.in_scope(|| synthesized.encode());
             serialize_span.record("bytes", encoded.len() as u64);
-            Ok::<_, String>((encoded, synthesize_s, started.elapsed().as_secs_f64(), constraints))
+            Ok((encoded, synthesize_s, started.elapsed().as_secs_f64(), constraints, PartitionEncoding::RawBincode))
         });
-        let (encoded, synthesize_s, serialize_s, constraints) = compute
+        let (encoded, synthesize_s, serialize_s, constraints, encoding) = compute
             .await
             .map_err(|e| Failure::Permanent(format!("synthesis panicked: {e}")))?
             .map_err(Failure::Permanent)?;
@@ -223,7 +259,7 @@ impl Worker {
             partition: task.partition,
             partitions: task.partitions,
             object,
-            encoding: PartitionEncoding::RawBincode,
+            encoding,
             sha256_hex: stored.sha256_hex.clone(),
             bytes: stored.bytes,
             published_at_ms: now_ms(),
@@ -240,6 +276,10 @@ impl Worker {
             serialize_s,
             store_s: stored.seconds,
             bytes: stored.bytes,
+            encoding: Some(match encoding {
+                PartitionEncoding::RawBincode => "raw-bincode".into(),
+                PartitionEncoding::CompactWitness => "compact-witness".into(),
+            }),
         };
         self.metrics.seconds.with_label_values(&["synthesize"]).observe(synthesize_s);
         self.metrics.seconds.with_label_values(&["serialize"]).observe(serialize_s);

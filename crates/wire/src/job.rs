@@ -154,6 +154,9 @@ pub struct SynthStats {
     pub store_s: f64,
     /// Serialized partition size: the bytes on the synth → prove hop.
     pub bytes: u64,
+    /// Wire form: `raw-bincode` or `compact-witness`.
+    #[serde(default)]
+    pub encoding: Option<String>,
 }
 
 /// What the gpu-worker measured for one partition.
@@ -165,6 +168,9 @@ pub struct ProveStats {
     pub queue_wait_s: f64,
     pub fetch_s: f64,
     pub deserialize_s: f64,
+    /// Rebuilding a, b, c from a compact witness (0 for raw partitions).
+    #[serde(default)]
+    pub rebuild_s: f64,
     pub prove_s: f64,
     pub verify_s: f64,
     pub bytes_fetched: u64,

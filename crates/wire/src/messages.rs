@@ -23,6 +23,9 @@ pub struct SynthTask {
 pub enum PartitionEncoding {
     /// bincode of the full `SynthesizedPartition` (a, b, c, assignments, densities).
     RawBincode,
+    /// The witness only, in the compact encoding; the prover rebuilds a, b, c from the
+    /// circuit's constraint shape (whose hash the payload names).
+    CompactWitness,
 }
 
 /// A synthesized partition ready for proving; published by a synth-worker on the prove stream.
