@@ -58,10 +58,36 @@ enum Command {
         #[command(subcommand)]
         command: TracesCommand,
     },
+    /// Benchmarks that print numbers.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Groth16 parameter files.
     Params {
         #[command(subcommand)]
         command: ParamsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The synth → prove hop in raw and compact form on one partition: bytes, synthesis vs
+    /// witness-only synthesis, encode/decode, rebuild, and (with --prove) proving.
+    Hop {
+        #[arg(long)]
+        kind: String,
+        #[arg(long)]
+        blocks: Option<u32>,
+        #[arg(long)]
+        constraints: Option<u32>,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Also prove the rebuilt partition (generates parameters if missing).
+        #[arg(long)]
+        prove: bool,
+        #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+        params_dir: Option<PathBuf>,
     },
 }
 
@@ -168,6 +194,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Waterfall(args) => {
             crate::waterfall::waterfall(args, &client).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { command: BenchCommand::Hop { kind, blocks, constraints, runs, prove, params_dir } } => {
+            let spec = spec_of(&kind, blocks, constraints)?;
+            tokio::task::spawn_blocking(move || crate::bench::hop(spec, runs, prove, params_dir)).await??;
             Ok(ExitCode::SUCCESS)
         }
         Command::Traces { command: TracesCommand::Collect { listen, out } } => {

@@ -1,5 +1,6 @@
 //! `snarkflow`: the command line for snarkflow users and operators.
 
+mod bench;
 mod client;
 mod commands;
 mod waterfall;

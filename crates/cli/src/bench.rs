@@ -1,0 +1,76 @@
+//! `snarkflow bench hop`: what the synth → prove hop costs in each wire form, measured
+//! in-process on one partition (no NATS): bytes, synthesis, encoding, rebuild, proving.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_prover::ParamStore;
+use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, SynthesizedPartition};
+use snarkflow_wire::CircuitSpec;
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let started = Instant::now();
+    let out = f();
+    (out, started.elapsed().as_secs_f64())
+}
+
+/// Median of `runs` timings of `f` (each run gets a fresh input from `make`).
+fn median_of<I, T>(runs: usize, mut make: impl FnMut() -> I, mut f: impl FnMut(I) -> T) -> (T, f64) {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..runs.max(1) {
+        let input = make();
+        let (out, t) = timed(|| f(input));
+        times.push(t);
+        last = Some(out);
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    (last.expect("at least one run"), times[times.len() / 2])
+}
+
+pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let id = spec.circuit_id();
+    let seed = 42;
+    let threads = rayon::current_num_threads();
+    println!("circuit {id}, median of {runs} runs, {threads} threads for rebuild/proving");
+    let (shape, shape_s) = timed(|| record_shape(PartitionCircuit::blank(spec), &id));
+    let shape = shape?;
+    let nnz = shape.a.nnz() + shape.b.nnz() + shape.c.nnz();
+    println!("constraints {}, inputs {}, aux {}, nnz(A+B+C) {nnz}, shape recorded once in {shape_s:.3} s",
+        shape.num_constraints(), shape.num_inputs, shape.num_aux);
+
+    let (full, full_s) = median_of(runs, || PartitionCircuit::with_witness(spec, seed, 0), |c| synthesize(c, &id, 0));
+    let full = full?;
+    let (witness, witness_s) =
+        median_of(runs, || PartitionCircuit::with_witness(spec, seed, 0), |c| synthesize_witness(c, &id, 0));
+    let witness = witness?;
+    let (raw, raw_enc_s) = median_of(runs, || (), |_| full.encode());
+    let (_, raw_dec_s) = median_of(runs, || (), |_| SynthesizedPartition::decode(&raw));
+    let (compact, compact_enc_s) = median_of(runs, || (), |_| encode_compact(&witness, shape.hash));
+    let (decoded, compact_dec_s) = median_of(runs, || (), |_| decode_compact(&compact));
+    let (decoded, _) = decoded?;
+    let (rebuilt, rebuild_s) = median_of(runs, || decoded.clone(), |w| shape.rebuild(w));
+    let rebuilt = rebuilt?;
+    anyhow::ensure!(rebuilt == full, "rebuilt partition differs from full synthesis");
+
+    println!();
+    println!("| measure | raw | compact | compact / raw |");
+    println!("|---|---|---|---|");
+    println!("| bytes on the hop | {} | {} | {:.2}% |", raw.len(), compact.len(), 100.0 * compact.len() as f64 / raw.len() as f64);
+    println!("| synthesis (1 core) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |", witness_s / full_s);
+    println!("| encode | {raw_enc_s:.4} s | {compact_enc_s:.4} s | |");
+    println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
+    println!("| rebuild a, b, c ({threads} threads) | — | {rebuild_s:.4} s | |");
+    if prove {
+        let dir = params_dir.unwrap_or_else(ParamStore::default_dir);
+        let params = ParamStore::new(dir).get(&spec, true)?;
+        let (proof, prove_s) = median_of(runs, || rebuilt.clone(), |p| {
+            snarkflow_prover::prove_with_rng(p, &params.params, &mut rand::rngs::OsRng)
+        });
+        let proof = proof?;
+        anyhow::ensure!(snarkflow_prover::verify(&params.pvk, &proof, full.public_inputs()), "proof does not verify");
+        println!("| prove ({}, {threads} threads) | {prove_s:.4} s | | rebuild / prove = {:.1}% |", snarkflow_prover::BACKEND, 100.0 * rebuild_s / prove_s);
+    }
+    Ok(())
+}
