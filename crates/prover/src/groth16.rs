@@ -193,6 +193,25 @@ mod tests {
     }
 
     #[test]
+    fn compact_path_proofs_are_byte_identical_to_full_synthesis() {
+        use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize_witness};
+        let spec = CircuitSpec::Sha256Chain { blocks: 1 };
+        let id = spec.circuit_id();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let full = synthesize(PartitionCircuit::with_witness(spec, 3, 1), &id, 1).unwrap();
+        let shape = record_shape(PartitionCircuit::blank(spec), &id).unwrap();
+        let witness = synthesize_witness(PartitionCircuit::with_witness(spec, 3, 1), &id, 1).unwrap();
+        let (witness, _) = decode_compact(&encode_compact(&witness, shape.hash)).unwrap();
+        let rebuilt = shape.rebuild(witness).unwrap();
+        let (mut a, mut b) = (vec![], vec![]);
+        prove(full, &params, r, s).unwrap().write(&mut a).unwrap();
+        prove(rebuilt, &params, r, s).unwrap().write(&mut b).unwrap();
+        assert_eq!(a, b, "the compact path must give the very same proof");
+    }
+
+    #[test]
     fn proofs_are_byte_identical_to_bellperson_dense_chain() {
         check_identical(CircuitSpec::DenseChain { constraints: 300 });
     }

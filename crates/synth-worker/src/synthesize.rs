@@ -80,6 +80,9 @@ impl From<BusError> for Failure {
     }
 }
 
+/// Shape hash and constraint count of a circuit id.
+pub type ShapeSummaries = Arc<Mutex<HashMap<String, ([u8; 32], u64)>>>;
+
 pub struct Worker {
     pub bus: Bus,
     pub worker_id: String,
@@ -88,7 +91,7 @@ pub struct Worker {
     pub compact: bool,
     /// Shape hash and constraint count per circuit id, recorded once (the compact payload
     /// names its shape).
-    pub shape_hashes: Arc<Mutex<HashMap<String, ([u8; 32], u64)>>>,
+    pub shape_hashes: ShapeSummaries,
 }
 
 impl Worker {
