@@ -75,6 +75,10 @@ test:
     cargo test --workspace
     bash deploy/scripts/validate-compose.sh
 
+# build the GPU binaries (cuda feature) on a machine without a GPU: target/gpu/
+build-gpu:
+    bash deploy/scripts/build-gpu.sh
+
 # validate docker-compose.yml against the Compose Specification
 compose-check:
     bash deploy/scripts/validate-compose.sh
