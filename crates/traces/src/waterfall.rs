@@ -14,8 +14,20 @@ pub use render::{render_svg, render_text};
 use crate::Span;
 
 /// Stage spans the medians are reported for, in data-path order.
-pub const STAGES: [&str; 10] =
-    ["synthesize", "serialize", "store", "publish", "queue.wait", "fetch", "deserialize", "prove", "verify", "assemble"];
+pub const STAGES: [&str; 12] = [
+    "shape.record",
+    "synthesize",
+    "serialize",
+    "store",
+    "publish",
+    "queue.wait",
+    "fetch",
+    "deserialize",
+    "rebuild",
+    "prove",
+    "verify",
+    "assemble",
+];
 
 /// Gaps shorter than this between two proofs on a device are scheduling noise, not idle time.
 pub const MIN_IDLE_GAP_NS: u64 = 1_000_000;
