@@ -19,6 +19,9 @@ pub struct BusConfig {
     pub max_deliver: i64,
     /// Object store chunk size; must stay under the server's max_payload (1 MiB default).
     pub chunk_size: usize,
+    /// How long a job record (and its proof) stays in the ledger after its last change.
+    /// Applied when the ledger bucket is first created.
+    pub job_retention: Duration,
 }
 
 impl BusConfig {
@@ -28,6 +31,8 @@ impl BusConfig {
     /// A partition that crashed five workers is a poison pill, not bad luck.
     pub const DEFAULT_MAX_DELIVER: i64 = 5;
     pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
+    /// A week: long past any proving deadline, short enough that the ledger stays small.
+    pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
     pub fn new(url: impl Into<String>) -> Self {
         BusConfig {
@@ -35,6 +40,7 @@ impl BusConfig {
             ack_wait: Self::DEFAULT_ACK_WAIT,
             max_deliver: Self::DEFAULT_MAX_DELIVER,
             chunk_size: Self::DEFAULT_CHUNK_SIZE,
+            job_retention: Self::DEFAULT_JOB_RETENTION,
         }
     }
 }
@@ -101,8 +107,8 @@ impl Bus {
             )
             .await
             .map_err(nats_err("creating the events consumer"))?;
-        let jobs = Self::kv(&js, wire::JOBS_BUCKET).await?;
-        let idempotency = Self::kv(&js, wire::IDEMPOTENCY_BUCKET).await?;
+        let jobs = Self::kv(&js, wire::JOBS_BUCKET, config.job_retention).await?;
+        let idempotency = Self::kv(&js, wire::IDEMPOTENCY_BUCKET, config.job_retention).await?;
         let partitions = match js.get_object_store(wire::PARTITIONS_BUCKET).await {
             Ok(store) => store,
             Err(_) => js
@@ -146,7 +152,7 @@ impl Bus {
     /// Declare a key-value bucket. The stream is created directly, with the settings the KV
     /// convention requires, because async-nats' `create_key_value` first reads account info
     /// in a shape nats-server 2.9 (Debian 12's) does not send.
-    async fn kv(js: &jetstream::Context, bucket: &str) -> Result<kv::Store, BusError> {
+    async fn kv(js: &jetstream::Context, bucket: &str, max_age: Duration) -> Result<kv::Store, BusError> {
         if let Ok(store) = js.get_key_value(bucket).await {
             return Ok(store);
         }
@@ -160,6 +166,7 @@ impl Bus {
             allow_direct: true,
             discard: stream::DiscardPolicy::New,
             num_replicas: 1,
+            max_age,
             ..Default::default()
         })
         .await

@@ -87,8 +87,9 @@ pub fn main() -> std::process::ExitCode {
     snarkflow_service::main("gateway", &telemetry, |shutdown| run(config, shutdown))
 }
 
-/// How often queue depths and job counts are refreshed for `/metrics`.
-const GAUGE_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often queue depths and job counts are refreshed for `/metrics`. Counting jobs reads
+/// every ledger record, so this stays well above a scrape interval.
+const GAUGE_REFRESH: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Keep the queue-depth and jobs-by-state gauges current.
 async fn refresh_gauges(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) {

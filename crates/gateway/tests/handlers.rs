@@ -49,6 +49,10 @@ async fn accepted_job_is_recorded_and_fanned_out_per_partition() {
     let record = state.ledger.get(id).await.unwrap().unwrap();
     assert_eq!(record.partitions.len(), 4);
 
+    // finished jobs are not kept forever: the ledger bucket expires records
+    let mut ledger_stream = state.bus.js.get_stream(format!("KV_{}", snarkflow_wire::JOBS_BUCKET)).await.unwrap();
+    assert_eq!(ledger_stream.info().await.unwrap().config.max_age, BusConfig::DEFAULT_JOB_RETENTION);
+
     let (status, view) = call(state.clone(), Request::get(format!("/v1/jobs/{id}")).body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(view["partitions"], serde_json::json!({"total": 4, "synthesized": 0, "proved": 0}));

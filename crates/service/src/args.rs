@@ -18,6 +18,10 @@ pub struct NatsArgs {
     /// Deliveries of one work message before it is given up.
     #[arg(long, env = "SNARKFLOW_MAX_DELIVER", default_value_t = BusConfig::DEFAULT_MAX_DELIVER)]
     pub max_deliver: i64,
+    /// Hours a finished job and its proof stay in the ledger (applied when the ledger bucket
+    /// is first created).
+    #[arg(long, env = "SNARKFLOW_JOB_RETENTION_HOURS", default_value_t = BusConfig::DEFAULT_JOB_RETENTION.as_secs() / 3600)]
+    pub job_retention_hours: u64,
 }
 
 impl NatsArgs {
@@ -25,6 +29,7 @@ impl NatsArgs {
         BusConfig {
             ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
             max_deliver: self.max_deliver,
+            job_retention: Duration::from_secs(self.job_retention_hours.max(1) * 3600),
             ..BusConfig::new(self.url.clone())
         }
     }
