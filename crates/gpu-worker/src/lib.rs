@@ -37,7 +37,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let worker_id = config.worker_id.clone().unwrap_or_else(config::default_worker_id);
     let params_dir = config.params_dir.clone().unwrap_or_else(ParamStore::default_dir);
     let params = Arc::new(ParamStore::new(params_dir.clone()));
-    let shapes = Arc::new(shapes::ShapeStore::default());
+    let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
     let metrics = prove::Metrics::new();
     let readiness = Readiness::default();
     let detail = |state: &str, params: &ParamStore, shapes: &shapes::ShapeStore| {

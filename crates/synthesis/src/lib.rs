@@ -21,7 +21,7 @@ pub use compact::{compact_shape_hash, decode_compact, encode_compact, CompactErr
 pub use density::Density;
 pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
 pub use recorder::{synthesize, PartitionRecorder};
-pub use shape::{record_shape, ConstraintShape, ShapeError, SparseMatrix};
+pub use shape::{record_shape, ConstraintShape, ShapeError, ShapeFileError, SparseMatrix};
 pub use witness::{synthesize_witness, PartitionWitness};
 
 use blstrs::Scalar as Fr;

@@ -132,3 +132,19 @@ fn a_witness_of_the_wrong_shape_is_refused() {
     let other = synthesize_witness(PartitionCircuit::with_witness(CircuitSpec::DenseChain { constraints: 9 }, 1, 0), "dense-chain-c8", 0).unwrap();
     assert!(shape.rebuild(other).is_err());
 }
+
+#[test]
+fn shape_files_round_trip_and_corruption_is_refused() {
+    let spec = CircuitSpec::Sha256Chain { blocks: 1 };
+    let shape = record_shape(PartitionCircuit::blank(spec), &spec.circuit_id()).unwrap();
+    let mut bytes = Vec::new();
+    shape.write_to(&mut bytes).unwrap();
+    assert_eq!(snarkflow_synthesis::ConstraintShape::read_from(&bytes[..]).unwrap(), shape);
+    // any flipped byte is refused (everything stored is hashed or checked)
+    for i in (6..bytes.len()).step_by(bytes.len() / 97 + 1) {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x01;
+        assert!(snarkflow_synthesis::ConstraintShape::read_from(&bad[..]).is_err(), "flip at byte {i} went unnoticed");
+    }
+    assert!(snarkflow_synthesis::ConstraintShape::read_from(&bytes[..bytes.len() / 3]).is_err());
+}
