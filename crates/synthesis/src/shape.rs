@@ -12,6 +12,9 @@ use sha2::{Digest, Sha256};
 
 use crate::{Density, PartitionWitness, SynthesizedPartition};
 
+mod file;
+pub use file::ShapeFileError;
+
 /// Rows of a sparse matrix over the witness `[inputs | aux]`, in compressed-row form.
 /// Coefficients are indices into a table of distinct values (most circuits use a handful:
 /// ±1 and powers of two), so an entry costs 8 bytes whatever the field size.
@@ -168,108 +171,6 @@ fn shape_hash(circuit_id: &str, num_inputs: usize, num_aux: usize, matrices: [&S
         h.update(k.to_repr());
     }
     h.finalize().into()
-}
-
-/// Why a shape file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ShapeFileError {
-    #[error("shape file i/o: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("not a shape file, or an unsupported version")]
-    Format,
-    #[error("malformed shape file: {0}")]
-    Malformed(String),
-    #[error("shape file content does not match its hash (corrupt)")]
-    Hash,
-}
-
-const SHAPE_MAGIC: [u8; 4] = *b"SFCS";
-const SHAPE_VERSION: u16 = 1;
-
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ShapeFile {
-    circuit_id: String,
-    num_inputs: u64,
-    num_aux: u64,
-    a: SparseMatrix,
-    b: SparseMatrix,
-    c: SparseMatrix,
-    coeff_table: Vec<[u8; 32]>,
-    hash: [u8; 32],
-}
-
-impl ConstraintShape {
-    /// Write the shape (for a cache next to the parameters): magic, version, bincode.
-    pub fn write_to<W: std::io::Write>(&self, mut w: W) -> Result<(), ShapeFileError> {
-        w.write_all(&SHAPE_MAGIC)?;
-        w.write_all(&SHAPE_VERSION.to_le_bytes())?;
-        let file = ShapeFile {
-            circuit_id: self.circuit_id.clone(),
-            num_inputs: self.num_inputs as u64,
-            num_aux: self.num_aux as u64,
-            a: self.a.clone(),
-            b: self.b.clone(),
-            c: self.c.clone(),
-            coeff_table: self.coeff_table.iter().map(|k| k.to_repr()).collect(),
-            hash: self.hash,
-        };
-        bincode::serialize_into(w, &file).map_err(|e| ShapeFileError::Malformed(e.to_string()))
-    }
-
-    /// Read a shape written by [`ConstraintShape::write_to`], recomputing its hash: a file
-    /// whose content does not match is refused.
-    pub fn read_from<R: std::io::Read>(mut r: R) -> Result<ConstraintShape, ShapeFileError> {
-        let mut header = [0u8; 6];
-        r.read_exact(&mut header)?;
-        if header[..4] != SHAPE_MAGIC || u16::from_le_bytes([header[4], header[5]]) != SHAPE_VERSION {
-            return Err(ShapeFileError::Format);
-        }
-        let f: ShapeFile = bincode::deserialize_from(r).map_err(|e| ShapeFileError::Malformed(e.to_string()))?;
-        let coeff_table = f
-            .coeff_table
-            .iter()
-            .map(|b| Option::<Fr>::from(Fr::from_repr(*b)).ok_or_else(|| ShapeFileError::Malformed("non-canonical coefficient".into())))
-            .collect::<Result<Vec<_>, _>>()?;
-        let (num_inputs, num_aux) = (f.num_inputs as usize, f.num_aux as usize);
-        for m in [&f.a, &f.b, &f.c] {
-            let in_range = m.cols.iter().all(|&c| (c as usize) < num_inputs + num_aux)
-                && m.coeffs.iter().all(|&k| (k as usize) < coeff_table.len())
-                && m.row_starts.windows(2).all(|w| w[0] <= w[1])
-                && m.row_starts.last().is_some_and(|&n| n as usize == m.cols.len())
-                && m.cols.len() == m.coeffs.len();
-            if !in_range {
-                return Err(ShapeFileError::Malformed("matrix indices out of range".into()));
-            }
-        }
-        if shape_hash(&f.circuit_id, num_inputs, num_aux, [&f.a, &f.b, &f.c], &coeff_table) != f.hash {
-            return Err(ShapeFileError::Hash);
-        }
-        // The densities follow from the matrices (which hold non-zero terms only), so they are
-        // recomputed rather than stored: nothing unhashed is trusted.
-        let density = |len: usize, m: &SparseMatrix, keep: &dyn Fn(usize) -> Option<usize>| {
-            let mut d = Density::new();
-            (0..len).for_each(|_| d.push());
-            m.cols.iter().filter_map(|&c| keep(c as usize)).for_each(|i| d.set(i));
-            d
-        };
-        let aux_of = |c: usize| c.checked_sub(num_inputs);
-        let input_of = |c: usize| (c < num_inputs).then_some(c);
-        let (a_aux_density, b_input_density, b_aux_density) =
-            (density(num_aux, &f.a, &aux_of), density(num_inputs, &f.b, &input_of), density(num_aux, &f.b, &aux_of));
-        Ok(ConstraintShape {
-            circuit_id: f.circuit_id,
-            num_inputs,
-            num_aux,
-            a: f.a,
-            b: f.b,
-            c: f.c,
-            coeff_table,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-            hash: f.hash,
-        })
-    }
 }
 
 impl ConstraintSystem<Fr> for ShapeRecorder {
