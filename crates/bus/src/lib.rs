@@ -36,8 +36,5 @@ pub(crate) fn nats_err<E: Into<async_nats::Error>>(op: impl Into<String>) -> imp
 
 /// Milliseconds since the Unix epoch (timestamps in messages and records).
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }

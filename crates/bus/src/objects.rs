@@ -28,11 +28,8 @@ impl Bus {
     pub async fn put_partition(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
         let started = Instant::now();
         let sha256_hex = hex::encode(Sha256::digest(data));
-        let meta = ObjectMetadata {
-            name: name.to_owned(),
-            chunk_size: Some(self.config.chunk_size),
-            ..Default::default()
-        };
+        let meta =
+            ObjectMetadata { name: name.to_owned(), chunk_size: Some(self.config.chunk_size), ..Default::default() };
         let mut reader = data;
         self.partitions.put(meta, &mut reader).await.map_err(nats_err(format!("storing partition {name}")))?;
         Ok(Stored { bytes: data.len() as u64, sha256_hex, seconds: started.elapsed().as_secs_f64() })
@@ -48,10 +45,10 @@ impl Bus {
             Err(e) => return Err(nats_err(format!("fetching partition {name}"))(e)),
         };
         let mut data = Vec::with_capacity(object.info().size);
-        object.read_to_end(&mut data).await.map_err(|e| BusError::Corrupt {
-            object: name.to_owned(),
-            reason: format!("reading failed: {e}"),
-        })?;
+        object
+            .read_to_end(&mut data)
+            .await
+            .map_err(|e| BusError::Corrupt { object: name.to_owned(), reason: format!("reading failed: {e}") })?;
         let actual = hex::encode(Sha256::digest(&data));
         if actual != expected_sha256_hex {
             return Err(BusError::Corrupt {

@@ -9,9 +9,7 @@ use blstrs::Scalar as Fr;
 use rand::RngCore;
 
 /// SHA-256 initial hash value (FIPS 180-4 §5.3.3).
-const IV: [u32; 8] = [
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-];
+const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
 
 #[derive(Debug, Clone)]
 pub struct Sha256Chain {

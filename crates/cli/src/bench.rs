@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use snarkflow_circuits::PartitionCircuit;
 use snarkflow_prover::ParamStore;
-use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, SynthesizedPartition};
+use snarkflow_synthesis::{
+    decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, SynthesizedPartition,
+};
 use snarkflow_wire::CircuitSpec;
 
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
@@ -37,8 +39,12 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
     let (shape, shape_s) = timed(|| record_shape(PartitionCircuit::blank(spec), &id));
     let shape = shape?;
     let nnz = shape.a.nnz() + shape.b.nnz() + shape.c.nnz();
-    println!("constraints {}, inputs {}, aux {}, nnz(A+B+C) {nnz}, shape recorded once in {shape_s:.3} s",
-        shape.num_constraints(), shape.num_inputs, shape.num_aux);
+    println!(
+        "constraints {}, inputs {}, aux {}, nnz(A+B+C) {nnz}, shape recorded once in {shape_s:.3} s",
+        shape.num_constraints(),
+        shape.num_inputs,
+        shape.num_aux
+    );
 
     let (full, full_s) = median_of(runs, || PartitionCircuit::with_witness(spec, seed, 0), |c| synthesize(c, &id, 0));
     let full = full?;
@@ -57,7 +63,12 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
     println!();
     println!("| measure | raw | compact | compact / raw |");
     println!("|---|---|---|---|");
-    println!("| bytes on the hop | {} | {} | {:.2}% |", raw.len(), compact.len(), 100.0 * compact.len() as f64 / raw.len() as f64);
+    println!(
+        "| bytes on the hop | {} | {} | {:.2}% |",
+        raw.len(),
+        compact.len(),
+        100.0 * compact.len() as f64 / raw.len() as f64
+    );
     println!("| synthesis (1 core) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |", witness_s / full_s);
     println!("| encode | {raw_enc_s:.4} s | {compact_enc_s:.4} s | |");
     println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
@@ -65,12 +76,18 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
     if prove {
         let dir = params_dir.unwrap_or_else(ParamStore::default_dir);
         let params = ParamStore::new(dir).get(&spec, true)?;
-        let (proof, prove_s) = median_of(runs, || rebuilt.clone(), |p| {
-            snarkflow_prover::prove_with_rng(p, &params.params, &mut rand::rngs::OsRng)
-        });
+        let (proof, prove_s) = median_of(
+            runs,
+            || rebuilt.clone(),
+            |p| snarkflow_prover::prove_with_rng(p, &params.params, &mut rand::rngs::OsRng),
+        );
         let proof = proof?;
         anyhow::ensure!(snarkflow_prover::verify(&params.pvk, &proof, full.public_inputs()), "proof does not verify");
-        println!("| prove ({}, {threads} threads) | {prove_s:.4} s | | rebuild / prove = {:.1}% |", snarkflow_prover::BACKEND, 100.0 * rebuild_s / prove_s);
+        println!(
+            "| prove ({}, {threads} threads) | {prove_s:.4} s | | rebuild / prove = {:.1}% |",
+            snarkflow_prover::BACKEND,
+            100.0 * rebuild_s / prove_s
+        );
     }
     Ok(())
 }

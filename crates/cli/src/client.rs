@@ -55,7 +55,8 @@ impl Client {
     }
 
     pub async fn proof(&self, id: &str) -> anyhow::Result<Vec<u8>> {
-        let resp = self.http.get(format!("{}/v1/jobs/{id}/proof", self.base)).send().await.context("reaching the gateway")?;
+        let resp =
+            self.http.get(format!("{}/v1/jobs/{id}/proof", self.base)).send().await.context("reaching the gateway")?;
         if !resp.status().is_success() {
             return Err(error_of(resp).await);
         }
@@ -67,7 +68,8 @@ impl Client {
     }
 
     pub async fn cancel(&self, id: &str) -> anyhow::Result<Value> {
-        let resp = self.http.delete(format!("{}/v1/jobs/{id}", self.base)).send().await.context("reaching the gateway")?;
+        let resp =
+            self.http.delete(format!("{}/v1/jobs/{id}", self.base)).send().await.context("reaching the gateway")?;
         if !resp.status().is_success() {
             return Err(error_of(resp).await);
         }

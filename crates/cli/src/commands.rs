@@ -153,10 +153,12 @@ struct SubmitArgs {
 
 fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow::Result<CircuitSpec> {
     match JobKind::parse(kind) {
-        Some(JobKind::Sha256Chain) => Ok(CircuitSpec::Sha256Chain { blocks: blocks.context("--blocks is required for sha256-chain")? }),
-        Some(JobKind::DenseChain) => {
-            Ok(CircuitSpec::DenseChain { constraints: constraints.context("--constraints is required for dense-chain")? })
+        Some(JobKind::Sha256Chain) => {
+            Ok(CircuitSpec::Sha256Chain { blocks: blocks.context("--blocks is required for sha256-chain")? })
         }
+        Some(JobKind::DenseChain) => Ok(CircuitSpec::DenseChain {
+            constraints: constraints.context("--constraints is required for dense-chain")?,
+        }),
         None => bail!("unknown kind {kind:?} (sha256-chain, dense-chain)"),
     }
 }
@@ -172,8 +174,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::List { state, limit } => {
             let jobs = client.list(state.as_deref(), limit).await?;
             for job in jobs["jobs"].as_array().into_iter().flatten() {
-                println!("{}  {:<12} {:<22} {}", job["id"].as_str().unwrap_or("?"), job["state"].as_str().unwrap_or("?"),
-                    job["circuit_id"].as_str().unwrap_or("?"), job["priority"].as_str().unwrap_or("?"));
+                println!(
+                    "{}  {:<12} {:<22} {}",
+                    job["id"].as_str().unwrap_or("?"),
+                    job["state"].as_str().unwrap_or("?"),
+                    job["circuit_id"].as_str().unwrap_or("?"),
+                    job["priority"].as_str().unwrap_or("?")
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -210,7 +217,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
             let started = std::time::Instant::now();
             let path = tokio::task::spawn_blocking(move || store.generate(&spec, force)).await??;
-            println!("{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only", path.display(), started.elapsed().as_secs_f64());
+            println!(
+                "{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only",
+                path.display(),
+                started.elapsed().as_secs_f64()
+            );
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -276,8 +287,12 @@ fn print_summary(job: &Value) {
     if let Some(e) = job["error"].as_str() {
         println!("error: {e}");
     }
-    println!("circuit {}  partitions {}  trace {}", job["circuit_id"].as_str().unwrap_or("?"), job["partitions"]["total"],
-        job["trace_id"].as_str().unwrap_or("-"));
+    println!(
+        "circuit {}  partitions {}  trace {}",
+        job["circuit_id"].as_str().unwrap_or("?"),
+        job["partitions"]["total"],
+        job["trace_id"].as_str().unwrap_or("-")
+    );
     println!("timings (s, summed over partitions): {}", job["timings"]);
     println!("bytes per hop: {}", job["bytes"]);
 }

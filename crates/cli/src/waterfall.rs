@@ -78,7 +78,11 @@ async fn load(args: &WaterfallArgs, gateway: &Client) -> anyhow::Result<Vec<Span
         let end = SystemTime::now().duration_since(UNIX_EPOCH)?.as_micros() as u64;
         let start = end.saturating_sub(parse_duration(since)?.as_micros() as u64);
         // every job's proving happens in the gpu-worker, so its traces cover every job
-        return jaeger_get(&format!("{base}/api/traces?service=gpu-worker&start={start}&end={end}&limit={}", args.limit)).await;
+        return jaeger_get(&format!(
+            "{base}/api/traces?service=gpu-worker&start={start}&end={end}&limit={}",
+            args.limit
+        ))
+        .await;
     }
     bail!("say which spans: --job ID, --since DURATION or --otlp-file FILE")
 }
@@ -100,8 +104,11 @@ pub async fn waterfall(args: WaterfallArgs, gateway: &Client) -> anyhow::Result<
 /// Run an OTLP/HTTP receiver until Ctrl-C, appending spans to `out` as OTLP/JSON lines.
 pub async fn collect(listen: std::net::SocketAddr, out: PathBuf) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
-    println!("receiving OTLP/HTTP traces on http://{} (POST /v1/traces), writing {}; Ctrl-C stops",
-        listener.local_addr()?, out.display());
+    println!(
+        "receiving OTLP/HTTP traces on http://{} (POST /v1/traces), writing {}; Ctrl-C stops",
+        listener.local_addr()?,
+        out.display()
+    );
     receiver::serve(listener, receiver::Collected::default(), Some(out), async {
         let _ = tokio::signal::ctrl_c().await;
     })

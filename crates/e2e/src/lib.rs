@@ -191,7 +191,8 @@ impl Stack {
 /// verify against the parameter directory's verifying key with public inputs recomputed
 /// natively from the job's circuit and seed.
 pub fn verify_job_proof(job: &Value, proof: &[u8]) -> anyhow::Result<()> {
-    let spec = CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("circuit_id")?).context("circuit id")?;
+    let spec =
+        CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("circuit_id")?).context("circuit id")?;
     let seed = job["seed"].as_u64().context("seed")?;
     let total = job["partitions"]["total"].as_u64().context("total")? as usize;
     if proof.len() != total * 192 {

@@ -73,7 +73,8 @@ async fn run_jobs(protocol: &str, jobs: u64, partitions: u64) -> (Vec<Span>, Has
     synth_args.extend(nats_args.clone());
     let gateway = Proc::spawn(env!("CARGO_BIN_EXE_e2e-gateway"), &gateway_args, &otlp, protocol);
     let synth = Proc::spawn(env!("CARGO_BIN_EXE_e2e-synth-worker"), &synth_args, &otlp, protocol);
-    let gpu = Proc::spawn(env!("CARGO_BIN_EXE_e2e-gpu-worker"), &gpu_worker_args(&nats.url(), "gpu-otlp"), &otlp, protocol);
+    let gpu =
+        Proc::spawn(env!("CARGO_BIN_EXE_e2e-gpu-worker"), &gpu_worker_args(&nats.url(), "gpu-otlp"), &otlp, protocol);
 
     let http = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{gateway_port}");
@@ -84,15 +85,18 @@ async fn run_jobs(protocol: &str, jobs: u64, partitions: u64) -> (Vec<Span>, Has
     }
     let mut ids = Vec::new();
     for seed in 1..=jobs {
-        let body = json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": partitions, "seed": seed}});
-        let v: serde_json::Value = http.post(format!("{base}/v1/jobs")).json(&body).send().await.unwrap().json().await.unwrap();
+        let body =
+            json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": partitions, "seed": seed}});
+        let v: serde_json::Value =
+            http.post(format!("{base}/v1/jobs")).json(&body).send().await.unwrap().json().await.unwrap();
         ids.push(v["id"].as_str().unwrap_or_else(|| panic!("submit answered {v}")).to_owned());
     }
     let mut trace_ids = HashMap::new();
     for id in &ids {
         let deadline = Instant::now() + Duration::from_secs(300);
         loop {
-            let v: serde_json::Value = http.get(format!("{base}/v1/jobs/{id}")).send().await.unwrap().json().await.unwrap();
+            let v: serde_json::Value =
+                http.get(format!("{base}/v1/jobs/{id}")).send().await.unwrap().json().await.unwrap();
             if v["state"] == "done" {
                 trace_ids.insert(id.clone(), v["trace_id"].as_str().expect("job records its trace id").to_owned());
                 break;
@@ -145,9 +149,14 @@ async fn services_export_one_trace_per_job_over_otlp() {
         by_id.get(p).unwrap_or_else(|| panic!("{}'s parent {p} was not exported", s.name))
     };
     for (id, trace_id) in &trace_ids {
-        let of_job: Vec<&Span> = spans.iter().filter(|s| s.attr_text("job_id").as_deref() == Some(id.as_str())).collect();
+        let of_job: Vec<&Span> =
+            spans.iter().filter(|s| s.attr_text("job_id").as_deref() == Some(id.as_str())).collect();
         let traces: std::collections::BTreeSet<&str> = of_job.iter().map(|s| s.trace_id.as_str()).collect();
-        assert_eq!(traces.into_iter().collect::<Vec<_>>(), vec![trace_id.as_str()], "job {id}: one trace, the one it records");
+        assert_eq!(
+            traces.into_iter().collect::<Vec<_>>(),
+            vec![trace_id.as_str()],
+            "job {id}: one trace, the one it records"
+        );
         for (name, service) in EXPECTED {
             let named: Vec<&&Span> = of_job.iter().filter(|s| s.name == name).collect();
             let want = if name == "http.submit" { 1 } else { 2 };
@@ -170,7 +179,10 @@ async fn services_export_one_trace_per_job_over_otlp() {
                     _ => {}
                 }
                 if name == "prove" {
-                    assert!(s.attr("backend").is_some() && s.attr("gpu.device").is_some(), "prove lacks device attributes");
+                    assert!(
+                        s.attr("backend").is_some() && s.attr("gpu.device").is_some(),
+                        "prove lacks device attributes"
+                    );
                 }
                 if matches!(name, "store" | "fetch" | "publish" | "serialize" | "deserialize") {
                     assert!(s.attr_i64("bytes").unwrap_or(0) > 0, "{name} lacks its byte count");

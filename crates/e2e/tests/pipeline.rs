@@ -88,8 +88,16 @@ async fn rejected_requests_say_why_and_enqueue_nothing() {
     // a small limit keeps the oversized body inside socket buffers, so the early 413 is read
     // back instead of racing the upload
     let (small, small_base) = start_gateway_with(&stack.nats.url(), &["--max-body-bytes", "4096"]).await.unwrap();
-    let oversized = format!(r#"{{"kind": "dense-chain", "input": {{"constraints": 8}}, "pad": "{}"}}"#, " ".repeat(16 * 1024));
-    let r = stack.http.post(format!("{small_base}/v1/jobs")).header("content-type", "application/json").body(oversized).send().await.unwrap();
+    let oversized =
+        format!(r#"{{"kind": "dense-chain", "input": {{"constraints": 8}}, "pad": "{}"}}"#, " ".repeat(16 * 1024));
+    let r = stack
+        .http
+        .post(format!("{small_base}/v1/jobs"))
+        .header("content-type", "application/json")
+        .body(oversized)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "payload_too_large");
     small.stop().await.unwrap();
@@ -106,7 +114,8 @@ async fn rejected_requests_say_why_and_enqueue_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gateway_restart_keeps_job_states_and_proofs() {
     let mut stack = Stack::start().await.unwrap();
-    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 2}})).await.unwrap();
+    let id =
+        stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 2}})).await.unwrap();
     // stop the gateway at once: the workers' events pile up in the stream meanwhile
     stack.gateway.take().unwrap().stop().await.unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -142,8 +151,15 @@ async fn cancel_idempotency_and_listing() {
     let r = stack.http.delete(format!("{}/v1/jobs/{id}", stack.base)).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(stack.job(&id).await.unwrap()["state"], "cancelled");
-    let listed: serde_json::Value =
-        stack.http.get(format!("{}/v1/jobs?state=cancelled&limit=5", stack.base)).send().await.unwrap().json().await.unwrap();
+    let listed: serde_json::Value = stack
+        .http
+        .get(format!("{}/v1/jobs?state=cancelled&limit=5", stack.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(listed["jobs"][0]["id"], id.as_str());
     let r = stack.http.get(format!("{}/v1/jobs?state=bogus", stack.base)).send().await.unwrap();
     assert_eq!(r.status(), 422);

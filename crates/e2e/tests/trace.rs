@@ -18,7 +18,8 @@ async fn job_spans_share_one_trace_across_the_three_services() {
     let exporter = InMemorySpanExporter::default();
     let _guard = snarkflow_telemetry::init_with_exporter("e2e", "info", exporter.clone()).unwrap();
     let stack = Stack::start().await.unwrap();
-    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await.unwrap();
+    let id =
+        stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await.unwrap();
     let job = stack.wait_finished(&id, Duration::from_secs(300)).await.unwrap();
     assert_eq!(job["state"], "done", "{job}");
     let trace_id = job["trace_id"].as_str().expect("the job records its trace id").to_owned();
@@ -50,8 +51,15 @@ async fn job_spans_share_one_trace_across_the_three_services() {
         assert_eq!(grandparent.name, "synth.handle");
         assert_eq!(attr(grandparent, "partition"), attr(p, "partition"));
     }
-    for (name, parent) in [("synthesize", "synth.handle"), ("serialize", "synth.handle"), ("store", "synth.handle"),
-        ("fetch", "gpu.handle"), ("deserialize", "gpu.handle"), ("prove", "gpu.handle"), ("verify", "gpu.handle")] {
+    for (name, parent) in [
+        ("synthesize", "synth.handle"),
+        ("serialize", "synth.handle"),
+        ("store", "synth.handle"),
+        ("fetch", "gpu.handle"),
+        ("deserialize", "gpu.handle"),
+        ("prove", "gpu.handle"),
+        ("verify", "gpu.handle"),
+    ] {
         let of = named(name);
         assert_eq!(of.len(), 2, "{name} spans of the job");
         for s in of {

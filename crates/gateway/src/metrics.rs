@@ -23,15 +23,22 @@ fn stage_buckets() -> Vec<f64> {
 impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
-        let submitted = IntCounterVec::new(Opts::new("snarkflow_jobs_submitted_total", "jobs accepted"), &["kind"]).unwrap();
-        let finished =
-            IntCounterVec::new(Opts::new("snarkflow_jobs_finished_total", "jobs reaching a terminal state"), &["kind", "state"])
-                .unwrap();
+        let submitted =
+            IntCounterVec::new(Opts::new("snarkflow_jobs_submitted_total", "jobs accepted"), &["kind"]).unwrap();
+        let finished = IntCounterVec::new(
+            Opts::new("snarkflow_jobs_finished_total", "jobs reaching a terminal state"),
+            &["kind", "state"],
+        )
+        .unwrap();
         let rejected =
-            IntCounterVec::new(Opts::new("snarkflow_requests_rejected_total", "rejected API requests"), &["code"]).unwrap();
+            IntCounterVec::new(Opts::new("snarkflow_requests_rejected_total", "rejected API requests"), &["code"])
+                .unwrap();
         let stage_seconds = HistogramVec::new(
-            HistogramOpts::new("snarkflow_partition_stage_seconds", "per-partition stage durations reported by workers")
-                .buckets(stage_buckets()),
+            HistogramOpts::new(
+                "snarkflow_partition_stage_seconds",
+                "per-partition stage durations reported by workers",
+            )
+            .buckets(stage_buckets()),
             &["stage"],
         )
         .unwrap();
@@ -39,7 +46,9 @@ impl Metrics {
             IntCounterVec::new(Opts::new("snarkflow_hop_bytes_total", "bytes moved per hop"), &["hop"]).unwrap();
         let queue_depth =
             IntGaugeVec::new(Opts::new("snarkflow_queue_depth", "messages waiting per stream"), &["stage"]).unwrap();
-        let jobs = IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"]).unwrap();
+        let jobs =
+            IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"])
+                .unwrap();
         registry.register(Box::new(queue_depth.clone())).expect("unique metric");
         registry.register(Box::new(jobs.clone())).expect("unique metric");
         for c in [&submitted, &finished, &rejected, &hop_bytes] {
@@ -89,7 +98,9 @@ impl Metrics {
                 stage("rebuild", stats.rebuild_s);
                 stage("prove", stats.prove_s);
                 stage("verify", stats.verify_s);
-                self.hop_bytes.with_label_values(&["prove_to_gateway"]).inc_by(snarkflow_wire::PARTITION_PROOF_BYTES as u64);
+                self.hop_bytes
+                    .with_label_values(&["prove_to_gateway"])
+                    .inc_by(snarkflow_wire::PARTITION_PROOF_BYTES as u64);
             }
             _ => {}
         }

@@ -63,14 +63,18 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
     };
     for key in input.keys() {
         if ![size_field, "partitions", "seed"].contains(&key.as_str()) {
-            return Err(invalid(format!("input.{key} is not a field of {kind_name} (fields: {size_field}, partitions, seed)")));
+            return Err(invalid(format!(
+                "input.{key} is not a field of {kind_name} (fields: {size_field}, partitions, seed)"
+            )));
         }
     }
     let circuit = match kind {
-        JobKind::Sha256Chain => CircuitSpec::Sha256Chain { blocks: uint(input, "blocks", 1, MAX_SHA256_BLOCKS.into(), None)? as u32 },
-        JobKind::DenseChain => {
-            CircuitSpec::DenseChain { constraints: uint(input, "constraints", 1, MAX_DENSE_CONSTRAINTS.into(), None)? as u32 }
+        JobKind::Sha256Chain => {
+            CircuitSpec::Sha256Chain { blocks: uint(input, "blocks", 1, MAX_SHA256_BLOCKS.into(), None)? as u32 }
         }
+        JobKind::DenseChain => CircuitSpec::DenseChain {
+            constraints: uint(input, "constraints", 1, MAX_DENSE_CONSTRAINTS.into(), None)? as u32,
+        },
     };
     let partitions = uint(input, "partitions", 1, MAX_PARTITIONS.into(), Some(1))? as u32;
     let seed = match input.get("seed") {
@@ -88,7 +92,9 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
     let idempotency_key = match obj.get("idempotency_key") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_IDEMPOTENCY_KEY => Some(s.clone()),
-        Some(_) => return Err(invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes"))),
+        Some(_) => {
+            return Err(invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes")))
+        }
     };
     Ok(ValidJob { circuit, partitions, seed, priority, idempotency_key })
 }
@@ -129,12 +135,18 @@ mod tests {
         assert!(err(json!({"kind": "porep-9000", "input": {}})).contains("unknown kind \"porep-9000\""));
         assert!(err(json!({"kind": "sha256-chain", "input": {}})).contains("input.blocks is required"));
         assert!(err(json!({"kind": "sha256-chain", "input": {"blocks": 0}})).contains("input.blocks must be between 1"));
-        assert!(err(json!({"kind": "sha256-chain", "input": {"blocks": "2"}})).contains("input.blocks must be a non-negative integer"));
-        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8, "partitions": 65}})).contains("input.partitions"));
-        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8, "blocks": 1}})).contains("input.blocks is not a field"));
-        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "priority": "asap"})).contains("priority must be one of"));
-        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "idempotency_key": ""})).contains("idempotency_key"));
+        assert!(err(json!({"kind": "sha256-chain", "input": {"blocks": "2"}}))
+            .contains("input.blocks must be a non-negative integer"));
+        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8, "partitions": 65}}))
+            .contains("input.partitions"));
+        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8, "blocks": 1}}))
+            .contains("input.blocks is not a field"));
+        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "priority": "asap"}))
+            .contains("priority must be one of"));
+        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "idempotency_key": ""}))
+            .contains("idempotency_key"));
         assert!(err(json!([1, 2])).contains("JSON object"));
-        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "colour": 1})).contains("unknown field \"colour\""));
+        assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "colour": 1}))
+            .contains("unknown field \"colour\""));
     }
 }

@@ -54,10 +54,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     if let Some(addr) = config.status_listen {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         info!(addr = %listener.local_addr()?, "status endpoint listening");
-        tokio::spawn(snarkflow_service::serve_status(listener, readiness.clone(), metrics.registry.clone(), shutdown.clone()));
+        tokio::spawn(snarkflow_service::serve_status(
+            listener,
+            readiness.clone(),
+            metrics.registry.clone(),
+            shutdown.clone(),
+        ));
     }
     for id in &config.preload {
-        let spec = CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
+        let spec =
+            CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
         let (store, generate, shape_store) = (params.clone(), config.generate_missing_params, shapes.clone());
         tokio::task::spawn_blocking(move || {
             store.get(&spec, generate)?;

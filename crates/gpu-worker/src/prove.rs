@@ -57,14 +57,20 @@ impl Metrics {
             &["stage"],
         )
         .expect("metric");
-        let busy = CounterVec::new(Opts::new("snarkflow_gpu_busy_seconds_total", "seconds the device spent proving"), &["device", "worker"])
-            .expect("metric");
-        let in_flight = IntGauge::new("snarkflow_prove_in_flight", "partitions being proved by this worker").expect("metric");
+        let busy = CounterVec::new(
+            Opts::new("snarkflow_gpu_busy_seconds_total", "seconds the device spent proving"),
+            &["device", "worker"],
+        )
+        .expect("metric");
+        let in_flight =
+            IntGauge::new("snarkflow_prove_in_flight", "partitions being proved by this worker").expect("metric");
         registry.register(Box::new(in_flight.clone())).expect("unique");
         let bytes = IntCounter::new("snarkflow_prove_fetched_bytes_total", "partition bytes fetched").expect("metric");
-        let outcomes =
-            IntCounterVec::new(Opts::new("snarkflow_prove_partitions_total", "partitions handled by outcome"), &["outcome"])
-                .expect("metric");
+        let outcomes = IntCounterVec::new(
+            Opts::new("snarkflow_prove_partitions_total", "partitions handled by outcome"),
+            &["outcome"],
+        )
+        .expect("metric");
         registry.register(Box::new(seconds.clone())).expect("unique");
         registry.register(Box::new(busy.clone())).expect("unique");
         registry.register(Box::new(bytes.clone())).expect("unique");
@@ -186,7 +192,9 @@ impl Worker {
 
     async fn job_is_live(&self, id: &str) -> Result<bool, Failure> {
         match self.bus.jobs.get(id).await {
-            Ok(Some(bytes)) => Ok(wire::decode::<wire::JobRecord>(&bytes).map(|r| !r.state.is_terminal()).unwrap_or(false)),
+            Ok(Some(bytes)) => {
+                Ok(wire::decode::<wire::JobRecord>(&bytes).map(|r| !r.state.is_terminal()).unwrap_or(false))
+            }
             Ok(None) => Ok(false),
             Err(e) => Err(Failure::Transient(format!("reading job {id}: {e}"))),
         }
@@ -198,9 +206,12 @@ impl Worker {
             self.bus.delete_partition(&task.object).await?;
             return Ok("skipped");
         }
-        let event = JobEvent::new(&task.job_id, task.partition, now_ms(), JobEventBody::ProvingStarted {
-            worker: self.worker_id.clone(),
-        });
+        let event = JobEvent::new(
+            &task.job_id,
+            task.partition,
+            now_ms(),
+            JobEventBody::ProvingStarted { worker: self.worker_id.clone() },
+        );
         self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?;
 
         let fetched = match self
@@ -211,7 +222,9 @@ impl Worker {
         {
             Ok(f) => f,
             // a corrupt or missing object cannot become valid by waiting
-            Err(e @ (BusError::Corrupt { .. } | BusError::NotFound(_))) => return Err(Failure::Permanent(e.to_string())),
+            Err(e @ (BusError::Corrupt { .. } | BusError::NotFound(_))) => {
+                return Err(Failure::Permanent(e.to_string()))
+            }
             Err(e) => return Err(e.into()),
         };
         let bytes_fetched = fetched.data.len() as u64;
@@ -244,13 +257,16 @@ impl Worker {
                     if shape.hash != shape_hash {
                         return Err(Failure::Permanent(format!(
                             "witness was made for shape {} but this prover's {} shape is {}",
-                            hex::encode(shape_hash), spec.circuit_id(), shape.hash_hex()
+                            hex::encode(shape_hash),
+                            spec.circuit_id(),
+                            shape.hash_hex()
                         )));
                     }
                     let started = Instant::now();
-                    let partition = stage_span!("rebuild", task, worker_id, constraints = shape.num_constraints() as u64)
-                        .in_scope(|| shape.rebuild(witness))
-                        .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
+                    let partition =
+                        stage_span!("rebuild", task, worker_id, constraints = shape.num_constraints() as u64)
+                            .in_scope(|| shape.rebuild(witness))
+                            .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
                     (partition, deserialize_s, started.elapsed().as_secs_f64())
                 }
             };
@@ -284,7 +300,8 @@ impl Worker {
             let prove_s = started.elapsed().as_secs_f64();
             drop(prove_span);
             let started = Instant::now();
-            let valid = stage_span!("verify", task, worker_id).in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
+            let valid = stage_span!("verify", task, worker_id)
+                .in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
             let verify_s = started.elapsed().as_secs_f64();
             if !valid {
                 return Err(Failure::Permanent("proof failed verification against the verifying key".into()));
@@ -308,7 +325,14 @@ impl Worker {
             verify_s,
             bytes_fetched,
         };
-        for (stage, v) in [("queue_wait", queue_wait_s), ("fetch", fetched.seconds), ("deserialize", deserialize_s), ("rebuild", rebuild_s), ("prove", prove_s), ("verify", verify_s)] {
+        for (stage, v) in [
+            ("queue_wait", queue_wait_s),
+            ("fetch", fetched.seconds),
+            ("deserialize", deserialize_s),
+            ("rebuild", rebuild_s),
+            ("prove", prove_s),
+            ("verify", verify_s),
+        ] {
             self.metrics.seconds.with_label_values(&[stage]).observe(v);
         }
         self.metrics.busy.with_label_values(&[DEVICE, &self.worker_id]).inc_by(prove_s);
@@ -316,10 +340,12 @@ impl Worker {
             job_id = %task.job_id, partition = task.partition, bytes = bytes_fetched,
             queue_wait_s, fetch_s = fetched.seconds, deserialize_s, prove_s, verify_s, "partition proved and verified"
         );
-        let event = JobEvent::new(&task.job_id, task.partition, now_ms(), JobEventBody::PartitionProved {
-            proof_hex: hex::encode(&proof_bytes),
-            stats,
-        });
+        let event = JobEvent::new(
+            &task.job_id,
+            task.partition,
+            now_ms(),
+            JobEventBody::PartitionProved { proof_hex: hex::encode(&proof_bytes), stats },
+        );
         self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?;
         self.bus.delete_partition(&task.object).await?;
         Ok("proved")

@@ -48,7 +48,8 @@ impl ShapeStore {
     fn write(&self, shape: &ConstraintShape) {
         let Some(path) = self.path(&shape.circuit_id) else { return };
         // a name of our own: several workers may write the same shape at once
-        let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let unique =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let tmp = path.with_extension(format!("shape.tmp.{}.{unique}", std::process::id()));
         let result = std::fs::File::create(&tmp)
             .map_err(snarkflow_synthesis::ShapeFileError::from)

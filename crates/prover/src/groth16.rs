@@ -50,12 +50,7 @@ fn reprs(v: Vec<Fr>) -> Arc<Vec<[u8; 32]>> {
 }
 
 /// Coefficients of h(X) = (a(X)·b(X) − c(X)) / Z(X), as the H query's exponents.
-fn quotient(
-    worker: &Worker,
-    a: Vec<Fr>,
-    b: Vec<Fr>,
-    c: Vec<Fr>,
-) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
+fn quotient(worker: &Worker, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
     let mut kern = Some(LockedFftKernel::<Fr>::new(false));
     let mut a = EvaluationDomain::from_coeffs(a)?;
     let mut b = EvaluationDomain::from_coeffs(b)?;

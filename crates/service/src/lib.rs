@@ -66,6 +66,10 @@ where
             tracing::error!(error = format!("{e:#}"), "{service} failed");
         }
         guard.shutdown();
-        if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
     })
 }

@@ -39,7 +39,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     if let Some(addr) = config.status_listen {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         info!(addr = %listener.local_addr()?, "status endpoint listening");
-        tokio::spawn(snarkflow_service::serve_status(listener, readiness.clone(), metrics.registry.clone(), shutdown.clone()));
+        tokio::spawn(snarkflow_service::serve_status(
+            listener,
+            readiness.clone(),
+            metrics.registry.clone(),
+            shutdown.clone(),
+        ));
     }
     let worker = Arc::new(synthesize::Worker {
         bus,

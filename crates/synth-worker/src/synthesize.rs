@@ -53,11 +53,15 @@ impl Metrics {
             &["stage"],
         )
         .expect("metric");
-        let bytes = IntCounter::new("snarkflow_synth_bytes_total", "serialized partition bytes stored").expect("metric");
-        let outcomes =
-            IntCounterVec::new(Opts::new("snarkflow_synth_partitions_total", "partitions handled by outcome"), &["outcome"])
-                .expect("metric");
-        let in_flight = IntGauge::new("snarkflow_synth_in_flight", "partitions being synthesized by this worker").expect("metric");
+        let bytes =
+            IntCounter::new("snarkflow_synth_bytes_total", "serialized partition bytes stored").expect("metric");
+        let outcomes = IntCounterVec::new(
+            Opts::new("snarkflow_synth_partitions_total", "partitions handled by outcome"),
+            &["outcome"],
+        )
+        .expect("metric");
+        let in_flight =
+            IntGauge::new("snarkflow_synth_in_flight", "partitions being synthesized by this worker").expect("metric");
         registry.register(Box::new(in_flight.clone())).expect("unique");
         registry.register(Box::new(seconds.clone())).expect("unique");
         registry.register(Box::new(bytes.clone())).expect("unique");
@@ -159,7 +163,9 @@ impl Worker {
 
     async fn job(&self, id: &str) -> Result<Option<JobRecord>, Failure> {
         match self.bus.jobs.get(id).await {
-            Ok(Some(bytes)) => wire::decode(&bytes).map(Some).map_err(|e| Failure::Permanent(format!("job record: {e}"))),
+            Ok(Some(bytes)) => {
+                wire::decode(&bytes).map(Some).map_err(|e| Failure::Permanent(format!("job record: {e}")))
+            }
             Ok(None) => Ok(None),
             Err(e) => Err(Failure::Transient(format!("reading job {id}: {e}"))),
         }
@@ -184,7 +190,10 @@ impl Worker {
             }
         }
         if task.partition >= task.partitions {
-            return Err(Failure::Permanent(format!("partition {} of {} does not exist", task.partition, task.partitions)));
+            return Err(Failure::Permanent(format!(
+                "partition {} of {} does not exist",
+                task.partition, task.partitions
+            )));
         }
         self.event(task, JobEventBody::SynthesisStarted { worker: self.worker_id.clone() }).await?;
 
@@ -219,11 +228,23 @@ impl Worker {
                     .map_err(|e| format!("synthesis error: {e}"))?;
                 let synthesize_s = started.elapsed().as_secs_f64();
                 drop(synthesize_span);
-                let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty, encoding = "compact-witness");
+                let serialize_span = stage_span!(
+                    "serialize",
+                    task,
+                    worker_id,
+                    bytes = tracing::field::Empty,
+                    encoding = "compact-witness"
+                );
                 let started = Instant::now();
                 let encoded = serialize_span.in_scope(|| encode_compact(&witness, shape_hash));
                 serialize_span.record("bytes", encoded.len() as u64);
-                return Ok::<_, String>((encoded, synthesize_s, started.elapsed().as_secs_f64(), constraints, PartitionEncoding::CompactWitness));
+                return Ok::<_, String>((
+                    encoded,
+                    synthesize_s,
+                    started.elapsed().as_secs_f64(),
+                    constraints,
+                    PartitionEncoding::CompactWitness,
+                ));
             }
             let synthesize_span = stage_span!("synthesize", task, worker_id, constraints = tracing::field::Empty);
             let started = Instant::now();
@@ -234,7 +255,8 @@ impl Worker {
             let constraints = synthesized.num_constraints() as u64;
             synthesize_span.record("constraints", constraints);
             drop(synthesize_span);
-            let serialize_span = stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty, encoding = "raw-bincode");
+            let serialize_span =
+                stage_span!("serialize", task, worker_id, bytes = tracing::field::Empty, encoding = "raw-bincode");
             let started = Instant::now();
             let encoded = serialize_span.in_scope(|| synthesized.encode());
             serialize_span.record("bytes", encoded.len() as u64);

@@ -128,7 +128,8 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
     let n = usize::try_from(header.inputs + header.aux).map_err(|_| malformed("too many values"))?;
     let tags = body.get(pos..pos + n.div_ceil(4)).ok_or_else(|| malformed("tags truncated"))?;
     pos += tags.len();
-    let smalls_len = u64::from_le_bytes(body.get(pos..pos + 8).ok_or_else(|| malformed("truncated"))?.try_into().expect("8"));
+    let smalls_len =
+        u64::from_le_bytes(body.get(pos..pos + 8).ok_or_else(|| malformed("truncated"))?.try_into().expect("8"));
     pos += 8;
     let smalls = body.get(pos..pos + smalls_len as usize).ok_or_else(|| malformed("small values truncated"))?;
     pos += smalls.len();
@@ -153,7 +154,8 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
                 Fr::from(x)
             }
             _ => {
-                let repr: [u8; 32] = raws.get(r..r + 32).ok_or_else(|| malformed("raw values truncated"))?.try_into().expect("32");
+                let repr: [u8; 32] =
+                    raws.get(r..r + 32).ok_or_else(|| malformed("raw values truncated"))?.try_into().expect("32");
                 r += 32;
                 Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
             }
@@ -164,5 +166,8 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
         return Err(malformed("trailing bytes"));
     }
     let aux = values.split_off(header.inputs as usize);
-    Ok((PartitionWitness { circuit_id: header.circuit_id, partition: header.partition, inputs: values, aux }, header.shape_hash))
+    Ok((
+        PartitionWitness { circuit_id: header.circuit_id, partition: header.partition, inputs: values, aux },
+        header.shape_hash,
+    ))
 }

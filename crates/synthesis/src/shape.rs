@@ -136,7 +136,8 @@ impl ShapeRecorder {
                 }
             }
         }
-        let hash = shape_hash(circuit_id, self.num_inputs, self.num_aux, [&self.a, &self.b, &self.c], &self.coeff_table);
+        let hash =
+            shape_hash(circuit_id, self.num_inputs, self.num_aux, [&self.a, &self.b, &self.c], &self.coeff_table);
         ConstraintShape {
             circuit_id: circuit_id.to_owned(),
             num_inputs: self.num_inputs,
@@ -153,7 +154,13 @@ impl ShapeRecorder {
     }
 }
 
-fn shape_hash(circuit_id: &str, num_inputs: usize, num_aux: usize, matrices: [&SparseMatrix; 3], table: &[Fr]) -> [u8; 32] {
+fn shape_hash(
+    circuit_id: &str,
+    num_inputs: usize,
+    num_aux: usize,
+    matrices: [&SparseMatrix; 3],
+    table: &[Fr],
+) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(circuit_id.as_bytes());
     h.update((num_inputs as u64).to_le_bytes());

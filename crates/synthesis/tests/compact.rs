@@ -7,9 +7,7 @@ use ff::Field;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use snarkflow_circuits::PartitionCircuit;
-use snarkflow_synthesis::{
-    decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, CompactError,
-};
+use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, CompactError};
 use snarkflow_wire::CircuitSpec;
 
 /// A random circuit: its structure comes from `structure_seed`, its values from `value_seed`.
@@ -128,8 +126,14 @@ fn truncated_and_foreign_payloads_are_rejected() {
 
 #[test]
 fn a_witness_of_the_wrong_shape_is_refused() {
-    let shape = record_shape(PartitionCircuit::blank(CircuitSpec::DenseChain { constraints: 8 }), "dense-chain-c8").unwrap();
-    let other = synthesize_witness(PartitionCircuit::with_witness(CircuitSpec::DenseChain { constraints: 9 }, 1, 0), "dense-chain-c8", 0).unwrap();
+    let shape =
+        record_shape(PartitionCircuit::blank(CircuitSpec::DenseChain { constraints: 8 }), "dense-chain-c8").unwrap();
+    let other = synthesize_witness(
+        PartitionCircuit::with_witness(CircuitSpec::DenseChain { constraints: 9 }, 1, 0),
+        "dense-chain-c8",
+        0,
+    )
+    .unwrap();
     assert!(shape.rebuild(other).is_err());
 }
 

@@ -99,7 +99,8 @@ fn install(service: &str, log_filter: &str, provider: SdkTracerProvider) -> anyh
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     opentelemetry::global::set_tracer_provider(provider.clone());
     let tracer = provider.tracer(service.to_owned());
-    let filter = EnvFilter::try_new(log_filter).map_err(|e| anyhow::anyhow!("invalid log filter {log_filter:?}: {e}"))?;
+    let filter =
+        EnvFilter::try_new(log_filter).map_err(|e| anyhow::anyhow!("invalid log filter {log_filter:?}: {e}"))?;
     // The log filter applies to log output only: spans reach OpenTelemetry at info level
     // whatever RUST_LOG says, so quieting the logs never breaks traces.
     let spans = tracing_subscriber::filter::Targets::new()
@@ -149,10 +150,7 @@ pub fn init_with_exporter<E: SpanExporter + 'static>(
     log_filter: &str,
     exporter: E,
 ) -> anyhow::Result<TelemetryGuard> {
-    let provider = SdkTracerProvider::builder()
-        .with_resource(resource(service))
-        .with_simple_exporter(exporter)
-        .build();
+    let provider = SdkTracerProvider::builder().with_resource(resource(service)).with_simple_exporter(exporter).build();
     install(service, log_filter, provider)
 }
 

@@ -41,7 +41,10 @@ impl NatsServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
-                panic!("cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN", binary())
+                panic!(
+                    "cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN",
+                    binary()
+                )
             });
         self.child = Some(child);
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));

@@ -219,7 +219,10 @@ mod tests {
         let spans = decode_protobuf(&req.encode_to_vec()).unwrap();
         assert_eq!(spans.len(), 1);
         let s = &spans[0];
-        assert_eq!((s.service.as_str(), s.name.as_str(), s.trace_id.as_str()), ("gateway", "http.submit", "01".repeat(16).as_str()));
+        assert_eq!(
+            (s.service.as_str(), s.name.as_str(), s.trace_id.as_str()),
+            ("gateway", "http.submit", "01".repeat(16).as_str())
+        );
         assert_eq!(s.parent_span_id, None);
         assert_eq!(s.attr_i64("partition"), Some(1));
         assert!(decode_protobuf(b"\xff\xff garbage").is_err());

@@ -67,8 +67,10 @@ impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::Tra
     async fn export(
         &self,
         request: tonic::Request<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse>, tonic::Status>
-    {
+    ) -> Result<
+        tonic::Response<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse>,
+        tonic::Status,
+    > {
         use prost::Message as _;
         let spans = otlp::decode_protobuf(&request.into_inner().encode_to_vec())
             .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?;

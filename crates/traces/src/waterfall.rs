@@ -107,7 +107,11 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn max_parallel(intervals: &[Interval]) -> usize {
@@ -225,7 +229,11 @@ fn bound_by(stages: &[StageMedian], devices: &[Device]) -> String {
     };
     match (capacity("synthesize"), capacity("prove")) {
         (Some((cs, s)), Some((cp, p))) => {
-            let (stage, why) = if cs < cp { ("synthesis", "feeds the provers slower than they prove") } else { ("proving", "is the slower stage") };
+            let (stage, why) = if cs < cp {
+                ("synthesis", "feeds the provers slower than they prove")
+            } else {
+                ("proving", "is the slower stage")
+            };
             format!(
                 "{stage} ({why}): synthesis {} × 1/{:.3} s = {cs:.2} partitions/s, proving {} × 1/{:.3} s = {cp:.2} partitions/s",
                 s.max_parallel, s.median_s, p.max_parallel, p.median_s

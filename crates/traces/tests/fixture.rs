@@ -17,7 +17,8 @@
 use snarkflow_traces::{otlp, waterfall};
 
 fn report() -> waterfall::Report {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/two-jobs.otlp.json")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/two-jobs.otlp.json")).unwrap();
     waterfall::analyze(&otlp::parse_json(&text).unwrap())
 }
 
@@ -48,7 +49,9 @@ fn ratio_medians_and_bound_match_the_hand_computation() {
 #[test]
 fn text_waterfall_draws_every_partition_on_one_axis() {
     let text = waterfall::render_text(&report(), 20);
-    let row = |label: &str| text.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no row {label}:\n{text}")).to_owned();
+    let row = |label: &str| {
+        text.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no row {label}:\n{text}")).to_owned()
+    };
     // 20 columns of 0.5 s: a p0 synthesizes columns 0–3, proves 4–7
     assert_eq!(row("aaaaaaaa p0"), format!("{:16} |SSSSGGGG            |", "aaaaaaaa p0"));
     assert_eq!(row("bbbbbbbb p1"), format!("{:16} |      SSSSSSSSSS..GG|", "bbbbbbbb p1"));

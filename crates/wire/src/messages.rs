@@ -69,13 +69,25 @@ pub struct JobEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum JobEventBody {
-    SynthesisStarted { worker: String },
-    PartitionSynthesized { stats: SynthStats },
-    ProvingStarted { worker: String },
+    SynthesisStarted {
+        worker: String,
+    },
+    PartitionSynthesized {
+        stats: SynthStats,
+    },
+    ProvingStarted {
+        worker: String,
+    },
     /// The partition proof, already verified against the verifying key by the prover.
-    PartitionProved { proof_hex: String, stats: ProveStats },
+    PartitionProved {
+        proof_hex: String,
+        stats: ProveStats,
+    },
     /// A permanent failure: the job fails with this message.
-    PartitionFailed { stage: Stage, message: String },
+    PartitionFailed {
+        stage: Stage,
+        message: String,
+    },
 }
 
 impl JobEvent {
@@ -150,10 +162,8 @@ mod tests {
 
     #[test]
     fn event_round_trips_and_schema_is_checked() {
-        let ev = JobEvent::new("j", 2, 5, JobEventBody::PartitionFailed {
-            stage: Stage::Proving,
-            message: "boom".into(),
-        });
+        let ev =
+            JobEvent::new("j", 2, 5, JobEventBody::PartitionFailed { stage: Stage::Proving, message: "boom".into() });
         let back: JobEvent = decode(&encode(&ev)).unwrap();
         assert_eq!(back, ev);
 

@@ -62,8 +62,7 @@ mod tests {
 
     #[test]
     fn lanes_are_distinct_per_priority() {
-        let subjects: std::collections::HashSet<_> =
-            Priority::ALL.iter().map(|p| synth_subject(*p)).collect();
+        let subjects: std::collections::HashSet<_> = Priority::ALL.iter().map(|p| synth_subject(*p)).collect();
         assert_eq!(subjects.len(), Priority::ALL.len());
         assert_eq!(synth_subject(Priority::Critical), "snarkflow.synth.critical");
         assert_eq!(lane_consumer("prove", Priority::Low), "prove-low");

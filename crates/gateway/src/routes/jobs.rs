@@ -32,7 +32,11 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 
 /// `POST /v1/jobs`. The body is read as bytes and parsed here so that every failure maps to
 /// our JSON error (and so that nothing is written before the request is known good).
-pub async fn submit(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<impl IntoResponse, ApiError> {
+pub async fn submit(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<impl IntoResponse, ApiError> {
     let span = info_span!(
         "http.submit",
         otel.kind = "server",
@@ -88,7 +92,9 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
                 .ok_or_else(|| ApiError::Conflict("idempotency key is being reused concurrently; retry".into()))?;
             let existing = String::from_utf8_lossy(&existing).into_owned();
             let record = state.ledger.get(&existing).await?.ok_or_else(|| {
-                ApiError::Conflict(format!("idempotency key belongs to job {existing}, which is still being created; retry"))
+                ApiError::Conflict(format!(
+                    "idempotency key belongs to job {existing}, which is still being created; retry"
+                ))
             })?;
             tracing::Span::current().record("job_id", existing.as_str());
             return Ok((StatusCode::OK, Json(serde_json::json!({ "id": record.id, "state": record.state.as_str() }))));
@@ -214,18 +220,27 @@ pub struct ListQuery {
 }
 
 /// `GET /v1/jobs?state=&limit=`: newest first.
-pub async fn list(State(state): State<AppState>, Query(q): Query<ListQuery>) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let filter = match q.state.as_deref() {
         None | Some("") => None,
         Some(s) => Some(JobState::parse(s).ok_or_else(|| {
-            ApiError::Invalid(format!("state must be one of queued, synthesizing, proving, done, failed, cancelled; got {s:?}"))
+            ApiError::Invalid(format!(
+                "state must be one of queued, synthesizing, proving, done, failed, cancelled; got {s:?}"
+            ))
         })?),
     };
     let limit = match q.limit.as_deref() {
         None | Some("") => DEFAULT_LIST_LIMIT,
         Some(s) => match s.parse::<usize>() {
             Ok(n) if (1..=MAX_LIST_LIMIT).contains(&n) => n,
-            _ => return Err(ApiError::Invalid(format!("limit must be an integer from 1 to {MAX_LIST_LIMIT}; got {s:?}"))),
+            _ => {
+                return Err(ApiError::Invalid(format!(
+                    "limit must be an integer from 1 to {MAX_LIST_LIMIT}; got {s:?}"
+                )))
+            }
         },
     };
     let jobs: Vec<JobView> = state.ledger.list(filter, limit).await?.iter().map(JobView::from).collect();

@@ -66,7 +66,10 @@ impl ConstraintShape {
         let coeff_table = f
             .coeff_table
             .iter()
-            .map(|b| Option::<Fr>::from(Fr::from_repr(*b)).ok_or_else(|| ShapeFileError::Malformed("non-canonical coefficient".into())))
+            .map(|b| {
+                Option::<Fr>::from(Fr::from_repr(*b))
+                    .ok_or_else(|| ShapeFileError::Malformed("non-canonical coefficient".into()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let (num_inputs, num_aux) = (f.num_inputs as usize, f.num_aux as usize);
         for m in [&f.a, &f.b, &f.c] {

@@ -28,8 +28,13 @@ fn short(id: &str) -> &str {
 pub fn render_text(report: &Report, width: usize) -> String {
     let mut out = String::new();
     let w = report.window_s();
-    let _ = writeln!(out, "waterfall: {} partitions, {} devices, window {:.3} s   (S synthesis, . queue wait, G proving)",
-        report.rows.len(), report.devices.len(), w);
+    let _ = writeln!(
+        out,
+        "waterfall: {} partitions, {} devices, window {:.3} s   (S synthesis, . queue wait, G proving)",
+        report.rows.len(),
+        report.devices.len(),
+        w
+    );
     let label_width = 16;
     let _ = writeln!(out, "{:label_width$} |0 s{:>pad$}|", "", format!("{w:.2} s"), pad = width.saturating_sub(3));
     for d in &report.devices {
@@ -39,14 +44,24 @@ pub fn render_text(report: &Report, width: usize) -> String {
     let _ = writeln!(out, "{:-<1$}", "", label_width + width + 2);
     for r in &report.rows {
         let label = format!("{} p{}", short(&r.job_id), r.partition);
-        let _ = writeln!(out, "{label:label_width$} |{}|", bar(report, width, &[(&r.prove, 'G'), (&r.synth, 'S'), (&r.queue, '.')]));
+        let _ = writeln!(
+            out,
+            "{label:label_width$} |{}|",
+            bar(report, width, &[(&r.prove, 'G'), (&r.synth, 'S'), (&r.queue, '.')])
+        );
     }
     let _ = writeln!(out);
     for d in &report.devices {
         let _ = writeln!(
             out,
             "GPU {}: busy {:.3} s of {:.3} s = {:.1}%; idle gaps {} (median {:.3} s, max {:.3} s)",
-            d.name, d.busy_s, w, 100.0 * d.busy_fraction, d.gaps.count, d.gaps.median_s, d.gaps.max_s
+            d.name,
+            d.busy_s,
+            w,
+            100.0 * d.busy_fraction,
+            d.gaps.count,
+            d.gaps.median_s,
+            d.gaps.max_s
         );
     }
     if let Some(r) = report.synth_gpu_ratio {
@@ -54,7 +69,8 @@ pub fn render_text(report: &Report, width: usize) -> String {
     }
     let _ = writeln!(out, "stage medians:");
     for s in &report.stages {
-        let _ = writeln!(out, "  {:<12} {:>9.4} s  (n={}, up to {} at once)", s.stage, s.median_s, s.count, s.max_parallel);
+        let _ =
+            writeln!(out, "  {:<12} {:>9.4} s  (n={}, up to {} at once)", s.stage, s.median_s, s.count, s.max_parallel);
     }
     let _ = writeln!(out, "throughput bounded by: {}", report.bound_by);
     out
@@ -74,23 +90,41 @@ pub fn render_svg(report: &Report) -> String {
     let summary_lines = 3 + report.devices.len();
     let height = 40.0 + row_h * (rows as f64 + 1.0) + 18.0 * summary_lines as f64;
     let mut out = String::new();
-    let _ = write!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#, left + plot_w + 200.0);
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#,
+        left + plot_w + 200.0
+    );
     let _ = write!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
-    let _ = write!(out, r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#, report.window_s());
+    let _ = write!(
+        out,
+        r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#,
+        report.window_s()
+    );
     let ticks = 10;
     for i in 0..=ticks {
         let t = t0 + (span_ns * i as f64 / ticks as f64) as u64;
         let xx = x(t);
-        let _ = write!(out, r##"<line x1="{xx}" y1="24" x2="{xx}" y2="{}" stroke="#eeeeee"/><text x="{xx}" y="34" text-anchor="middle">{:.2}s</text>"##,
-            40.0 + row_h * rows as f64, (t - t0) as f64 / 1e9);
+        let _ = write!(
+            out,
+            r##"<line x1="{xx}" y1="24" x2="{xx}" y2="{}" stroke="#eeeeee"/><text x="{xx}" y="34" text-anchor="middle">{:.2}s</text>"##,
+            40.0 + row_h * rows as f64,
+            (t - t0) as f64 / 1e9
+        );
     }
     let mut y = 40.0;
     let draw = |out: &mut String, y: f64, label: &str, layers: &[(&[Interval], &str)]| {
         let _ = write!(out, r#"<text x="10" y="{}">{}</text>"#, y + row_h - 4.0, escape(label));
         for (ivs, colour) in layers {
             for &(s, e) in *ivs {
-                let _ = write!(out, r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"/>"#,
-                    x(s), y + 2.0, (x(e) - x(s)).max(0.5), row_h - 4.0);
+                let _ = write!(
+                    out,
+                    r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"/>"#,
+                    x(s),
+                    y + 2.0,
+                    (x(e) - x(s)).max(0.5),
+                    row_h - 4.0
+                );
             }
         }
     };
@@ -99,13 +133,25 @@ pub fn render_svg(report: &Report) -> String {
         y += row_h;
     }
     for r in &report.rows {
-        draw(&mut out, y, &format!("{} p{}", short(&r.job_id), r.partition), &[(&r.queue, "#bab0ac"), (&r.synth, "#4e79a7"), (&r.prove, "#e15759")]);
+        draw(
+            &mut out,
+            y,
+            &format!("{} p{}", short(&r.job_id), r.partition),
+            &[(&r.queue, "#bab0ac"), (&r.synth, "#4e79a7"), (&r.prove, "#e15759")],
+        );
         y += row_h;
     }
     y += 20.0;
     for d in &report.devices {
-        let _ = write!(out, r#"<text x="10" y="{y}">GPU {}: busy {:.1}%, idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
-            escape(&d.name), 100.0 * d.busy_fraction, d.gaps.count, d.gaps.median_s, d.gaps.max_s);
+        let _ = write!(
+            out,
+            r#"<text x="10" y="{y}">GPU {}: busy {:.1}%, idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
+            escape(&d.name),
+            100.0 * d.busy_fraction,
+            d.gaps.count,
+            d.gaps.median_s,
+            d.gaps.max_s
+        );
         y += 18.0;
     }
     if let Some(r) = report.synth_gpu_ratio {
