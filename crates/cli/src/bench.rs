@@ -91,3 +91,29 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
     }
     Ok(())
 }
+
+/// `snarkflow bench stock-c2`: filecoin-proofs' own C2, in this process, `runs` times.
+pub fn stock_c2(input: &serde_json::Value, runs: usize, params_dir: &std::path::Path) -> anyhow::Result<()> {
+    snarkflow_filecoin::use_parameter_dir(params_dir)?;
+    let obj = input.as_object().ok_or_else(|| anyhow::anyhow!("input is not an object"))?;
+    let parsed = snarkflow_filecoin::parse_request(snarkflow_wire::JobKind::PorepC2, obj)?;
+    let snarkflow_filecoin::JobInput::PorepC2(porep) = &parsed.input else { anyhow::bail!("not a PoRep input") };
+    println!(
+        "stock seal_commit_phase2: {} ({} partitions), miner {}, sector {}, parameters {}",
+        parsed.spec.circuit_id(),
+        parsed.partitions,
+        porep.miner_id,
+        porep.sector_id,
+        params_dir.display()
+    );
+    let mut seconds = Vec::new();
+    for run in 0..runs.max(1) {
+        let out = snarkflow_filecoin::stock::seal_commit_phase2(porep)?;
+        println!("run {run}: {:.3} s, proof {} bytes (verified by filecoin-proofs)", out.seconds, out.proof.len());
+        seconds.push(out.seconds);
+    }
+    seconds.sort_by(f64::total_cmp);
+    let median = seconds[seconds.len() / 2];
+    println!("median {median:.3} s per proof = {:.1} proofs/min", 60.0 / median);
+    Ok(())
+}

@@ -89,6 +89,23 @@ enum BenchCommand {
         #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
         params_dir: Option<PathBuf>,
     },
+    /// The stock path: filecoin-proofs' own `seal_commit_phase2` in-process on a C1 output
+    /// (Curio/lotus-bench envelope or bare C1 JSON), timed, for comparison with snarkflow.
+    StockC2 {
+        /// The C1 file: `{"SectorNum", "Phase1Out", "SectorSize"}` or the bare C1 JSON.
+        #[arg(long)]
+        c1: PathBuf,
+        #[arg(long)]
+        miner_id: u64,
+        /// Sector number, for a bare C1 JSON (the envelope carries it).
+        #[arg(long)]
+        sector_num: Option<u64>,
+        /// Proofs to run back to back.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+        #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+        params_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,10 +123,18 @@ enum TracesCommand {
 #[derive(Debug, Subcommand)]
 enum ParamsCommand {
     /// Generate random (NOT trusted-setup) parameters for a test circuit, ahead of time.
+    /// Filecoin kinds get filecoin-proofs' file names (`v28-<circuit id>.params/.vk/.meta`).
     Generate {
-        /// Circuit kind: sha256-chain or dense-chain.
-        #[arg(long)]
+        /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post,
+        /// winning-post.
+        #[arg(long, alias = "proof")]
         kind: String,
+        /// Filecoin kinds: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+        #[arg(long)]
+        sector_size: Option<String>,
+        /// porep-c2: the Synthetic PoRep circuit.
+        #[arg(long)]
+        synthetic: bool,
         #[arg(long)]
         blocks: Option<u32>,
         #[arg(long)]
@@ -124,9 +149,21 @@ enum ParamsCommand {
 
 #[derive(Debug, clap::Args)]
 struct SubmitArgs {
-    /// Circuit kind: sha256-chain or dense-chain.
+    /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
     #[arg(long)]
     kind: String,
+    /// porep-c2: the C1 file as Curio/lotus-bench write it (`{"SectorNum", "Phase1Out",
+    /// "SectorSize"}`), or the bare C1 JSON (then give --sector-num).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    /// porep-c2, PoSt: the storage provider's actor id (1000 for f01000).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    #[arg(long)]
+    sector_num: Option<u64>,
+    /// Filecoin kinds: a JSON file holding the request's whole `input` object.
+    #[arg(long, conflicts_with = "c1")]
+    input: Option<PathBuf>,
     /// sha256-chain: SHA-256 compressions per partition.
     #[arg(long)]
     blocks: Option<u32>,
@@ -151,6 +188,32 @@ struct SubmitArgs {
     timeout_secs: u64,
 }
 
+fn filecoin_spec_of(kind: JobKind, sector_size: Option<&str>, synthetic: bool) -> anyhow::Result<CircuitSpec> {
+    let size = sector_size.with_context(|| format!("--sector-size is required for {}", kind.as_str()))?;
+    let sector_size = snarkflow_wire::parse_sector_size(size)
+        .with_context(|| format!("unknown sector size {size:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"))?;
+    Ok(match kind {
+        JobKind::PorepC2 => CircuitSpec::PorepC2 { sector_size, synthetic },
+        JobKind::SnapUpdate => CircuitSpec::SnapUpdate { sector_size },
+        JobKind::WindowPost => CircuitSpec::WindowPost { sector_size },
+        _ => CircuitSpec::WinningPost { sector_size },
+    })
+}
+
+/// The request `input` for `porep-c2` from a C1 file: the envelope is passed through
+/// unchanged; a bare C1 JSON goes as `c1_raw` with its sector number.
+fn porep_input(c1: &std::path::Path, miner_id: Option<u64>, sector_num: Option<u64>) -> anyhow::Result<Value> {
+    let text = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
+    let file: Value = serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", c1.display()))?;
+    let miner_id = miner_id.context("--miner-id is required with --c1")?;
+    if file.get("Phase1Out").is_some() {
+        Ok(json!({ "miner_id": miner_id, "c1": file }))
+    } else {
+        let sector_num = sector_num.context("--sector-num is required for a bare C1 JSON (no envelope)")?;
+        Ok(json!({ "miner_id": miner_id, "sector_num": sector_num, "c1_raw": file }))
+    }
+}
+
 fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow::Result<CircuitSpec> {
     match JobKind::parse(kind) {
         Some(JobKind::Sha256Chain) => {
@@ -159,7 +222,10 @@ fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow:
         Some(JobKind::DenseChain) => Ok(CircuitSpec::DenseChain {
             constraints: constraints.context("--constraints is required for dense-chain")?,
         }),
-        None => bail!("unknown kind {kind:?} (sha256-chain, dense-chain)"),
+        Some(k) => bail!("{} needs --sector-size", k.as_str()),
+        None => {
+            bail!("unknown kind {kind:?} (sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post)")
+        }
     }
 }
 
@@ -212,8 +278,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::waterfall::collect(listen, out).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Params { command: ParamsCommand::Generate { kind, blocks, constraints, force, params_dir } } => {
-            let spec = spec_of(&kind, blocks, constraints)?;
+        Command::Bench { command: BenchCommand::StockC2 { c1, miner_id, sector_num, runs, params_dir } } => {
+            let input = porep_input(&c1, Some(miner_id), sector_num)?;
+            let params_dir = params_dir.unwrap_or_else(ParamStore::default_dir);
+            tokio::task::spawn_blocking(move || crate::bench::stock_c2(&input, runs, &params_dir)).await??;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Params {
+            command: ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, params_dir },
+        } => {
+            let spec = match JobKind::parse(&kind) {
+                Some(k) if k.is_filecoin() => filecoin_spec_of(k, sector_size.as_deref(), synthetic)?,
+                _ => spec_of(&kind, blocks, constraints)?,
+            };
             let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
             let started = std::time::Instant::now();
             let path = tokio::task::spawn_blocking(move || store.generate(&spec, force)).await??;
@@ -228,7 +305,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn submit(client: &Client, args: SubmitArgs) -> anyhow::Result<ExitCode> {
+    let filecoin = JobKind::parse(&args.kind).is_some_and(JobKind::is_filecoin);
     let mut input = json!({ "partitions": args.partitions });
+    if let Some(c1) = &args.c1 {
+        input = porep_input(c1, args.miner_id, args.sector_num)?;
+    } else if let Some(path) = &args.input {
+        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        input = serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    } else if filecoin {
+        bail!("{} needs --c1 FILE --miner-id N (porep-c2) or --input FILE", args.kind);
+    }
     if let Some(b) = args.blocks {
         input["blocks"] = b.into();
     }
@@ -300,6 +386,13 @@ fn print_summary(job: &Value) {
 fn verify_locally(job: &Value, bytes: &[u8], params_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let spec = CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("job has no circuit id")?)
         .context("unknown circuit id")?;
+    if spec.kind().is_filecoin() {
+        bail!(
+            "local --verify covers the synthetic kinds; the gateway verified this {} proof with filecoin-proofs \
+             before marking the job done",
+            spec.kind().as_str()
+        );
+    }
     let seed = job["seed"].as_u64().context("job has no seed")?;
     let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
     let params = store.get(&spec, false)?;

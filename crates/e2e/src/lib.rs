@@ -54,7 +54,7 @@ pub async fn start_gateway(nats_url: &str) -> anyhow::Result<(Service, String)> 
 pub async fn start_gateway_with(nats_url: &str, extra: &[&str]) -> anyhow::Result<(Service, String)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
-    let mut args = vec!["gateway".to_owned()];
+    let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_gateway::Config::try_parse_from(args)?;
@@ -122,6 +122,12 @@ pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) ->
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));
     Ok(Service { shutdown, handle })
+}
+
+/// Point filecoin-proofs at the test parameter directory. Call first in every test that touches
+/// Filecoin code: filecoin-proofs reads its settings once per process, at first use.
+pub fn filecoin_env() {
+    snarkflow_filecoin::use_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
 }
 
 /// A nats-server and one of each service.

@@ -20,8 +20,29 @@ pub struct Config {
     /// Largest accepted request body in bytes; larger bodies get 413.
     #[arg(long, env = "SNARKFLOW_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
+    /// Directory holding the Filecoin verifying keys (`v28-*.vk`), used to verify every
+    /// Filecoin proof before its job is done; default `$FIL_PROOFS_PARAMETER_CACHE`, else
+    /// `~/.cache/snarkflow/params`.
+    #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+    pub params_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
+}
+
+impl Config {
+    /// `--params-dir`, else `$FIL_PROOFS_PARAMETER_CACHE`, else `~/.cache/snarkflow/params`.
+    pub fn params_dir(&self) -> std::path::PathBuf {
+        self.params_dir.clone().unwrap_or_else(default_params_dir)
+    }
+}
+
+/// `$FIL_PROOFS_PARAMETER_CACHE` when set (operators already keep their parameters there),
+/// else `~/.cache/snarkflow/params`.
+pub fn default_params_dir() -> std::path::PathBuf {
+    match std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
+        Some(dir) if !dir.is_empty() => dir.into(),
+        _ => dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"),
+    }
 }

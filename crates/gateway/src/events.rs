@@ -1,6 +1,9 @@
 //! Applying worker events to the job ledger: the gateway's half of the data path.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
 
 use futures::StreamExt;
 use snarkflow_bus::{extract_context, AckKind, Bus};
@@ -15,7 +18,12 @@ use crate::{metrics::Metrics, Ledger};
 pub fn derive_state(record: &JobRecord, started: bool) -> JobState {
     let total = record.partitions.len() as u32;
     if record.proved_count() == total {
-        JobState::Done
+        // a Filecoin proof is done only once filecoin-proofs has verified it whole
+        if record.kind().is_filecoin() {
+            JobState::Proving
+        } else {
+            JobState::Done
+        }
     } else if record.synthesized_count() == total {
         JobState::Proving
     } else if started || record.synthesized_count() > 0 {
@@ -68,7 +76,13 @@ pub fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
 }
 
 /// Consume job events until `shutdown`, applying each to the ledger before acking it.
-pub async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(
+    bus: Bus,
+    ledger: Ledger,
+    metrics: Metrics,
+    params_dir: PathBuf,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let consumer = bus.events_consumer().await?;
     let mut messages = consumer.messages().await?;
     loop {
@@ -93,7 +107,7 @@ pub async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: Cancellat
             }
         };
         let parent = extract_context(msg.headers.as_ref());
-        match handle(&bus, &ledger, &metrics, &event, parent).await {
+        match handle(&bus, &ledger, &metrics, &params_dir, &event, parent).await {
             Ok(()) => {
                 let _ = msg.ack().await;
             }
@@ -109,6 +123,7 @@ async fn handle(
     bus: &Bus,
     ledger: &Ledger,
     metrics: &Metrics,
+    params_dir: &Path,
     event: &JobEvent,
     parent: opentelemetry::Context,
 ) -> anyhow::Result<()> {
@@ -140,10 +155,16 @@ async fn handle(
                 changed
             })
             .await?;
-        let Some(record) = updated else {
+        let Some(mut record) = updated else {
             warn!(job_id = %event.job_id, "event for an unknown job; dropped");
             return Ok(());
         };
+        if !record.state.is_terminal()
+            && record.kind().is_filecoin()
+            && record.proved_count() == record.partitions.len() as u32
+        {
+            record = verify_and_finish(bus, ledger, params_dir, &record, started, event.at_ms).await?;
+        }
         metrics.observe_event(event);
         tracing::Span::current().record("job.done", record.state == JobState::Done);
         if previous != Some(record.state) && record.state.is_terminal() {
@@ -152,11 +173,81 @@ async fn handle(
             if record.state == JobState::Failed {
                 cleanup_partitions(bus, &record).await;
             }
+            if let Some(input) = &record.input {
+                if let Err(e) = bus.delete_partition(&input.object).await {
+                    warn!(job_id = %record.id, error = %e, "could not delete the job input");
+                }
+            }
         }
         Ok(())
     }
     .instrument(span)
     .await
+}
+
+/// All partitions of a Filecoin job are proved: check the assembled proof with
+/// filecoin-proofs' verifier, then mark the job done — or failed, naming the partitions whose
+/// proofs did not verify. A wrong proof is never reported as done.
+async fn verify_and_finish(
+    bus: &Bus,
+    ledger: &Ledger,
+    params_dir: &Path,
+    record: &JobRecord,
+    started: Instant,
+    at_ms: u64,
+) -> anyhow::Result<JobRecord> {
+    let verdict = match &record.input {
+        None => Err(format!("{} job has no input to verify against", record.kind().as_str())),
+        Some(input) => {
+            let fetched = bus
+                .get_partition(&input.object, &input.sha256_hex)
+                .await
+                .with_context(|| format!("fetching the input of job {}", record.id))?;
+            let proofs = record
+                .partitions
+                .iter()
+                .map(|p| hex::decode(p.proof_hex.as_deref().unwrap_or_default()).unwrap_or_default())
+                .collect::<Vec<_>>();
+            let (spec, dir) = (record.circuit, params_dir.to_owned());
+            let span = info_span!("verify", job_id = %record.id, verifier = "filecoin-proofs", worker = "gateway");
+            tokio::task::spawn_blocking(move || {
+                let _enter = span.enter();
+                let input = snarkflow_filecoin::JobInput::from_json(&fetched.data).map_err(|e| e.to_string())?;
+                snarkflow_filecoin::verify_job(&spec, &input, &dir, &proofs).map_err(|e| {
+                    if e.partitions.is_empty() {
+                        format!("the assembled proof failed verification: {e}")
+                    } else {
+                        format!("the assembled proof failed verification: {e} (partitions {:?})", e.partitions)
+                    }
+                })
+            })
+            .await
+            .context("verification panicked")?
+        }
+    };
+    if let Err(reason) = &verdict {
+        warn!(job_id = %record.id, %reason, "proof rejected");
+    }
+    let updated = ledger
+        .update(&record.id, |r| {
+            if r.state.is_terminal() {
+                return false;
+            }
+            match &verdict {
+                Ok(()) => {
+                    r.state = JobState::Done;
+                    r.assemble_s = Some(started.elapsed().as_secs_f64());
+                }
+                Err(reason) => {
+                    r.state = JobState::Failed;
+                    r.error = Some(reason.clone());
+                }
+            }
+            r.finished_at_ms = Some(at_ms);
+            true
+        })
+        .await?;
+    Ok(updated.unwrap_or_else(|| record.clone()))
 }
 
 /// Remove partitions of a finished job that no prover will fetch any more.
@@ -191,6 +282,7 @@ mod tests {
             finished_at_ms: None,
             partitions: vec![PartitionRecord::default(); partitions],
             assemble_s: None,
+            input: None,
         }
     }
 

@@ -136,7 +136,17 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         metrics: Metrics::new(),
         max_body_bytes: config.max_body_bytes,
     };
-    let events = tokio::spawn(events::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
+    let params_dir = config.params_dir();
+    if let Err(e) = snarkflow_filecoin::use_parameter_dir(&params_dir) {
+        tracing::warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
+    }
+    let events = tokio::spawn(events::run(
+        bus.clone(),
+        state.ledger.clone(),
+        state.metrics.clone(),
+        params_dir,
+        shutdown.clone(),
+    ));
     tokio::spawn(refresh_gauges(bus, state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
     info!(addr = %listener.local_addr()?, "gateway listening");
     let http_shutdown = shutdown.clone();

@@ -1,6 +1,9 @@
 //! Turning a submitted JSON body into a validated job, with errors that name the field.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
+use snarkflow_filecoin::JobInput;
 use snarkflow_wire::{CircuitSpec, JobKind, Priority, MAX_DENSE_CONSTRAINTS, MAX_PARTITIONS, MAX_SHA256_BLOCKS};
 
 use crate::ApiError;
@@ -9,13 +12,15 @@ use crate::ApiError;
 pub const MAX_IDEMPOTENCY_KEY: usize = 128;
 
 /// A job request that passed validation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ValidJob {
     pub circuit: CircuitSpec,
     pub partitions: u32,
     pub seed: u64,
     pub priority: Priority,
     pub idempotency_key: Option<String>,
+    /// The checked input of a Filecoin job.
+    pub input: Option<Arc<JobInput>>,
 }
 
 fn invalid(msg: impl Into<String>) -> ApiError {
@@ -57,32 +62,8 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
         Some(_) => return Err(invalid("input must be an object")),
         None => return Err(invalid("input is required")),
     };
-    let size_field = match kind {
-        JobKind::Sha256Chain => "blocks",
-        JobKind::DenseChain => "constraints",
-    };
-    for key in input.keys() {
-        if ![size_field, "partitions", "seed"].contains(&key.as_str()) {
-            return Err(invalid(format!(
-                "input.{key} is not a field of {kind_name} (fields: {size_field}, partitions, seed)"
-            )));
-        }
-    }
-    let circuit = match kind {
-        JobKind::Sha256Chain => {
-            CircuitSpec::Sha256Chain { blocks: uint(input, "blocks", 1, MAX_SHA256_BLOCKS.into(), None)? as u32 }
-        }
-        JobKind::DenseChain => CircuitSpec::DenseChain {
-            constraints: uint(input, "constraints", 1, MAX_DENSE_CONSTRAINTS.into(), None)? as u32,
-        },
-    };
-    let partitions = uint(input, "partitions", 1, MAX_PARTITIONS.into(), Some(1))? as u32;
-    let seed = match input.get("seed") {
-        None | Some(Value::Null) => rand::random(),
-        Some(v) => v.as_u64().ok_or_else(|| invalid("input.seed must be a non-negative integer below 2^64"))?,
-    };
     let priority = match obj.get("priority") {
-        None | Some(Value::Null) => Priority::default(),
+        None | Some(Value::Null) => kind.default_priority(),
         Some(Value::String(s)) => Priority::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
@@ -96,7 +77,42 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
             return Err(invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes")))
         }
     };
-    Ok(ValidJob { circuit, partitions, seed, priority, idempotency_key })
+    if kind.is_filecoin() {
+        let parsed = snarkflow_filecoin::parse_request(kind, input).map_err(|e| invalid(e.to_string()))?;
+        return Ok(ValidJob {
+            circuit: parsed.spec,
+            partitions: parsed.partitions,
+            seed: 0,
+            priority,
+            idempotency_key,
+            input: Some(Arc::new(parsed.input)),
+        });
+    }
+    let size_field = match kind {
+        JobKind::Sha256Chain => "blocks",
+        _ => "constraints",
+    };
+    for key in input.keys() {
+        if ![size_field, "partitions", "seed"].contains(&key.as_str()) {
+            return Err(invalid(format!(
+                "input.{key} is not a field of {kind_name} (fields: {size_field}, partitions, seed)"
+            )));
+        }
+    }
+    let circuit = match kind {
+        JobKind::Sha256Chain => {
+            CircuitSpec::Sha256Chain { blocks: uint(input, "blocks", 1, MAX_SHA256_BLOCKS.into(), None)? as u32 }
+        }
+        _ => CircuitSpec::DenseChain {
+            constraints: uint(input, "constraints", 1, MAX_DENSE_CONSTRAINTS.into(), None)? as u32,
+        },
+    };
+    let partitions = uint(input, "partitions", 1, MAX_PARTITIONS.into(), Some(1))? as u32;
+    let seed = match input.get("seed") {
+        None | Some(Value::Null) => rand::random(),
+        Some(v) => v.as_u64().ok_or_else(|| invalid("input.seed must be a non-negative integer below 2^64"))?,
+    };
+    Ok(ValidJob { circuit, partitions, seed, priority, idempotency_key, input: None })
 }
 
 #[cfg(test)]

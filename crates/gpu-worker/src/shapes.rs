@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use snarkflow_circuits::PartitionCircuit;
-use snarkflow_synthesis::{record_shape, ConstraintShape};
+use snarkflow_synthesis::{ConstraintShape, RecordShape};
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
@@ -79,7 +78,8 @@ impl ShapeStore {
         let (shape, source) = match self.read(&id) {
             Some(shape) => (shape, "file"),
             None => {
-                let shape = record_shape(PartitionCircuit::blank(*spec), &id)
+                let shape = snarkflow_circuits::visit_blank(spec, RecordShape(&id))
+                    .map_err(|e| format!("building the {id} circuit: {e}"))?
                     .map_err(|e| format!("recording the shape of {id}: {e}"))?;
                 self.write(&shape);
                 (shape, "recorded")

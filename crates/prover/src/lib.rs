@@ -7,9 +7,11 @@
 //! No NATS, HTTP or tokio here.
 
 mod groth16;
+mod paramgen;
 mod params;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
+pub use paramgen::{generate_from_shape, generate_random, ToxicWaste};
 pub use params::{LoadedParams, ParamStore, ParamsError};
 
 /// Size of one compressed BLS12-381 Groth16 proof.

@@ -1,4 +1,6 @@
-//! Groth16 parameters on disk (`<dir>/<circuit-id>.params` and `.vk`) and kept in memory.
+//! Groth16 parameters on disk and kept in memory. Synthetic kinds: `<dir>/<circuit-id>.params`
+//! and `.vk`; Filecoin kinds: filecoin-proofs' own names (`v28-<circuit identifier>.params`,
+//! `.vk`, `.meta`), so `<dir>` can be an operator's `FIL_PROOFS_PARAMETER_CACHE`.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -7,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bellperson::groth16::{generate_random_parameters, prepare_verifying_key, Parameters, PreparedVerifyingKey};
+use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
 use blstrs::Bls12;
-use snarkflow_circuits::PartitionCircuit;
+use snarkflow_synthesis::RecordShape;
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
@@ -23,6 +25,8 @@ pub enum ParamsError {
     Write { path: PathBuf, source: std::io::Error },
     #[error("generating parameters for {circuit_id}: {source}")]
     Generate { circuit_id: String, source: bellperson::SynthesisError },
+    #[error("circuit {circuit_id}: {message}")]
+    Circuit { circuit_id: String, message: String },
 }
 
 /// Parameters of one circuit shape, loaded and ready to prove and verify with.
@@ -53,22 +57,36 @@ impl ParamStore {
         ParamStore { dir: dir.into(), loaded: Mutex::default(), loading: Mutex::default() }
     }
 
-    /// `<user cache dir>/snarkflow/params` (e.g. `~/.cache/snarkflow/params`), the default
-    /// when `SNARKFLOW_PARAMS_DIR` is not set.
+    /// The default when `SNARKFLOW_PARAMS_DIR` is not set: `$FIL_PROOFS_PARAMETER_CACHE`
+    /// when set (where operators keep their Filecoin parameters), else
+    /// `<user cache dir>/snarkflow/params` (e.g. `~/.cache/snarkflow/params`).
     pub fn default_dir() -> PathBuf {
-        dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params")
+        match std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
+            Some(dir) if !dir.is_empty() => dir.into(),
+            _ => dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"),
+        }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    fn stem(spec: &CircuitSpec) -> String {
+        // a Filecoin spec whose identifier cannot be computed is not servable anyway; the
+        // circuit id keeps the path printable in the error that follows
+        snarkflow_circuits::param_file_stem(spec).unwrap_or_else(|_| spec.circuit_id())
+    }
+
     pub fn params_path(&self, spec: &CircuitSpec) -> PathBuf {
-        self.dir.join(format!("{}.params", spec.circuit_id()))
+        self.dir.join(format!("{}.params", Self::stem(spec)))
     }
 
     pub fn vk_path(&self, spec: &CircuitSpec) -> PathBuf {
-        self.dir.join(format!("{}.vk", spec.circuit_id()))
+        self.dir.join(format!("{}.vk", Self::stem(spec)))
+    }
+
+    pub fn meta_path(&self, spec: &CircuitSpec) -> PathBuf {
+        self.dir.join(format!("{}.meta", Self::stem(spec)))
     }
 
     /// Circuit ids loaded in memory, sorted.
@@ -133,8 +151,13 @@ impl ParamStore {
             "generating RANDOM Groth16 parameters: not a trusted setup, for tests and benchmarks only"
         );
         let started = Instant::now();
-        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(*spec), &mut rand::rngs::OsRng)
+        let shape = snarkflow_circuits::visit_blank(spec, RecordShape(&id))
+            .map_err(|e| ParamsError::Circuit { circuit_id: id.clone(), message: e.to_string() })?
             .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
+        let toxic = crate::ToxicWaste::random(&mut rand::rngs::OsRng);
+        let params = crate::generate_from_shape(&shape, &toxic)
+            .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
+        drop(shape);
         let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> std::io::Result<()>| {
             let tmp = target.with_extension("tmp");
             let file = File::create(&tmp).map_err(werr(&tmp))?;
@@ -143,11 +166,19 @@ impl ParamStore {
             out.get_ref().sync_all().map_err(werr(&tmp))?;
             fs::rename(&tmp, target).map_err(werr(target))
         };
+        if let Some(meta) = snarkflow_filecoin_meta(spec) {
+            write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()))?;
+        }
         write(&self.vk_path(spec), &|out| params.vk.write(out))?;
         write(&path, &|out| params.write(out))?;
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }
+}
+
+/// The `.meta` file filecoin-proofs writes next to its parameters (`{"sector_size": N}`).
+fn snarkflow_filecoin_meta(spec: &CircuitSpec) -> Option<String> {
+    spec.sector_size().map(|sector_size| format!("{{\"sector_size\":{sector_size}}}"))
 }
 
 #[cfg(test)]

@@ -47,6 +47,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         ));
     }
     let worker = Arc::new(synthesize::Worker {
+        inputs: Default::default(),
         bus,
         worker_id: worker_id.clone(),
         metrics,

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
-use snarkflow_circuits::PartitionCircuit;
-use snarkflow_synthesis::{encode_compact, record_shape, synthesize, synthesize_witness};
+use snarkflow_circuits::JobInput;
+use snarkflow_synthesis::{encode_compact, RecordShape, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, JobRecord, PartitionEncoding, ProveTask, Stage, SynthStats, SynthTask,
     SCHEMA_VERSION,
@@ -87,7 +87,30 @@ impl From<BusError> for Failure {
 /// Shape hash and constraint count of a circuit id.
 pub type ShapeSummaries = Arc<Mutex<HashMap<String, ([u8; 32], u64)>>>;
 
+/// Job inputs most recently used, by job id: a job's partitions (10 for a 32 GiB PoRep) mostly
+/// land on the same workers, and a 32 GiB C1 output is ~51 MB to fetch and parse.
+#[derive(Default)]
+pub struct InputCache {
+    recent: Mutex<Vec<(String, Arc<JobInput>)>>,
+}
+
+const INPUT_CACHE_ENTRIES: usize = 4;
+
+impl InputCache {
+    fn get(&self, job_id: &str) -> Option<Arc<JobInput>> {
+        self.recent.lock().expect("input cache lock").iter().find(|(id, _)| id == job_id).map(|(_, i)| i.clone())
+    }
+
+    fn put(&self, job_id: &str, input: Arc<JobInput>) {
+        let mut recent = self.recent.lock().expect("input cache lock");
+        recent.retain(|(id, _)| id != job_id);
+        recent.insert(0, (job_id.to_owned(), input));
+        recent.truncate(INPUT_CACHE_ENTRIES);
+    }
+}
+
 pub struct Worker {
+    pub inputs: InputCache,
     pub bus: Bus,
     pub worker_id: String,
     pub metrics: Metrics,
@@ -176,6 +199,41 @@ impl Worker {
         Ok(self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?)
     }
 
+    /// The job's input (Filecoin kinds), fetched once per job and digest-checked.
+    async fn input(&self, task: &SynthTask) -> Result<Option<Arc<JobInput>>, Failure> {
+        let Some(input_ref) = &task.input else {
+            if task.circuit.kind().is_filecoin() {
+                return Err(Failure::Permanent(format!(
+                    "a {} task without its job input",
+                    task.circuit.kind().as_str()
+                )));
+            }
+            return Ok(None);
+        };
+        if let Some(input) = self.inputs.get(&task.job_id) {
+            return Ok(Some(input));
+        }
+        let fetched = match self
+            .bus
+            .get_partition(&input_ref.object, &input_ref.sha256_hex)
+            .instrument(stage_span!("input.fetch", task, self.worker_id, bytes = input_ref.bytes))
+            .await
+        {
+            Ok(f) => f,
+            Err(e @ (BusError::Corrupt { .. } | BusError::NotFound(_))) => {
+                return Err(Failure::Permanent(format!("job input: {e}")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let input = tokio::task::spawn_blocking(move || JobInput::from_json(&fetched.data))
+            .await
+            .map_err(|e| Failure::Permanent(format!("parsing the job input panicked: {e}")))?
+            .map_err(|e| Failure::Permanent(e.to_string()))?;
+        let input = Arc::new(input);
+        self.inputs.put(&task.job_id, input.clone());
+        Ok(Some(input))
+    }
+
     /// Ok(true): synthesized and announced; Ok(false): job gone or finished, nothing to do.
     async fn process(&self, task: &SynthTask) -> Result<bool, Failure> {
         match self.job(&task.job_id).await? {
@@ -196,6 +254,7 @@ impl Worker {
             )));
         }
         self.event(task, JobEventBody::SynthesisStarted { worker: self.worker_id.clone() }).await?;
+        let input = self.input(task).await?;
 
         let (circuit, seed, partition) = (task.circuit, task.seed, task.partition);
         // Stage spans are made where each stage starts (a span's time runs from creation
@@ -207,14 +266,15 @@ impl Worker {
             let _parent = parent.enter();
             let (task, worker_id) = (&span_task, &worker_id);
             let id = circuit.circuit_id();
-            let circuit_for = || PartitionCircuit::with_witness(circuit, seed, partition);
+            let input = input.as_deref();
             if compact {
                 let known = hashes.lock().expect("shape hashes lock").get(&id).copied();
                 let (shape_hash, constraints) = match known {
                     Some(known) => known,
                     None => {
                         let shape = stage_span!("shape.record", task, worker_id)
-                            .in_scope(|| record_shape(PartitionCircuit::blank(circuit), &id))
+                            .in_scope(|| snarkflow_circuits::visit_blank(&circuit, RecordShape(&id)))
+                            .map_err(|e| format!("building the circuit: {e}"))?
                             .map_err(|e| format!("recording the circuit shape: {e}"))?;
                         let known = (shape.hash, shape.num_constraints() as u64);
                         hashes.lock().expect("shape hashes lock").insert(id.clone(), known);
@@ -224,7 +284,16 @@ impl Worker {
                 let synthesize_span = stage_span!("synthesize", task, worker_id, witness_only = true);
                 let started = Instant::now();
                 let witness = synthesize_span
-                    .in_scope(|| synthesize_witness(circuit_for(), &id, partition))
+                    .in_scope(|| {
+                        snarkflow_circuits::visit_with_witness(
+                            &circuit,
+                            seed,
+                            partition,
+                            input,
+                            SynthesizeWitness(&id, partition),
+                        )
+                    })
+                    .map_err(|e| format!("building the circuit: {e}"))?
                     .map_err(|e| format!("synthesis error: {e}"))?;
                 let synthesize_s = started.elapsed().as_secs_f64();
                 drop(synthesize_span);
@@ -249,7 +318,10 @@ impl Worker {
             let synthesize_span = stage_span!("synthesize", task, worker_id, constraints = tracing::field::Empty);
             let started = Instant::now();
             let synthesized = synthesize_span
-                .in_scope(|| synthesize(circuit_for(), &id, partition))
+                .in_scope(|| {
+                    snarkflow_circuits::visit_with_witness(&circuit, seed, partition, input, Synthesize(&id, partition))
+                })
+                .map_err(|e| format!("building the circuit: {e}"))?
                 .map_err(|e| format!("synthesis error: {e}"))?;
             let synthesize_s = started.elapsed().as_secs_f64();
             let constraints = synthesized.num_constraints() as u64;

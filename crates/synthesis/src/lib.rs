@@ -24,7 +24,49 @@ pub use recorder::{synthesize, PartitionRecorder};
 pub use shape::{record_shape, ConstraintShape, ShapeError, ShapeFileError, SparseMatrix};
 pub use witness::{synthesize_witness, PartitionWitness};
 
+use bellperson::Circuit;
 use blstrs::Scalar as Fr;
+
+/// Something that consumes a circuit of any concrete type. `Circuit::synthesize` is generic, so
+/// circuits cannot be boxed; code that builds circuits of many types (the synthetic kinds, the
+/// Filecoin kinds for every sector shape) hands each one to a visitor instead.
+pub trait CircuitVisitor {
+    type Output;
+    fn visit<C: Circuit<Fr> + Send>(self, circuit: C) -> Self::Output;
+}
+
+/// Visitor: [`record_shape`] of the circuit under the given circuit id.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordShape<'a>(pub &'a str);
+
+impl CircuitVisitor for RecordShape<'_> {
+    type Output = Result<ConstraintShape, bellperson::SynthesisError>;
+    fn visit<C: Circuit<Fr> + Send>(self, circuit: C) -> Self::Output {
+        record_shape(circuit, self.0)
+    }
+}
+
+/// Visitor: full [`synthesize`] of partition `.1` under circuit id `.0`.
+#[derive(Debug, Clone, Copy)]
+pub struct Synthesize<'a>(pub &'a str, pub u32);
+
+impl CircuitVisitor for Synthesize<'_> {
+    type Output = Result<SynthesizedPartition, bellperson::SynthesisError>;
+    fn visit<C: Circuit<Fr> + Send>(self, circuit: C) -> Self::Output {
+        synthesize(circuit, self.0, self.1)
+    }
+}
+
+/// Visitor: witness-only [`synthesize_witness`] of partition `.1` under circuit id `.0`.
+#[derive(Debug, Clone, Copy)]
+pub struct SynthesizeWitness<'a>(pub &'a str, pub u32);
+
+impl CircuitVisitor for SynthesizeWitness<'_> {
+    type Output = Result<PartitionWitness, bellperson::SynthesisError>;
+    fn visit<C: Circuit<Fr> + Send>(self, circuit: C) -> Self::Output {
+        synthesize_witness(circuit, self.0, self.1)
+    }
+}
 
 /// Everything a Groth16 prover needs of one synthesized partition circuit.
 ///

@@ -291,6 +291,24 @@ impl ConstraintShape {
             .collect()
     }
 
+    /// Mᵀ·v for M in {A, B, C}: per variable (inputs first, then aux), the sum over constraints
+    /// of the variable's coefficient times `row_values[constraint]`. With the Lagrange basis at
+    /// τ as `row_values` these are the QAP polynomials evaluated at τ (parameter generation).
+    pub fn column_evaluations(&self, row_values: &[Fr]) -> [Vec<Fr>; 3] {
+        assert!(row_values.len() >= self.num_constraints(), "one value per constraint");
+        let columns = |m: &SparseMatrix| {
+            let mut out = vec![Fr::ZERO; self.num_inputs + self.num_aux];
+            for (r, value) in row_values.iter().enumerate().take(m.rows()) {
+                for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
+                    out[m.cols[k] as usize] += self.coeff_table[m.coeffs[k] as usize] * value;
+                }
+            }
+            out
+        };
+        let (a, (b, c)) = rayon::join(|| columns(&self.a), || rayon::join(|| columns(&self.b), || columns(&self.c)));
+        [a, b, c]
+    }
+
     /// a = A·w, b = B·w, c = C·w: the synthesized partition, without re-running the circuit.
     pub fn rebuild(&self, witness: PartitionWitness) -> Result<SynthesizedPartition, ShapeError> {
         if witness.circuit_id != self.circuit_id {

@@ -80,13 +80,13 @@ impl Drop for NatsServer {
     }
 }
 
-/// A fresh directory for Groth16 parameters shared by the tests of one run:
-/// `$SNARKFLOW_TEST_PARAMS_DIR` if set (CI points it at a persistent cache), else a directory
-/// under the target dir, so repeated local runs reuse generated parameters.
+/// The directory of Groth16 test parameters shared by every test run on this machine:
+/// `$SNARKFLOW_TEST_PARAMS_DIR` if set, else `~/.cache/snarkflow/test-params`, so the random
+/// Filecoin test parameters (1.1 GB for 2 KiB PoRep) are generated once per machine.
 pub fn params_dir() -> PathBuf {
     let dir = std::env::var_os("SNARKFLOW_TEST_PARAMS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-params"));
+        .unwrap_or_else(|| dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("test-params"));
     std::fs::create_dir_all(&dir).expect("test params dir");
     dir
 }

@@ -46,15 +46,50 @@ pub enum JobKind {
     Sha256Chain,
     /// `constraints` constraints of x_{i+1} = x_i^2 + x_i + k with every witness value random.
     DenseChain,
+    /// Filecoin PoRep commit phase 2: a C1 output in, the sector's seal proof out.
+    PorepC2,
+    /// Filecoin SnapDeals (empty sector update) proof from the partition vanilla proofs.
+    SnapUpdate,
+    /// Filecoin WindowPoSt, one partition, from vanilla sector proofs.
+    WindowPost,
+    /// Filecoin WinningPoSt from vanilla sector proofs.
+    WinningPost,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 2] = [JobKind::Sha256Chain, JobKind::DenseChain];
+    pub const ALL: [JobKind; 6] = [
+        JobKind::Sha256Chain,
+        JobKind::DenseChain,
+        JobKind::PorepC2,
+        JobKind::SnapUpdate,
+        JobKind::WindowPost,
+        JobKind::WinningPost,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Sha256Chain => "sha256-chain",
             JobKind::DenseChain => "dense-chain",
+            JobKind::PorepC2 => "porep-c2",
+            JobKind::SnapUpdate => "snap-update",
+            JobKind::WindowPost => "window-post",
+            JobKind::WinningPost => "winning-post",
+        }
+    }
+
+    /// Filecoin kinds take their input (C1 output, vanilla proofs) from the job, and their
+    /// assembled proof is checked with filecoin-proofs' verifier before the job is done.
+    pub fn is_filecoin(self) -> bool {
+        !matches!(self, JobKind::Sha256Chain | JobKind::DenseChain)
+    }
+
+    /// The priority a job of this kind gets when the request names none: a WinningPoSt
+    /// missed is a block reward lost, a WindowPoSt missed is a fault.
+    pub fn default_priority(self) -> Priority {
+        match self {
+            JobKind::WinningPost => Priority::Critical,
+            JobKind::WindowPost => Priority::High,
+            _ => Priority::Normal,
         }
     }
 
@@ -68,8 +103,48 @@ impl JobKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum CircuitSpec {
-    Sha256Chain { blocks: u32 },
-    DenseChain { constraints: u32 },
+    Sha256Chain {
+        blocks: u32,
+    },
+    DenseChain {
+        constraints: u32,
+    },
+    /// Interactive PoRep (`StackedDrg<size>V1_1`) or Synthetic PoRep
+    /// (`StackedDrg<size>V1_1_Feat_SyntheticPoRep`), one circuit per partition.
+    PorepC2 {
+        sector_size: u64,
+        synthetic: bool,
+    },
+    /// `StackedDrg<size>V1` empty sector update.
+    SnapUpdate {
+        sector_size: u64,
+    },
+    /// `StackedDrgWindow<size>V1_2`.
+    WindowPost {
+        sector_size: u64,
+    },
+    /// `StackedDrgWinning<size>V1`.
+    WinningPost {
+        sector_size: u64,
+    },
+}
+
+/// Sector sizes Filecoin has published proofs for, with their short names.
+pub const SECTOR_SIZES: [(u64, &str); 5] =
+    [(2 << 10, "2KiB"), (8 << 20, "8MiB"), (512 << 20, "512MiB"), (32 << 30, "32GiB"), (64 << 30, "64GiB")];
+
+/// `2KiB` for 2048, and so on; `None` for a size Filecoin does not use.
+pub fn sector_size_name(bytes: u64) -> Option<&'static str> {
+    SECTOR_SIZES.iter().find(|(b, _)| *b == bytes).map(|(_, n)| *n)
+}
+
+/// Inverse of [`sector_size_name`]; also takes plain byte counts.
+pub fn parse_sector_size(s: &str) -> Option<u64> {
+    SECTOR_SIZES
+        .iter()
+        .find(|(_, n)| n.eq_ignore_ascii_case(s))
+        .map(|(b, _)| *b)
+        .or_else(|| s.parse().ok().filter(|b| sector_size_name(*b).is_some()))
 }
 
 impl CircuitSpec {
@@ -77,14 +152,38 @@ impl CircuitSpec {
         match self {
             CircuitSpec::Sha256Chain { .. } => JobKind::Sha256Chain,
             CircuitSpec::DenseChain { .. } => JobKind::DenseChain,
+            CircuitSpec::PorepC2 { .. } => JobKind::PorepC2,
+            CircuitSpec::SnapUpdate { .. } => JobKind::SnapUpdate,
+            CircuitSpec::WindowPost { .. } => JobKind::WindowPost,
+            CircuitSpec::WinningPost { .. } => JobKind::WinningPost,
         }
     }
 
-    /// Stable identity of the circuit shape, used as the parameter file name.
+    /// Sector size of a Filecoin circuit.
+    pub fn sector_size(&self) -> Option<u64> {
+        match *self {
+            CircuitSpec::PorepC2 { sector_size, .. }
+            | CircuitSpec::SnapUpdate { sector_size }
+            | CircuitSpec::WindowPost { sector_size }
+            | CircuitSpec::WinningPost { sector_size } => Some(sector_size),
+            _ => None,
+        }
+    }
+
+    /// Stable identity of the circuit shape: names shapes, metrics and (for the synthetic
+    /// kinds) parameter files. Filecoin parameter files keep filecoin-proofs' own names.
     pub fn circuit_id(&self) -> String {
-        match self {
+        let size = |b: u64| sector_size_name(b).map(str::to_owned).unwrap_or_else(|| format!("{b}B"));
+        match *self {
             CircuitSpec::Sha256Chain { blocks } => format!("sha256-chain-b{blocks}"),
             CircuitSpec::DenseChain { constraints } => format!("dense-chain-c{constraints}"),
+            CircuitSpec::PorepC2 { sector_size, synthetic: false } => format!("porep-c2-{}", size(sector_size)),
+            CircuitSpec::PorepC2 { sector_size, synthetic: true } => {
+                format!("porep-c2-synthetic-{}", size(sector_size))
+            }
+            CircuitSpec::SnapUpdate { sector_size } => format!("snap-update-{}", size(sector_size)),
+            CircuitSpec::WindowPost { sector_size } => format!("window-post-{}", size(sector_size)),
+            CircuitSpec::WinningPost { sector_size } => format!("winning-post-{}", size(sector_size)),
         }
     }
 
@@ -97,6 +196,22 @@ impl CircuitSpec {
         if let Some(n) = id.strip_prefix("dense-chain-c") {
             let constraints = n.parse().ok()?;
             return Some(CircuitSpec::DenseChain { constraints });
+        }
+        let sized = |prefix: &str| id.strip_prefix(prefix).and_then(parse_sector_size);
+        if let Some(sector_size) = sized("porep-c2-synthetic-") {
+            return Some(CircuitSpec::PorepC2 { sector_size, synthetic: true });
+        }
+        if let Some(sector_size) = sized("porep-c2-") {
+            return Some(CircuitSpec::PorepC2 { sector_size, synthetic: false });
+        }
+        if let Some(sector_size) = sized("snap-update-") {
+            return Some(CircuitSpec::SnapUpdate { sector_size });
+        }
+        if let Some(sector_size) = sized("window-post-") {
+            return Some(CircuitSpec::WindowPost { sector_size });
+        }
+        if let Some(sector_size) = sized("winning-post-") {
+            return Some(CircuitSpec::WinningPost { sector_size });
         }
         None
     }
@@ -202,8 +317,22 @@ pub struct JobRecord {
     pub updated_at_ms: u64,
     pub finished_at_ms: Option<u64>,
     pub partitions: Vec<PartitionRecord>,
-    /// Seconds spent assembling the partition proofs once the last one arrived.
+    /// Seconds spent assembling the partition proofs once the last one arrived (for the
+    /// Filecoin kinds, including filecoin-proofs' verification of the whole proof).
     pub assemble_s: Option<f64>,
+    /// The job's input (C1 output, vanilla proofs) in the object store, for the kinds that
+    /// have one.
+    #[serde(default)]
+    pub input: Option<InputRef>,
+}
+
+/// A job input stored in the object store: large (a 32 GiB C1 output is ~51 MB), so it
+/// travels by reference and is checked against its digest when read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRef {
+    pub object: String,
+    pub sha256_hex: String,
+    pub bytes: u64,
 }
 
 impl JobRecord {
@@ -229,6 +358,19 @@ mod tests {
         #[test]
         fn circuit_id_round_trips(blocks in 1u32..10_000, constraints in 1u32..(1 << 26)) {
             for spec in [CircuitSpec::Sha256Chain { blocks }, CircuitSpec::DenseChain { constraints }] {
+                prop_assert_eq!(CircuitSpec::parse_circuit_id(&spec.circuit_id()), Some(spec));
+            }
+        }
+
+        #[test]
+        fn filecoin_circuit_ids_round_trip(i in 0usize..5, synthetic: bool) {
+            let sector_size = SECTOR_SIZES[i].0;
+            for spec in [
+                CircuitSpec::PorepC2 { sector_size, synthetic },
+                CircuitSpec::SnapUpdate { sector_size },
+                CircuitSpec::WindowPost { sector_size },
+                CircuitSpec::WinningPost { sector_size },
+            ] {
                 prop_assert_eq!(CircuitSpec::parse_circuit_id(&spec.circuit_id()), Some(spec));
             }
         }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CircuitSpec, Priority, ProveStats, SynthStats, SCHEMA_VERSION};
+use crate::{CircuitSpec, InputRef, Priority, ProveStats, SynthStats, SCHEMA_VERSION};
 
 /// One partition to synthesize; published by the gateway on the synth stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,6 +15,9 @@ pub struct SynthTask {
     pub seed: u64,
     pub partition: u32,
     pub partitions: u32,
+    /// The job's input, for the kinds that have one (the Filecoin kinds).
+    #[serde(default)]
+    pub input: Option<InputRef>,
 }
 
 /// How a synthesized partition is encoded in the object store.

@@ -49,6 +49,11 @@ pub fn partition_object(job_id: &str, partition: u32) -> String {
     format!("{job_id}/{partition}")
 }
 
+/// Object name of a job's input (C1 output, vanilla proofs) in [`PARTITIONS_BUCKET`].
+pub fn input_object(job_id: &str) -> String {
+    format!("{job_id}/input")
+}
+
 /// De-duplication id for a message about one partition at one stage; JetStream drops a second
 /// publish with the same id within the stream's duplicate window, so a redelivered synthesis
 /// does not announce the partition twice.

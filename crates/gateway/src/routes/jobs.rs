@@ -54,7 +54,10 @@ pub async fn submit(
     let result = async {
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
-        let job = validate(&value)?;
+        // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work
+        let job = tokio::task::spawn_blocking(move || validate(&value))
+            .await
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))??;
         enqueue(&state, job).await
     }
     .instrument(span)
@@ -104,6 +107,23 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
     span.record("job_id", id.as_str());
     span.record("job.kind", job.circuit.kind().as_str());
     span.record("partitions", i64::from(job.partitions));
+    // The input (C1 output, vanilla proofs) goes to the object store before anything refers to it.
+    let input = match &job.input {
+        None => None,
+        Some(input) => {
+            let object = wire::input_object(&id);
+            let input = input.clone();
+            let bytes = tokio::task::spawn_blocking(move || input.to_json())
+                .await
+                .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
+            let stored = state
+                .bus
+                .put_partition(&object, &bytes)
+                .await
+                .map_err(|e| ApiError::Unavailable(format!("storing the job input: {e}")))?;
+            Some(wire::InputRef { object, sha256_hex: stored.sha256_hex, bytes: stored.bytes })
+        }
+    };
     let now = now_ms();
     let record = JobRecord {
         schema: SCHEMA_VERSION,
@@ -120,6 +140,7 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
         finished_at_ms: None,
         partitions: vec![PartitionRecord::default(); job.partitions as usize],
         assemble_s: None,
+        input: input.clone(),
     };
     state.ledger.create(&record).await.map_err(|e| ApiError::Unavailable(format!("{e:#}")))?;
     for partition in 0..job.partitions {
@@ -131,6 +152,7 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
             seed: job.seed,
             partition,
             partitions: job.partitions,
+            input: input.clone(),
         };
         let msg_id = wire::partition_msg_id("synth", &id, partition);
         if let Err(e) = state.bus.publish(wire::synth_subject(job.priority), wire::encode(&task), Some(&msg_id)).await {

@@ -1,0 +1,202 @@
+//! The Filecoin kinds end to end at 2 KiB, with real filecoin-proofs on the CPU: a sector is
+//! sealed from random data (add piece, PC1, PC2, C1), its C1 envelope is POSTed exactly as
+//! Curio/lotus-bench write it, and the proof that comes back must pass filecoin-proofs'
+//! `verify_seal` here, independently of the services. Likewise WindowPoSt, WinningPoSt and
+//! SnapDeals from vanilla proofs of the same kind of sector.
+
+use std::time::Duration;
+
+use filecoin_proofs_api::RegisteredSealProof;
+use serde_json::{json, Value};
+use snarkflow_e2e::{filecoin_env, params_dir, Stack};
+use snarkflow_filecoin::fixtures::{seal_sector, SealedSector};
+use snarkflow_prover::ParamStore;
+use snarkflow_wire::CircuitSpec;
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(1800);
+const MINER: u64 = 1000;
+
+async fn sealed(dir: &std::path::Path, sector_num: u64, seed: u64) -> SealedSector {
+    let dir = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        seal_sector(&dir, RegisteredSealProof::StackedDrg2KiBV1_1, MINER, sector_num, seed)
+    })
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+/// Random parameters for `spec`, generated once per machine into the test parameter cache
+/// (the gateway needs the verifying key before the first job finishes).
+async fn params_for(spec: CircuitSpec) {
+    tokio::task::spawn_blocking(move || ParamStore::new(params_dir()).generate(&spec, false).unwrap()).await.unwrap();
+}
+
+fn report(job: &Value) {
+    let p = &job["partition_details"][0];
+    println!(
+        "{}: constraints {} | hop bytes {} ({}) | synthesize {:.3} s | queue {:.3} s | fetch {:.3} s | rebuild {:.3} s | prove {:.3} s | verify+assemble {:.3} s",
+        job["circuit_id"].as_str().unwrap_or("?"),
+        p["synth"]["constraints"],
+        p["synth"]["bytes"],
+        p["synth"]["encoding"].as_str().unwrap_or("?"),
+        p["synth"]["synthesize_s"].as_f64().unwrap_or(0.0),
+        p["prove"]["queue_wait_s"].as_f64().unwrap_or(0.0),
+        p["prove"]["fetch_s"].as_f64().unwrap_or(0.0),
+        p["prove"]["rebuild_s"].as_f64().unwrap_or(0.0),
+        p["prove"]["prove_s"].as_f64().unwrap_or(0.0),
+        job["timings"]["assemble_s"].as_f64().unwrap_or(0.0),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
+    filecoin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let sector = sealed(dir.path(), 7, 1).await;
+    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
+    params_for(spec).await;
+    let stack = Stack::start().await.unwrap();
+
+    let id = stack.submit(&json!({"kind": "porep-c2", "input": sector.porep_request_input()})).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["circuit_id"], "porep-c2-2KiB");
+    assert_eq!(job["priority"], "normal");
+    report(&job);
+    let (status, proof) = stack.proof(&id).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(proof.len(), 192, "2 KiB PoRep has one partition");
+
+    // independent of the services: filecoin-proofs' own verifier on the returned bytes
+    let c1 = &sector.c1;
+    let ok = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        sector.prover_id,
+        7.into(),
+        c1.ticket,
+        c1.seed,
+        &proof,
+    )
+    .unwrap();
+    assert!(ok, "verify_seal rejected the proof snarkflow returned");
+    // and for another sector number the same proof must not verify
+    let other = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        sector.prover_id,
+        8.into(),
+        c1.ticket,
+        c1.seed,
+        &proof,
+    )
+    .unwrap_or(false);
+    assert!(!other);
+
+    // the gateway's check names the partition that fails
+    let input = snarkflow_filecoin::parse_request(
+        snarkflow_wire::JobKind::PorepC2,
+        sector.porep_request_input().as_object().unwrap(),
+    )
+    .unwrap()
+    .input;
+    let mut tampered = proof.clone();
+    tampered[100] ^= 1;
+    let err = snarkflow_filecoin::verify_job(&spec, &input, &params_dir(), &[tampered]).unwrap_err();
+    assert_eq!(err.partitions, vec![0], "{err}");
+    snarkflow_filecoin::verify_job(&spec, &input, &params_dir(), &[proof]).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_porep_inputs_get_clear_errors_and_enqueue_nothing() {
+    filecoin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let sector = sealed(dir.path(), 9, 2).await;
+    let stack = Stack::start().await.unwrap();
+    let good = sector.porep_request_input();
+
+    let mut not_base64 = good.clone();
+    not_base64["c1"]["Phase1Out"] = json!("%%% not base64 %%%");
+    let mut not_c1 = good.clone();
+    not_c1["c1"]["Phase1Out"] = json!("eyJoZWxsbyI6IDF9"); // {"hello": 1}
+    let mut corrupted = good.clone();
+    {
+        // flip the middle of the base64 C1: still base64, no longer the C1 JSON
+        let s = corrupted["c1"]["Phase1Out"].as_str().unwrap().to_owned();
+        let mid = s.len() / 2;
+        let flipped = format!("{}{}{}", &s[..mid], if &s[mid..mid + 1] == "A" { "B" } else { "A" }, &s[mid + 1..]);
+        corrupted["c1"]["Phase1Out"] = json!(flipped);
+    }
+    let mut wrong_miner = good.clone();
+    wrong_miner["miner_id"] = json!(1001);
+    let mut wrong_sector = good.clone();
+    wrong_sector["c1"]["SectorNum"] = json!(10);
+    let mut wrong_size = good.clone();
+    wrong_size["c1"]["SectorSize"] = json!(8u64 << 20);
+    let mut unsupported = good.clone();
+    unsupported["c1"]["SectorSize"] = json!(4096);
+    let mut no_miner = good.clone();
+    no_miner.as_object_mut().unwrap().remove("miner_id");
+
+    for (what, input, needle) in [
+        ("not base64", not_base64, "not base64"),
+        ("not a C1 output", not_c1, "not a C1 output"),
+        ("corrupted envelope", corrupted, "C1"),
+        ("wrong miner id", wrong_miner, "miner 1001"),
+        ("wrong sector number", wrong_sector, "sector 10"),
+        ("mismatched sector size", wrong_size, "SectorSize is 8388608"),
+        ("unsupported sector size", unsupported, "SectorSize is 4096"),
+        ("missing miner id", no_miner, "input.miner_id is required"),
+    ] {
+        let (status, body) = stack.post_job(&json!({"kind": "porep-c2", "input": input})).await.unwrap();
+        assert_eq!(status, 422, "{what}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "{what}: {message:?} lacks {needle:?}");
+        println!("{what}: {message}");
+    }
+    let listed: Value = stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 0, "rejected requests created jobs: {listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
+    filecoin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let sector = sealed(dir.path(), 11, 3).await;
+    let randomness = [7u8; 32];
+    let (window, winning, snap) = {
+        let (s, d) = (sector.clone(), dir.path().join("snap"));
+        tokio::task::spawn_blocking(move || {
+            (
+                s.post_request_input(true, randomness).unwrap(),
+                s.post_request_input(false, randomness).unwrap(),
+                s.snap_request_input(&d, 4).unwrap(),
+            )
+        })
+        .await
+        .unwrap()
+    };
+    for spec in [
+        CircuitSpec::WindowPost { sector_size: 2048 },
+        CircuitSpec::WinningPost { sector_size: 2048 },
+        CircuitSpec::SnapUpdate { sector_size: 2048 },
+    ] {
+        params_for(spec).await;
+    }
+    let stack = Stack::start().await.unwrap();
+    for (kind, input, priority) in
+        [("window-post", window, "high"), ("winning-post", winning, "critical"), ("snap-update", snap, "normal")]
+    {
+        let id = stack.submit(&json!({"kind": kind, "input": input})).await.unwrap();
+        let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+        assert_eq!(job["state"], "done", "{kind}: {job}");
+        assert_eq!(job["priority"], priority, "{kind}: default priority");
+        report(&job);
+        let (status, proof) = stack.proof(&id).await.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(proof.len(), 192 * job["partitions"]["total"].as_u64().unwrap() as usize);
+    }
+}
