@@ -88,7 +88,7 @@ impl SealedSector {
         let new_replica = dir.join("update-replica");
         let new_cache = dir.join("update-cache");
         fs::create_dir_all(&new_cache)?;
-        File::create(&new_replica)?;
+        File::create(&new_replica)?.set_len(fs::metadata(&self.replica_path)?.len())?;
         let encoded = update::empty_sector_update_encode_into(
             registered,
             &new_replica,

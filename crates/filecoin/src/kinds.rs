@@ -192,7 +192,14 @@ fn post_partition<Tree: 'static + MerkleTreeTrait, V: CircuitVisitor>(
 }
 
 fn post_inputs<Tree: 'static + MerkleTreeTrait>(input: &PostInput, window: bool) -> anyhow::Result<Vec<Vec<Fr>>> {
-    let (pub_in, _, params) = post_parts::<Tree>(input, window)?;
+    let (mut pub_in, _, params) = post_parts::<Tree>(input, window)?;
+    if !window {
+        // WinningPoSt's parameters count each challenge as a "sector": the verifier lists the
+        // sectors once per parameter sector (as `verify_winning_post` does)
+        let sectors = std::mem::take(&mut pub_in.sectors);
+        pub_in.sectors = (0..params.sector_count).flat_map(|_| sectors.iter().cloned()).collect();
+        pub_in.k = None;
+    }
     let inputs = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::generate_public_inputs(
         &pub_in, &params, Some(0),
     )?;
@@ -544,4 +551,20 @@ fn winning_replicas(spec: &CircuitSpec, input: &PostInput) -> anyhow::Result<BTr
             .collect())
     }
     with_snap_shape_no_visitor!(size, replicas, input)
+}
+
+fn snap_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(sector_size: u64) -> anyhow::Result<String> {
+    use storage_proofs_core::parameter_cache::CacheableParameters;
+    let params = storage_proofs_update::PublicParams::from_sector_size(sector_size);
+    Ok(<UpdateCompound<Tree> as CacheableParameters<EmptySectorUpdateCircuit<Tree>, _>>::cache_identifier(&params))
+}
+
+/// The circuit identifier filecoin-proofs names SnapDeals parameter files after
+/// (`empty-sector-update-<tree>-<hash>`). `RegisteredUpdateProof::circuit_identifier` in
+/// filecoin-proofs-api 19.1 returns the PoRep identifier instead, so it is computed here the
+/// way `get_empty_sector_update_params` does.
+pub(crate) fn snap_circuit_identifier(spec: &CircuitSpec) -> Result<String, FilecoinError> {
+    let size = check_sector_size(spec)?;
+    let out: anyhow::Result<String> = (|| with_snap_shape_no_visitor!(size, snap_identifier, size))();
+    Ok(out?)
 }

@@ -1,7 +1,7 @@
 //! Which registered proof a circuit spec is, and the names of its parameter files in a
 //! `FIL_PROOFS_PARAMETER_CACHE` directory (`v28-<circuit identifier>.params`, `.vk`, `.meta`).
 
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 use snarkflow_wire::{sector_size_name, CircuitSpec};
 
 use crate::FilecoinError;
@@ -27,10 +27,6 @@ pub fn registered_seal_proof(spec: &CircuitSpec) -> Result<RegisteredSealProof, 
     }
 }
 
-pub(crate) fn registered_update_proof(spec: &CircuitSpec) -> Result<RegisteredUpdateProof, FilecoinError> {
-    by_name(format!("StackedDrg{}V1", size_name(spec)?))
-}
-
 pub(crate) fn registered_post_proof(spec: &CircuitSpec) -> Result<RegisteredPoStProof, FilecoinError> {
     let size = size_name(spec)?;
     match spec {
@@ -44,7 +40,7 @@ pub(crate) fn registered_post_proof(spec: &CircuitSpec) -> Result<RegisteredPoSt
 pub fn circuit_identifier(spec: &CircuitSpec) -> Result<String, FilecoinError> {
     let id = match spec {
         CircuitSpec::PorepC2 { .. } => registered_seal_proof(spec)?.circuit_identifier(),
-        CircuitSpec::SnapUpdate { .. } => registered_update_proof(spec)?.circuit_identifier(),
+        CircuitSpec::SnapUpdate { .. } => return crate::kinds::snap_circuit_identifier(spec),
         CircuitSpec::WindowPost { .. } | CircuitSpec::WinningPost { .. } => {
             registered_post_proof(spec)?.circuit_identifier()
         }
@@ -78,6 +74,8 @@ mod tests {
         let post = param_file_stem(&CircuitSpec::WinningPost { sector_size: 2048 }).unwrap();
         let theirs = RegisteredPoStProof::StackedDrgWinning2KiBV1.cache_params_path().unwrap();
         assert_eq!(theirs.file_name().unwrap().to_str().unwrap(), format!("{post}.params"));
+        let snap = param_file_stem(&CircuitSpec::SnapUpdate { sector_size: 2048 }).unwrap();
+        assert!(snap.starts_with("v28-empty-sector-update-merkletree-poseidon_hasher-8-0-0-"), "{snap}");
         assert!(param_file_stem(&CircuitSpec::DenseChain { constraints: 4 }).is_err());
     }
 }
