@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use snarkflow_circuits::PartitionCircuit;
+use snarkflow_circuits::JobInput;
 use snarkflow_prover::ParamStore;
 use snarkflow_synthesis::{
-    decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, SynthesizedPartition,
+    decode_compact, encode_compact, RecordShape, Synthesize, SynthesizeWitness, SynthesizedPartition,
 };
 use snarkflow_wire::CircuitSpec;
 
@@ -31,13 +31,19 @@ fn median_of<I, T>(runs: usize, mut make: impl FnMut() -> I, mut f: impl FnMut(I
     (last.expect("at least one run"), times[times.len() / 2])
 }
 
-pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn hop(
+    spec: CircuitSpec,
+    input: Option<JobInput>,
+    runs: usize,
+    prove: bool,
+    params_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
     let id = spec.circuit_id();
     let seed = 42;
     let threads = rayon::current_num_threads();
     println!("circuit {id}, median of {runs} runs, {threads} threads for rebuild/proving");
-    let (shape, shape_s) = timed(|| record_shape(PartitionCircuit::blank(spec), &id));
-    let shape = shape?;
+    let (shape, shape_s) = timed(|| snarkflow_circuits::visit_blank(&spec, RecordShape(&id)));
+    let shape = shape??;
     let nnz = shape.a.nnz() + shape.b.nnz() + shape.c.nnz();
     println!(
         "constraints {}, inputs {}, aux {}, nnz(A+B+C) {nnz}, shape recorded once in {shape_s:.3} s",
@@ -46,11 +52,16 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
         shape.num_aux
     );
 
-    let (full, full_s) = median_of(runs, || PartitionCircuit::with_witness(spec, seed, 0), |c| synthesize(c, &id, 0));
-    let full = full?;
-    let (witness, witness_s) =
-        median_of(runs, || PartitionCircuit::with_witness(spec, seed, 0), |c| synthesize_witness(c, &id, 0));
-    let witness = witness?;
+    let input = input.as_ref();
+    let (full, full_s) =
+        median_of(runs, || (), |_| snarkflow_circuits::visit_with_witness(&spec, seed, 0, input, Synthesize(&id, 0)));
+    let full = full??;
+    let (witness, witness_s) = median_of(
+        runs,
+        || (),
+        |_| snarkflow_circuits::visit_with_witness(&spec, seed, 0, input, SynthesizeWitness(&id, 0)),
+    );
+    let witness = witness??;
     let (raw, raw_enc_s) = median_of(runs, || (), |_| full.encode());
     let (_, raw_dec_s) = median_of(runs, || (), |_| SynthesizedPartition::decode(&raw));
     let (compact, compact_enc_s) = median_of(runs, || (), |_| encode_compact(&witness, shape.hash));
@@ -69,18 +80,17 @@ pub fn hop(spec: CircuitSpec, runs: usize, prove: bool, params_dir: Option<PathB
         compact.len(),
         100.0 * compact.len() as f64 / raw.len() as f64
     );
-    println!("| synthesis (1 core) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |", witness_s / full_s);
+    println!(
+        "| synthesis (1 core; Filecoin: incl. building the circuit) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |",
+        witness_s / full_s
+    );
     println!("| encode | {raw_enc_s:.4} s | {compact_enc_s:.4} s | |");
     println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
     println!("| rebuild a, b, c ({threads} threads) | — | {rebuild_s:.4} s | |");
     if prove {
         let dir = params_dir.unwrap_or_else(ParamStore::default_dir);
         let params = ParamStore::new(dir).get(&spec, true)?;
-        let (proof, prove_s) = median_of(
-            runs,
-            || rebuilt.clone(),
-            |p| snarkflow_prover::prove_with_rng(p, &params.params, &mut rand::rngs::OsRng),
-        );
+        let (proof, prove_s) = median_of(runs, || rebuilt.clone(), |p| params.prove(p, &mut rand::rngs::OsRng));
         let proof = proof?;
         anyhow::ensure!(snarkflow_prover::verify(&params.pvk, &proof, full.public_inputs()), "proof does not verify");
         println!(

@@ -63,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Filecoin test inputs made with filecoin-proofs (no lotus needed).
+    Filecoin {
+        #[command(subcommand)]
+        command: FilecoinCommand,
+    },
     /// Groth16 parameter files.
     Params {
         #[command(subcommand)]
@@ -77,6 +82,16 @@ enum BenchCommand {
     Hop {
         #[arg(long)]
         kind: String,
+        /// porep-c2: the C1 file (envelope or bare C1 JSON).
+        #[arg(long)]
+        c1: Option<PathBuf>,
+        #[arg(long)]
+        miner_id: Option<u64>,
+        #[arg(long)]
+        sector_num: Option<u64>,
+        /// Other Filecoin kinds: a JSON file with the request's `input`.
+        #[arg(long, conflicts_with = "c1")]
+        input: Option<PathBuf>,
         #[arg(long)]
         blocks: Option<u32>,
         #[arg(long)]
@@ -105,6 +120,30 @@ enum BenchCommand {
         runs: usize,
         #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
         params_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum FilecoinCommand {
+    /// Seal sectors of random data (add piece, PC1, PC2, C1) and write, per sector, the C1
+    /// envelope as Curio/lotus-bench write it (`c1.json`) and request inputs for
+    /// `window-post`, `winning-post` and `snap-update` jobs on it.
+    Seal {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        #[arg(long, default_value_t = 1000)]
+        miner_id: u64,
+        /// First sector number; sector i gets first + i.
+        #[arg(long, default_value_t = 1)]
+        sector_num: u64,
+        /// Sectors to seal (distinct data, tickets and seeds).
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Skip the PoSt and SnapDeals inputs.
+        #[arg(long)]
+        c1_only: bool,
     },
 }
 
@@ -269,9 +308,64 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::waterfall::waterfall(args, &client).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { command: BenchCommand::Hop { kind, blocks, constraints, runs, prove, params_dir } } => {
-            let spec = spec_of(&kind, blocks, constraints)?;
-            tokio::task::spawn_blocking(move || crate::bench::hop(spec, runs, prove, params_dir)).await??;
+        Command::Bench {
+            command:
+                BenchCommand::Hop { kind, c1, miner_id, sector_num, input, blocks, constraints, runs, prove, params_dir },
+        } => {
+            let (spec, input) = match JobKind::parse(&kind) {
+                Some(k) if k.is_filecoin() => {
+                    let request = match (&c1, &input) {
+                        (Some(c1), _) => porep_input(c1, miner_id, sector_num)?,
+                        (None, Some(path)) => serde_json::from_slice(&std::fs::read(path)?)?,
+                        (None, None) => bail!("{kind} needs --c1 FILE --miner-id N or --input FILE"),
+                    };
+                    let obj = request.as_object().context("the input is not a JSON object")?;
+                    let parsed = snarkflow_filecoin::parse_request(k, obj)?;
+                    (parsed.spec, Some(parsed.input))
+                }
+                _ => (spec_of(&kind, blocks, constraints)?, None),
+            };
+            if let Some(dir) = &params_dir {
+                snarkflow_filecoin::use_parameter_dir(dir)?;
+            }
+            tokio::task::spawn_blocking(move || crate::bench::hop(spec, input, runs, prove, params_dir)).await??;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Filecoin {
+            command: FilecoinCommand::Seal { out, sector_size, miner_id, sector_num, count, c1_only },
+        } => {
+            let size = snarkflow_wire::parse_sector_size(&sector_size)
+                .with_context(|| format!("unknown sector size {sector_size:?}"))?;
+            let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
+            let proof: filecoin_proofs_api::RegisteredSealProof =
+                serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
+            tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+                for i in 0..count {
+                    let num = sector_num + i;
+                    let dir = out.join(format!("sector-{num}"));
+                    let started = std::time::Instant::now();
+                    let sealed = snarkflow_filecoin::fixtures::seal_sector(&dir, proof, miner_id, num, num)?;
+                    std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.envelope())?)?;
+                    if !c1_only {
+                        let randomness = [num as u8 & 0x3f; 32];
+                        std::fs::write(
+                            dir.join("window-post.json"),
+                            serde_json::to_vec(&sealed.post_request_input(true, randomness)?)?,
+                        )?;
+                        std::fs::write(
+                            dir.join("winning-post.json"),
+                            serde_json::to_vec(&sealed.post_request_input(false, randomness)?)?,
+                        )?;
+                        std::fs::write(
+                            dir.join("snap-update.json"),
+                            serde_json::to_vec(&sealed.snap_request_input(&dir.join("snap"), num + 1_000_000)?)?,
+                        )?;
+                    }
+                    println!("{} sealed in {:.1} s", dir.display(), started.elapsed().as_secs_f64());
+                }
+                Ok(())
+            })
+            .await??;
             Ok(ExitCode::SUCCESS)
         }
         Command::Traces { command: TracesCommand::Collect { listen, out } } => {

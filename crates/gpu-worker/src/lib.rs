@@ -83,6 +83,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         metrics,
     };
     readiness.set(true, detail("ready", &params, &shapes));
+    for id in params.loaded_ids() {
+        worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
+    }
     info!(worker = %worker_id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
 
     let abandon = CancellationToken::new();
@@ -99,6 +102,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             Ok(Some((_, msg))) => {
                 worker.handle(&lanes, msg, &abandon).await;
                 readiness.set(true, detail("ready", &params, &shapes));
+                for id in params.loaded_ids() {
+                    worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
+                }
             }
             Ok(None) => break,
             Err(e) => {

@@ -20,7 +20,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
 /// Name of the proving device in span attributes and metrics.
-pub const DEVICE: &str = if cfg!(feature = "cuda") { "cuda" } else { "cpu" };
+pub const DEVICE: &str = if cfg!(any(feature = "cuda", feature = "cuda-supraseal")) { "cuda" } else { "cpu" };
 
 /// A stage span carrying the attributes every span of a partition has.
 macro_rules! stage_span {
@@ -46,6 +46,8 @@ pub struct Metrics {
     pub in_flight: IntGauge,
     bytes: IntCounter,
     outcomes: IntCounterVec,
+    /// 1 for every circuit id whose parameters this worker holds in memory.
+    pub params_loaded: prometheus::IntGaugeVec,
 }
 
 impl Metrics {
@@ -75,7 +77,13 @@ impl Metrics {
         registry.register(Box::new(busy.clone())).expect("unique");
         registry.register(Box::new(bytes.clone())).expect("unique");
         registry.register(Box::new(outcomes.clone())).expect("unique");
-        Metrics { registry, seconds, busy, in_flight, bytes, outcomes }
+        let params_loaded = prometheus::IntGaugeVec::new(
+            Opts::new("snarkflow_params_loaded", "Groth16 parameters resident in this worker, by circuit id"),
+            &["circuit_id"],
+        )
+        .expect("metric");
+        registry.register(Box::new(params_loaded.clone())).expect("unique");
+        Metrics { registry, seconds, busy, in_flight, bytes, outcomes, params_loaded }
     }
 }
 
@@ -295,7 +303,7 @@ impl Worker {
             );
             let started = Instant::now();
             let proof = prove_span
-                .in_scope(|| snarkflow_prover::prove_with_rng(partition, &loaded.params, &mut rand::rngs::OsRng))
+                .in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng))
                 .map_err(|e| Failure::Permanent(e.to_string()))?;
             let prove_s = started.elapsed().as_secs_f64();
             drop(prove_span);

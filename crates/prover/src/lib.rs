@@ -9,6 +9,8 @@
 mod groth16;
 mod paramgen;
 mod params;
+#[cfg(feature = "cuda-supraseal")]
+pub mod supraseal;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
 pub use paramgen::{generate_from_shape, generate_random, ToxicWaste};
@@ -18,4 +20,10 @@ pub use params::{LoadedParams, ParamStore, ParamsError};
 pub const PROOF_BYTES: usize = 192;
 
 /// Name of the backend this build proves with, for readiness, metrics and span attributes.
-pub const BACKEND: &str = if cfg!(feature = "cuda") { "cuda" } else { "cpu" };
+pub const BACKEND: &str = if cfg!(feature = "cuda-supraseal") {
+    "cuda-supraseal"
+} else if cfg!(feature = "cuda") {
+    "cuda"
+} else {
+    "cpu"
+};

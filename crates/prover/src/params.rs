@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey};
-use blstrs::Bls12;
-use snarkflow_synthesis::RecordShape;
+use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, Proof, VerifyingKey};
+use blstrs::{Bls12, Scalar as Fr};
+use snarkflow_synthesis::{RecordShape, SynthesizedPartition};
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
@@ -29,12 +29,48 @@ pub enum ParamsError {
     Circuit { circuit_id: String, message: String },
 }
 
+/// What a backend proves with.
+enum ProvingKey {
+    /// The whole parameter file in memory, for our bellperson-based prover (CPU or `cuda`).
+    Bellperson(Parameters<Bls12>),
+    /// The parameter file loaded by supraseal-c2 (pinned host memory).
+    #[cfg(feature = "cuda-supraseal")]
+    Supraseal(crate::supraseal::Srs),
+}
+
 /// Parameters of one circuit shape, loaded and ready to prove and verify with.
 pub struct LoadedParams {
     pub circuit_id: String,
-    pub params: Parameters<Bls12>,
+    pub vk: VerifyingKey<Bls12>,
     pub pvk: PreparedVerifyingKey<Bls12>,
     pub load_seconds: f64,
+    key: ProvingKey,
+}
+
+impl LoadedParams {
+    /// Prove `partition` with fresh random r, s, on this build's backend.
+    pub fn prove<R: rand::RngCore>(
+        &self,
+        partition: SynthesizedPartition,
+        rng: &mut R,
+    ) -> Result<Proof<Bls12>, crate::ProveError> {
+        use ff::Field;
+        let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
+        match &self.key {
+            ProvingKey::Bellperson(params) => crate::prove(partition, params, r, s),
+            #[cfg(feature = "cuda-supraseal")]
+            ProvingKey::Supraseal(srs) => crate::supraseal::prove(&partition, &self.vk, srs, r, s),
+        }
+    }
+
+    /// The full parameters, when this backend holds them (not with `cuda-supraseal`).
+    pub fn parameters(&self) -> Option<&Parameters<Bls12>> {
+        match &self.key {
+            ProvingKey::Bellperson(params) => Some(params),
+            #[cfg(feature = "cuda-supraseal")]
+            ProvingKey::Supraseal(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadedParams {
@@ -113,16 +149,29 @@ impl ParamStore {
             self.generate(spec, false)?;
         }
         let started = Instant::now();
-        let file = File::open(&path).map_err(|source| ParamsError::Read { path: path.clone(), source })?;
-        // Our own cache files are written atomically, so the (slow) subgroup checks are skipped.
-        let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 20, file), false)
-            .map_err(|source| ParamsError::Read { path: path.clone(), source })?;
-        let pvk = prepare_verifying_key(&params.vk);
+        let read_err = |source| ParamsError::Read { path: path.clone(), source };
+        let file = File::open(&path).map_err(read_err)?;
+        #[cfg(not(feature = "cuda-supraseal"))]
+        let (vk, key) = {
+            // Our own cache files are written atomically, so the (slow) subgroup checks are skipped.
+            let params = Parameters::<Bls12>::read(BufReader::with_capacity(1 << 20, file), false).map_err(read_err)?;
+            (params.vk.clone(), ProvingKey::Bellperson(params))
+        };
+        #[cfg(feature = "cuda-supraseal")]
+        let (vk, key) = {
+            // the verifying key is the file's first section
+            let vk = VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
+            let srs = crate::supraseal::Srs::load(&path)
+                .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
+            (vk, ProvingKey::Supraseal(srs))
+        };
+        let pvk = prepare_verifying_key(&vk);
         let loaded = Arc::new(LoadedParams {
             circuit_id: id.clone(),
-            params,
+            vk,
             pvk,
             load_seconds: started.elapsed().as_secs_f64(),
+            key,
         });
         info!(circuit_id = %id, seconds = loaded.load_seconds, path = %path.display(), "parameters loaded");
         self.loaded.lock().expect("params lock").insert(id, loaded.clone());
@@ -207,6 +256,7 @@ mod tests {
         assert_eq!(store.loaded_ids(), vec!["dense-chain-c8".to_owned()]);
         // a fresh store reads the same file back
         let again = ParamStore::new(dir.path()).get(&spec, false).unwrap();
-        assert_eq!(again.params.vk, first.params.vk);
+        assert_eq!(again.vk, first.vk);
+        assert!(again.parameters().is_some());
     }
 }

@@ -45,6 +45,11 @@ impl Density {
         self.len == 0
     }
 
+    /// The bitmap as 64-bit words, least significant bit first (the layout GPU provers take).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Number of set bits.
     pub fn popcount(&self) -> usize {
         self.popcount

@@ -1,0 +1,75 @@
+//! The `cuda-supraseal` backend: a [`SynthesizedPartition`] goes straight into supraseal-c2's
+//! Groth16 prover (sppark's NTT and MSM kernels), with the parameter file loaded once as its
+//! SRS (pinned host memory) and reused for every partition of that circuit.
+//!
+//! supraseal-c2 takes the same pieces bellperson's prover does — a, b, c, the assignments, the
+//! three density bitmaps (64-bit words, least significant bit first, as ours are) and r, s — so
+//! nothing is converted; pointers to our vectors are handed over for the duration of the call.
+
+use std::path::Path;
+
+use bellperson::groth16::{Proof, VerifyingKey};
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use group::prime::PrimeCurveAffine;
+use snarkflow_synthesis::SynthesizedPartition;
+
+use crate::ProveError;
+
+/// A parameter file loaded by supraseal-c2.
+pub struct Srs(supraseal_c2::SRS);
+
+impl Srs {
+    /// Load `path` (bellperson/filecoin-proofs `.params` format) into pinned host memory.
+    pub fn load(path: &Path) -> Result<Srs, String> {
+        supraseal_c2::SRS::try_new(path.to_owned(), true)
+            .map(Srs)
+            .map_err(|e| format!("supraseal could not load {}: {}", path.display(), String::from(e)))
+    }
+}
+
+/// The proof layout supraseal-c2 writes: A (G1), B (G2), C (G1), affine, in this order.
+#[repr(C)]
+struct RawProof {
+    a: G1Affine,
+    b: G2Affine,
+    c: G1Affine,
+}
+
+/// Prove `partition` with blinding factors `r`, `s` on the GPU(s) this process sees.
+pub fn prove(
+    partition: &SynthesizedPartition,
+    vk: &VerifyingKey<Bls12>,
+    srs: &Srs,
+    r: Fr,
+    s: Fr,
+) -> Result<Proof<Bls12>, ProveError> {
+    let p = partition;
+    if p.input_assignment.len() != vk.ic.len() {
+        return Err(ProveError::InputCount { got: p.input_assignment.len(), expected: vk.ic.len() });
+    }
+    let assignment = supraseal_c2::Assignment::<Fr> {
+        a_aux_density: p.a_aux_density.words().as_ptr() as *const usize,
+        a_aux_bit_len: p.a_aux_density.len(),
+        a_aux_popcount: p.a_aux_density.popcount(),
+        b_inp_density: p.b_input_density.words().as_ptr() as *const usize,
+        b_inp_bit_len: p.b_input_density.len(),
+        b_inp_popcount: p.b_input_density.popcount(),
+        b_aux_density: p.b_aux_density.words().as_ptr() as *const usize,
+        b_aux_bit_len: p.b_aux_density.len(),
+        b_aux_popcount: p.b_aux_density.popcount(),
+        a: p.a.as_ptr(),
+        b: p.b.as_ptr(),
+        c: p.c.as_ptr(),
+        abc_size: p.a.len(),
+        inp_assignment_data: p.input_assignment.as_ptr(),
+        inp_assignment_size: p.input_assignment.len(),
+        aux_assignment_data: p.aux_assignment.as_ptr(),
+        aux_assignment_size: p.aux_assignment.len(),
+    };
+    let mut proofs = [RawProof { a: G1Affine::identity(), b: G2Affine::identity(), c: G1Affine::identity() }];
+    // supraseal-c2 panics on a CUDA error; the caller's thread boundary turns that into a
+    // failed partition, and the result is verified before anyone sees it.
+    supraseal_c2::generate_groth16_proofs(&[assignment], &[r], &[s], &mut proofs, &srs.0);
+    let [raw] = proofs;
+    Ok(Proof { a: raw.a, b: raw.b, c: raw.c })
+}
