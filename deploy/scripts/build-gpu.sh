@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Build the GPU binaries (gpu-worker, snarkflow CLI) with the `cuda` feature on a machine
-# without a GPU or CUDA toolkit: nvcc comes from NVIDIA's PyPI wheels (pinned to CUDA 13.0,
+# Build the GPU binaries (gpu-worker, snarkflow CLI) for both GPU backends on a machine
+# without a GPU or CUDA toolkit: `cuda` (bellperson's ec-gpu-gen kernels driven by our prover
+# half) and `cuda-supraseal` (supraseal-c2, what Curio and lotus prove with; its `snarkflow`
+# also runs the stock filecoin-proofs C2 on supraseal for `bench stock-c2`). nvcc comes from NVIDIA's PyPI wheels (pinned to CUDA 13.0,
 # not newer than the target driver), and a stub libcuda.so.1 satisfies the link (the real
 # driver library is used at run time; the stub is never shipped).
-# Output: target/gpu/{gpu-worker,snarkflow}, stripped. Kernels for sm_90 (H100/H200) by
+# Output: target/gpu/{gpu-worker,snarkflow} (cuda) and target/gpu/{gpu-worker,snarkflow}-supraseal,
+# stripped; SNARKFLOW_GPU_BACKENDS="cuda-supraseal" builds only one. Kernels for sm_90 (H100/H200) by
 # default; set SNARKFLOW_CUDA_ARCHS="80 89 90" for more.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,10 +45,18 @@ export CUDA_LIBRARY_PATH="$stub"
 export LIBRARY_PATH="$stub${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export EC_GPU_CUDA_NVCC_ARGS="--fatbin$gencode --generate-code=arch=compute_$last,code=compute_$last"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-build}"
-cargo build --release -p snarkflow-gpu-worker -p snarkflow-cli --features snarkflow-gpu-worker/cuda,snarkflow-cli/cuda
+# sppark (supraseal-c2) has no sm_90 in its default architecture list
+export NVCC_APPEND_FLAGS="$gencode"
+export CXXSTDLIB_STATIC=1
 mkdir -p target/gpu
-for bin in gpu-worker snarkflow; do
-    cp "$CARGO_TARGET_DIR/release/$bin" target/gpu/
-    strip target/gpu/$bin
+for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
+    cargo build --release -p snarkflow-gpu-worker -p snarkflow-cli \
+        --features "snarkflow-gpu-worker/$backend,snarkflow-cli/$backend"
+    suffix=""
+    [ "$backend" = cuda ] || suffix="-${backend#cuda-}"
+    for bin in gpu-worker snarkflow; do
+        cp "$CARGO_TARGET_DIR/release/$bin" "target/gpu/$bin$suffix"
+        strip "target/gpu/$bin$suffix"
+    done
 done
 ls -la target/gpu

@@ -107,9 +107,10 @@ enum BenchCommand {
     /// The stock path: filecoin-proofs' own `seal_commit_phase2` in-process on a C1 output
     /// (Curio/lotus-bench envelope or bare C1 JSON), timed, for comparison with snarkflow.
     StockC2 {
-        /// The C1 file: `{"SectorNum", "Phase1Out", "SectorSize"}` or the bare C1 JSON.
-        #[arg(long)]
-        c1: PathBuf,
+        /// C1 files (`{"SectorNum", "Phase1Out", "SectorSize"}` or bare C1 JSON); repeat or
+        /// list several for a stream of distinct proofs.
+        #[arg(long, num_args = 1.., required = true)]
+        c1: Vec<PathBuf>,
         #[arg(long)]
         miner_id: u64,
         /// Sector number, for a bare C1 JSON (the envelope carries it).
@@ -373,9 +374,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { command: BenchCommand::StockC2 { c1, miner_id, sector_num, runs, params_dir } } => {
-            let input = porep_input(&c1, Some(miner_id), sector_num)?;
+            let inputs = c1.iter().map(|f| porep_input(f, Some(miner_id), sector_num)).collect::<anyhow::Result<Vec<_>>>()?;
             let params_dir = params_dir.unwrap_or_else(ParamStore::default_dir);
-            tokio::task::spawn_blocking(move || crate::bench::stock_c2(&input, runs, &params_dir)).await??;
+            let failed =
+                tokio::task::spawn_blocking(move || crate::bench::stock_c2(&inputs, runs, &params_dir)).await??;
+            if failed > 0 {
+                return Ok(ExitCode::FAILURE);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Params {
