@@ -60,8 +60,16 @@ until get http://127.0.0.1:9102/readyz | grep -q '"ready":true'; do
     sleep 0.5; [ $(( $(date +%s) - start )) -gt 300 ] && { echo "gpu-worker not ready"; tail "$out/gpu-worker.log"; exit 1; }
 done
 until get http://127.0.0.1:8080/readyz | grep -q ok; do sleep 0.2; done
-# warm-up job: the synth-workers record the constraint shape once
-"$sf" submit --kind porep-c2 --c1 $S/sector-1/c1.json --miner-id $MINER --wait >"$out/warmup.log" 2>&1
+# warm-up: every synth-worker records the constraint shape once (one job each, not timed)
+warm=()
+for f in $(echo $c1s | tr ' ' '\n' | head -n "$SYNTH"); do
+    warm+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}'))
+done
+for id in "${warm[@]}"; do
+    until "$sf" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do sleep 0.2; done
+done
+echo "warm-up: ${#warm[@]} jobs done"
+: >/tmp/spans.jsonl.reset
 t0=$(now); ids=()
 for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
 done_n=0; failed_n=0
