@@ -47,8 +47,6 @@ echo "stock x$K: $par_ok proofs, $par_bad failed, wall $par_wall s => $(python3 
 
 # 4. snarkflow
 "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$out/nats.log" 2>&1 &
-"$sf" traces collect --out /tmp/spans.jsonl >/dev/null 2>&1 &
-collector=$!
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
 pids=()
 RUST_LOG=info "$d/gpu-worker-supraseal" --worker-id gpu-h200 --preload porep-c2-2KiB \
@@ -69,7 +67,10 @@ for id in "${warm[@]}"; do
     until "$sf" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do sleep 0.2; done
 done
 echo "warm-up: ${#warm[@]} jobs done"
-: >/tmp/spans.jsonl.reset
+sleep 6   # let the warm-up spans be exported (and dropped: no collector yet)
+"$sf" traces collect --out /tmp/spans.jsonl >/dev/null 2>&1 &
+collector=$!
+sleep 0.5
 t0=$(now); ids=()
 for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
 done_n=0; failed_n=0
