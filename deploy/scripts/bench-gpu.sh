@@ -10,6 +10,10 @@
 # snarkflow-supraseal). Logs and results in ${OUT:-.}; a summary table is printed last.
 set -uo pipefail
 out="${OUT:-.}"
+pkill -f /tmp/snarkflow-bin/ 2>/dev/null; sleep 0.5   # leftovers of an interrupted run
+rm -rf /tmp/snarkflow-nats /tmp/snarkflow-logs /tmp/spans.jsonl
+logs=/tmp/snarkflow-logs; mkdir -p $logs
+exec > >(tee "$out/summary.txt") 2>&1
 d=/tmp/snarkflow-bin
 mkdir -p "$d" && tar xJf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
 N="${N:-32}" K="${K:-4}" SYNTH="${SYNTH:-8}" MINER=1000
@@ -18,54 +22,61 @@ export SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_NATS_URL=
 sf="$d/snarkflow-supraseal"
 now() { date +%s.%N; }
 secs() { python3 -c "print(round($2 - $1, 2))"; }
+# wait for a job to finish, at most 300 s
+wait_job() {
+    local until=$(( $(date +%s) + 300 ))
+    until "$sf" status "$1" | grep -qE '"state": "(done|failed|cancelled)"'; do
+        sleep 0.2; [ "$(date +%s)" -gt "$until" ] && { echo "job $1 did not finish"; return 1; }
+    done
+}
 get() { python3 -c "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1]).read().decode())" "$1" 2>/dev/null; }
 nproc; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 
 t=$(now)
-"$sf" params generate --proof porep-c2 --sector-size 2KiB --params-dir $P >"$out/params.log" 2>&1 || { tail "$out/params.log"; exit 1; }
+"$sf" params generate --proof porep-c2 --sector-size 2KiB --params-dir $P >"$logs/params.log" 2>&1 || { tail "$logs/params.log"; exit 1; }
 echo "params generated in $(secs "$t" "$(now)") s"
 t=$(now)
-"$sf" filecoin seal --out $S --count "$N" --c1-only --miner-id $MINER >"$out/seal.log" 2>&1 || { tail "$out/seal.log"; exit 1; }
+"$sf" filecoin seal --out $S --count "$N" --c1-only --miner-id $MINER >"$logs/seal.log" 2>&1 || { tail "$logs/seal.log"; exit 1; }
 echo "$N sectors sealed in $(secs "$t" "$(now)") s"
 c1s=$(ls $S/sector-*/c1.json)
 
 # 2. stock, one process, sequential
-"$sf" bench stock-c2 --miner-id $MINER --c1 $c1s >"$out/stock.log" 2>&1
-grep STOCK "$out/stock.log" | sed 's/^/stock x1: /'
+"$sf" bench stock-c2 --miner-id $MINER --c1 $c1s >"$logs/stock.log" 2>&1
+grep STOCK "$logs/stock.log" | sed 's/^/stock x1: /'
 
-# 3. parallel stock: K processes, inputs dealt round-robin
+# 3. parallel stock: K processes, inputs dealt round-robin (K=0 skips)
 t=$(now); pids=()
+if [ "$K" -gt 0 ]; then
 for k in $(seq 0 $((K - 1))); do
     mine=$(echo $c1s | tr ' ' '\n' | awk -v k="$k" -v K="$K" '(NR - 1) % K == k')
-    "$sf" bench stock-c2 --miner-id $MINER --c1 $mine >"$out/stock-par-$k.log" 2>&1 & pids+=($!)
+    "$sf" bench stock-c2 --miner-id $MINER --c1 $mine >"$logs/stock-par-$k.log" 2>&1 & pids+=($!)
 done
 wait "${pids[@]}"
 par_wall=$(secs "$t" "$(now)")
-par_ok=$(cat "$out"/stock-par-*.log | grep -c "verified by filecoin-proofs")
-par_bad=$(cat "$out"/stock-par-*.log | grep -c "FAILED")
+par_ok=$(cat $logs/stock-par-*.log | grep -c "verified by filecoin-proofs")
+par_bad=$(cat $logs/stock-par-*.log | grep -c "FAILED")
 echo "stock x$K: $par_ok proofs, $par_bad failed, wall $par_wall s => $(python3 -c "print(round(60*$par_ok/$par_wall,1))") proofs/min"
+fi
 
 # 4. snarkflow
-"$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$out/nats.log" 2>&1 &
+"$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$logs/nats.log" 2>&1 &
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
 pids=()
 RUST_LOG=info "$d/gpu-worker-supraseal" --worker-id gpu-h200 --preload porep-c2-2KiB \
-    --status-listen 127.0.0.1:9102 >"$out/gpu-worker.log" 2>&1 & pids+=($!)
-"$d/gateway" >"$out/gateway.log" 2>&1 & pids+=($!)
+    --status-listen 127.0.0.1:9102 >"$logs/gpu-worker.log" 2>&1 & pids+=($!)
+"$d/gateway" >"$logs/gateway.log" 2>&1 & pids+=($!)
 for i in $(seq 1 "$SYNTH"); do "$d/synth-worker" --worker-id "synth-$i" >/dev/null 2>&1 & pids+=($!); done
 start=$(date +%s)
 until get http://127.0.0.1:9102/readyz | grep -q '"ready":true'; do
-    sleep 0.5; [ $(( $(date +%s) - start )) -gt 300 ] && { echo "gpu-worker not ready"; tail "$out/gpu-worker.log"; exit 1; }
+    sleep 0.5; [ $(( $(date +%s) - start )) -gt 300 ] && { echo "gpu-worker not ready"; tail "$logs/gpu-worker.log"; exit 1; }
 done
-until get http://127.0.0.1:8080/readyz | grep -q ok; do sleep 0.2; done
+until get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.2; done
 # warm-up: every synth-worker records the constraint shape once (one job each, not timed)
 warm=()
 for f in $(echo $c1s | tr ' ' '\n' | head -n "$SYNTH"); do
     warm+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}'))
 done
-for id in "${warm[@]}"; do
-    until "$sf" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do sleep 0.2; done
-done
+for id in "${warm[@]}"; do wait_job "$id" || break; done
 echo "warm-up: ${#warm[@]} jobs done"
 sleep 6   # let the warm-up spans be exported (and dropped: no collector yet)
 "$sf" traces collect --out /tmp/spans.jsonl >/dev/null 2>&1 &
@@ -75,20 +86,20 @@ t0=$(now); ids=()
 for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
 done_n=0; failed_n=0
 for id in "${ids[@]}"; do
-    until "$sf" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do sleep 0.2; done
+    wait_job "$id"
     if "$sf" status "$id" | grep -q '"state": "done"'; then done_n=$((done_n + 1)); else failed_n=$((failed_n + 1)); fi
 done
 t1=$(now)
 sf_wall=$(secs "$t0" "$t1")
 echo "snarkflow: $done_n proofs ($failed_n failed) of $N in $sf_wall s => $(python3 -c "print(round(60*$done_n/$sf_wall,1))") proofs/min"
-"$sf" status "${ids[0]}" >"$out/job0.json"
-for id in "${ids[@]}"; do "$sf" status "$id"; done >"$out/jobs.json"
+"$sf" status "${ids[0]}" >"$logs/job0.json"
+for id in "${ids[@]}"; do "$sf" status "$id"; done >"$logs/jobs.json"
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 wait "${pids[@]}" 2>/dev/null
 kill -INT "$collector"; wait "$collector" 2>/dev/null
 "$sf" waterfall --otlp-file /tmp/spans.jsonl --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1
 grep -iE "busy|gap|ratio" "$out/waterfall.txt" | head -8
-python3 - "$out/jobs.json" <<'PY'
+python3 - "$logs/jobs.json" <<'PY'
 import json, sys, statistics
 text = open(sys.argv[1]).read()
 dec = json.JSONDecoder(); i = 0; jobs = []
@@ -108,5 +119,7 @@ PY
 
 # 5. in-process prove of one partition on the same build
 RUST_LOG=warn "$sf" bench hop --kind porep-c2 --c1 $S/sector-1/c1.json --miner-id $MINER --runs 5 --prove \
-    --params-dir $P >"$out/hop.log" 2>&1
-grep -E "^\|" "$out/hop.log"
+    --params-dir $P >"$logs/hop.log" 2>&1
+grep -E "^\|" "$logs/hop.log"
+cp "$logs/job0.json" "$out/" 2>/dev/null
+tar cJf "$out/logs.tar.xz" -C $logs . 2>/dev/null
