@@ -25,7 +25,7 @@ secs() { python3 -c "print(round($2 - $1, 2))"; }
 # wait for a job to finish, at most 300 s
 wait_job() {
     local until=$(( $(date +%s) + 300 ))
-    until "$sf" status "$1" | grep -qE '"state": "(done|failed|cancelled)"'; do
+    until "$sf" status "$1" | grep -E '"state": "(done|failed|cancelled)"' >/dev/null; do
         sleep 0.2; [ "$(date +%s)" -gt "$until" ] && { echo "job $1 did not finish"; return 1; }
     done
 }
@@ -84,16 +84,13 @@ collector=$!
 sleep 0.5
 t0=$(now); ids=()
 for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
-done_n=0; failed_n=0
-for id in "${ids[@]}"; do
-    wait_job "$id"
-    if "$sf" status "$id" | grep -q '"state": "done"'; then done_n=$((done_n + 1)); else failed_n=$((failed_n + 1)); fi
-done
+for id in "${ids[@]}"; do wait_job "$id"; done
 t1=$(now)
-sf_wall=$(secs "$t0" "$t1")
-echo "snarkflow: $done_n proofs ($failed_n failed) of $N in $sf_wall s => $(python3 -c "print(round(60*$done_n/$sf_wall,1))") proofs/min"
-"$sf" status "${ids[0]}" >"$logs/job0.json"
 for id in "${ids[@]}"; do "$sf" status "$id"; done >"$logs/jobs.json"
+done_n=$(grep -c '"state": "done"' "$logs/jobs.json"); failed_n=$(( ${#ids[@]} - done_n ))
+sf_wall=$(secs "$t0" "$t1")
+echo "snarkflow: $done_n proofs done ($failed_n not done) of ${#ids[@]} in $sf_wall s => $(python3 -c "print(round(60*$done_n/$sf_wall,1))") proofs/min"
+"$sf" status "${ids[0]}" >"$logs/job0.json"
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 wait "${pids[@]}" 2>/dev/null
 kill -INT "$collector"; wait "$collector" 2>/dev/null

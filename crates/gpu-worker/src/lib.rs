@@ -40,9 +40,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
     let metrics = prove::Metrics::new();
     let readiness = Readiness::default();
-    let detail = |state: &str, params: &ParamStore, shapes: &shapes::ShapeStore| {
+    let detail_worker = worker_id.clone();
+    let detail = move |state: &str, params: &ParamStore, shapes: &shapes::ShapeStore| {
         serde_json::json!({
-            "worker": worker_id,
+            "worker": detail_worker,
             "backend": snarkflow_prover::BACKEND,
             "state": state,
             "params_dir": params.dir().display().to_string(),
@@ -75,6 +76,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let bus = Bus::connect(config.nats.bus_config()).await?;
     let lanes = bus.lanes("prove").await?;
     let worker = prove::Worker {
+        device: Default::default(),
         bus,
         worker_id: worker_id.clone(),
         params: params.clone(),
@@ -97,22 +99,33 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             abandon.cancel();
         })
     };
-    loop {
-        match lanes.next(&shutdown).await {
-            Ok(Some((_, msg))) => {
-                worker.handle(&lanes, msg, &abandon).await;
-                readiness.set(true, detail("ready", &params, &shapes));
-                for id in params.loaded_ids() {
-                    worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
+    // 1 + prefetch slots pull partitions; each prepares its own, and they take turns on the device
+    let (worker, lanes, params, shapes) = (Arc::new(worker), Arc::new(lanes), params.clone(), shapes.clone());
+    let detail = Arc::new(detail);
+    let mut slots = tokio::task::JoinSet::new();
+    for _ in 0..=config.prefetch {
+        let (worker, lanes, shutdown, abandon) = (worker.clone(), lanes.clone(), shutdown.clone(), abandon.clone());
+        let (readiness, params, shapes, detail) = (readiness.clone(), params.clone(), shapes.clone(), detail.clone());
+        slots.spawn(async move {
+            loop {
+                match lanes.next(&shutdown).await {
+                    Ok(Some((_, msg))) => {
+                        worker.handle(&lanes, msg, &abandon).await;
+                        readiness.set(true, detail("ready", &params, &shapes));
+                        for id in params.loaded_ids() {
+                            worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        warn!(error = %e, "pulling proving work failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
                 }
             }
-            Ok(None) => break,
-            Err(e) => {
-                warn!(error = %e, "pulling proving work failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
+        });
     }
+    while slots.join_next().await.is_some() {}
     drain.abort();
     info!(worker = %worker_id, "gpu-worker stopped");
     Ok(())

@@ -99,6 +99,9 @@ impl From<BusError> for Failure {
 }
 
 pub struct Worker {
+    /// Held while a partition is on the device: slots overlap their CPU-side work (fetch,
+    /// decode, rebuild) but never share the GPU.
+    pub device: Arc<std::sync::Mutex<()>>,
     pub bus: Bus,
     pub worker_id: String,
     pub params: Arc<ParamStore>,
@@ -240,6 +243,7 @@ impl Worker {
 
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
         let shapes = self.shapes.clone();
+        let device = self.device.clone();
         let expected_partition = task.partition;
         // Stage spans are made where each stage starts (a span's time runs from creation
         // to close), inside the worker's span.
@@ -293,6 +297,8 @@ impl Worker {
                 other => Failure::Transient(other.to_string()),
             })?;
             let public_inputs = partition.public_inputs().to_vec();
+            // one partition on the device at a time (the next one waits here, prepared)
+            let _device = device.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let prove_span = stage_span!(
                 "prove",
                 task,
