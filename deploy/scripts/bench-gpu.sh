@@ -17,6 +17,7 @@ exec > >(tee "$out/summary.txt") 2>&1
 d=/tmp/snarkflow-bin
 mkdir -p "$d" && tar xJf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
 N="${N:-32}" K="${K:-4}" SYNTH="${SYNTH:-8}" MINER=1000
+STOCK_N="${STOCK_N:-$N}"   # the stock runs take the first STOCK_N inputs (2+ s each)
 P=/tmp/snarkflow-params S=/tmp/snarkflow-sectors
 export SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 RUST_LOG=warn
 sf="$d/snarkflow-supraseal"
@@ -38,17 +39,18 @@ echo "params generated in $(secs "$t" "$(now)") s"
 t=$(now)
 "$sf" filecoin seal --out $S --count "$N" --c1-only --miner-id $MINER >"$logs/seal.log" 2>&1 || { tail "$logs/seal.log"; exit 1; }
 echo "$N sectors sealed in $(secs "$t" "$(now)") s"
-c1s=$(ls $S/sector-*/c1.json)
+c1s=$(ls $S/sector-*/c1.json | head -n "$N")
+stock_c1s=$(echo $c1s | tr ' ' '\n' | head -n "$STOCK_N")
 
 # 2. stock, one process, sequential
-"$sf" bench stock-c2 --miner-id $MINER --c1 $c1s >"$logs/stock.log" 2>&1
+"$sf" bench stock-c2 --miner-id $MINER --c1 $stock_c1s >"$logs/stock.log" 2>&1
 grep STOCK "$logs/stock.log" | sed 's/^/stock x1: /'
 
 # 3. parallel stock: K processes, inputs dealt round-robin (K=0 skips)
 t=$(now); pids=()
 if [ "$K" -gt 0 ]; then
 for k in $(seq 0 $((K - 1))); do
-    mine=$(echo $c1s | tr ' ' '\n' | awk -v k="$k" -v K="$K" '(NR - 1) % K == k')
+    mine=$(echo $stock_c1s | tr ' ' '\n' | awk -v k="$k" -v K="$K" '(NR - 1) % K == k')
     "$sf" bench stock-c2 --miner-id $MINER --c1 $mine >"$logs/stock-par-$k.log" 2>&1 & pids+=($!)
 done
 wait "${pids[@]}"
