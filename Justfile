@@ -86,9 +86,14 @@ test:
     cargo test --workspace
     bash deploy/scripts/validate-compose.sh
 
-# build the GPU binaries (cuda feature) on a machine without a GPU: target/gpu/
+# build the GPU binaries (cuda and cuda-supraseal) on a machine without a GPU: target/gpu/
 build-gpu:
     bash deploy/scripts/build-gpu.sh
+
+# the GPU benchmark on this (GPU) host: stock C2 vs parallel stock vs snarkflow, 2 KiB PoRep
+bench-gpu:
+    bash deploy/scripts/pack-gpu.sh
+    OUT="{{state}}/bench-gpu" N=96 STOCK_N=32 K=4 SYNTH=6 bash -c 'mkdir -p "$OUT" && bash deploy/scripts/bench-gpu.sh'
 
 # validate docker-compose.yml against the Compose Specification
 compose-check:
