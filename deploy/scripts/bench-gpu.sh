@@ -17,7 +17,8 @@ exec > >(tee "$out/summary.txt") 2>&1
 d=/tmp/snarkflow-bin
 mkdir -p "$d" && tar xJf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
 N="${N:-32}" K="${K:-4}" SYNTH="${SYNTH:-8}" MINER=1000
-STOCK_N="${STOCK_N:-$N}"   # the stock runs take the first STOCK_N inputs (2+ s each)
+STOCK_N="${STOCK_N:-$N}"   # the stock runs take the first STOCK_N inputs (2+ s each); 0 skips them
+WIRE="${WIRE:-compact}"    # synth-workers' --wire-format: compact or raw
 P=/tmp/snarkflow-params S=/tmp/snarkflow-sectors
 export SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 RUST_LOG=warn
 sf="$d/snarkflow-supraseal"
@@ -43,7 +44,8 @@ c1s=$(ls $S/sector-*/c1.json | head -n "$N")
 stock_c1s=$(echo $c1s | tr ' ' '\n' | head -n "$STOCK_N")
 
 # 2. stock, one process, sequential
-"$sf" bench stock-c2 --miner-id $MINER --c1 $stock_c1s >"$logs/stock.log" 2>&1
+[ "$STOCK_N" -gt 0 ] || K=0
+[ "$STOCK_N" -gt 0 ] && "$sf" bench stock-c2 --miner-id $MINER --c1 $stock_c1s >"$logs/stock.log" 2>&1
 grep STOCK "$logs/stock.log" | sed 's/^/stock x1: /'
 
 # 3. parallel stock: K processes, inputs dealt round-robin (K=0 skips)
@@ -67,7 +69,7 @@ pids=()
 RUST_LOG=info "$d/gpu-worker-supraseal" --worker-id gpu-h200 --preload porep-c2-2KiB \
     --status-listen 127.0.0.1:9102 >"$logs/gpu-worker.log" 2>&1 & pids+=($!)
 "$d/gateway" >"$logs/gateway.log" 2>&1 & pids+=($!)
-for i in $(seq 1 "$SYNTH"); do "$d/synth-worker" --worker-id "synth-$i" >/dev/null 2>&1 & pids+=($!); done
+for i in $(seq 1 "$SYNTH"); do "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" >/dev/null 2>&1 & pids+=($!); done
 start=$(date +%s)
 until get http://127.0.0.1:9102/readyz | grep -q '"ready":true'; do
     sleep 0.5; [ $(( $(date +%s) - start )) -gt 300 ] && { echo "gpu-worker not ready"; tail "$logs/gpu-worker.log"; exit 1; }
@@ -91,7 +93,7 @@ t1=$(now)
 for id in "${ids[@]}"; do "$sf" status "$id"; done >"$logs/jobs.json"
 done_n=$(grep -c '"state": "done"' "$logs/jobs.json"); failed_n=$(( ${#ids[@]} - done_n ))
 sf_wall=$(secs "$t0" "$t1")
-echo "snarkflow: $done_n proofs done ($failed_n not done) of ${#ids[@]} in $sf_wall s => $(python3 -c "print(round(60*$done_n/$sf_wall,1))") proofs/min"
+echo "snarkflow ($WIRE hop): $done_n proofs done ($failed_n not done) of ${#ids[@]} in $sf_wall s => $(python3 -c "print(round(60*$done_n/$sf_wall,1))") proofs/min"
 "$sf" status "${ids[0]}" >"$logs/job0.json"
 for p in "${pids[@]}"; do kill -TERM "$p"; done
 wait "${pids[@]}" 2>/dev/null
