@@ -374,7 +374,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { command: BenchCommand::StockC2 { c1, miner_id, sector_num, runs, params_dir } } => {
-            let inputs = c1.iter().map(|f| porep_input(f, Some(miner_id), sector_num)).collect::<anyhow::Result<Vec<_>>>()?;
+            let inputs =
+                c1.iter().map(|f| porep_input(f, Some(miner_id), sector_num)).collect::<anyhow::Result<Vec<_>>>()?;
             let params_dir = params_dir.unwrap_or_else(ParamStore::default_dir);
             let failed =
                 tokio::task::spawn_blocking(move || crate::bench::stock_c2(&inputs, runs, &params_dir)).await??;

@@ -157,6 +157,14 @@ async fn bad_porep_inputs_get_clear_errors_and_enqueue_nothing() {
         assert!(message.contains(needle), "{what}: {message:?} lacks {needle:?}");
         println!("{what}: {message}");
     }
+    // a body the size of a 32 GiB C1 envelope (~70 MB of base64) is accepted and parsed: the
+    // answer is about its content (422), not its size (413)
+    let mut big = good.clone();
+    big["c1"]["Phase1Out"] = json!("QUFB".repeat(70_000_000 / 4));
+    let (status, body) = stack.post_job(&json!({"kind": "porep-c2", "input": big})).await.unwrap();
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("not a C1 output"), "{body}");
+
     let listed: Value = stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 0, "rejected requests created jobs: {listed}");
 }

@@ -245,6 +245,20 @@ mod tests {
     }
 
     #[test]
+    fn missing_filecoin_parameters_name_filecoin_proofs_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamStore::new(dir.path());
+        let spec = CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false };
+        let err = store.get(&spec, false).unwrap_err().to_string();
+        assert!(err.contains("porep-c2-32GiB"), "{err}");
+        assert!(
+            err.contains("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"),
+            "{err}"
+        );
+        assert!(err.ends_with(".params (generate them with `snarkflow params generate`)"), "{err}");
+    }
+
+    #[test]
     fn generated_parameters_are_cached_and_loaded_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = ParamStore::new(dir.path());
