@@ -30,6 +30,10 @@ pub struct Config {
     /// Seconds an in-flight proof gets to finish on shutdown before being handed back.
     #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 60)]
     pub drain_secs: u64,
+    /// Use only this GPU (sets `CUDA_VISIBLE_DEVICES` for the process): one gpu-worker per GPU,
+    /// each owning its device.
+    #[arg(long, env = "SNARKFLOW_GPU")]
+    pub gpu: Option<u32>,
     /// Partitions prepared (fetched, decoded, a/b/c rebuilt) while another is on the GPU.
     /// Kernel work stays serialized: one partition on the device at a time. 0 = no overlap.
     #[arg(long, env = "SNARKFLOW_PREFETCH", default_value_t = 1)]

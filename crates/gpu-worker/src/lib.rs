@@ -27,6 +27,10 @@ use tracing::{info, warn};
 pub fn main() -> std::process::ExitCode {
     use clap::Parser as _;
     let config = Config::parse();
+    if let Some(gpu) = config.gpu {
+        // before any thread or CUDA context exists: this process sees (and owns) one device
+        std::env::set_var("CUDA_VISIBLE_DEVICES", gpu.to_string());
+    }
     let telemetry = config.telemetry.clone();
     snarkflow_service::main("gpu-worker", &telemetry, |shutdown| run(config, shutdown))
 }
@@ -45,6 +49,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         serde_json::json!({
             "worker": detail_worker,
             "backend": snarkflow_prover::BACKEND,
+            "gpu": std::env::var("CUDA_VISIBLE_DEVICES").ok(),
             "state": state,
             "params_dir": params.dir().display().to_string(),
             "loaded_circuits": params.loaded_ids(),
