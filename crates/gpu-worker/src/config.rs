@@ -30,6 +30,10 @@ pub struct Config {
     /// Seconds an in-flight proof gets to finish on shutdown before being handed back.
     #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 60)]
     pub drain_secs: u64,
+    /// Threads rebuilding a, b, c from compact witnesses (default: a quarter of the cores, at
+    /// least 2), so the rebuild of the next partition does not starve the prover's CPU side.
+    #[arg(long, env = "SNARKFLOW_REBUILD_THREADS")]
+    pub rebuild_threads: Option<usize>,
     /// Use only this GPU (sets `CUDA_VISIBLE_DEVICES` for the process): one gpu-worker per GPU,
     /// each owning its device.
     #[arg(long, env = "SNARKFLOW_GPU")]

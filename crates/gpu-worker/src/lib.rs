@@ -80,8 +80,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
     let bus = Bus::connect(config.nats.bus_config()).await?;
     let lanes = bus.lanes("prove").await?;
+    let rebuild_threads = config
+        .rebuild_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| (n.get() / 4).max(2)).unwrap_or(2));
+    let rebuild_pool =
+        rayon::ThreadPoolBuilder::new().num_threads(rebuild_threads).thread_name(|i| format!("rebuild-{i}")).build()?;
     let worker = prove::Worker {
         device: Default::default(),
+        rebuild_pool: Arc::new(rebuild_pool),
         bus,
         worker_id: worker_id.clone(),
         params: params.clone(),

@@ -102,6 +102,9 @@ pub struct Worker {
     /// Held while a partition is on the device: slots overlap their CPU-side work (fetch,
     /// decode, rebuild) but never share the GPU.
     pub device: Arc<std::sync::Mutex<()>>,
+    /// Threads for rebuilding a, b, c: kept apart from the prover's own CPU work
+    /// (supraseal prepares MSMs and does the B-G2 MSM on the CPU while the GPU runs).
+    pub rebuild_pool: Arc<rayon::ThreadPool>,
     pub bus: Bus,
     pub worker_id: String,
     pub params: Arc<ParamStore>,
@@ -244,6 +247,7 @@ impl Worker {
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
         let shapes = self.shapes.clone();
         let device = self.device.clone();
+        let rebuild_pool = self.rebuild_pool.clone();
         let expected_partition = task.partition;
         // Stage spans are made where each stage starts (a span's time runs from creation
         // to close), inside the worker's span.
@@ -277,7 +281,7 @@ impl Worker {
                     let started = Instant::now();
                     let partition =
                         stage_span!("rebuild", task, worker_id, constraints = shape.num_constraints() as u64)
-                            .in_scope(|| shape.rebuild(witness))
+                            .in_scope(|| rebuild_pool.install(|| shape.rebuild(witness)))
                             .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
                     (partition, deserialize_s, started.elapsed().as_secs_f64())
                 }
