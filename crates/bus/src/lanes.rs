@@ -18,6 +18,8 @@ pub struct Lanes {
 
 /// Idle polling starts fast and backs off to this, bounding pickup latency on an idle system.
 const MAX_IDLE_BACKOFF: Duration = Duration::from_millis(200);
+/// Longest a single pull may wait for the server's answer.
+const FETCH_EXPIRY: Duration = Duration::from_millis(500);
 
 impl Lanes {
     pub(crate) fn new(lanes: Vec<(Priority, PullConsumer)>, ack_wait: Duration) -> Self {
@@ -33,15 +35,34 @@ impl Lanes {
                 return Ok(None);
             }
             for (priority, consumer) in &self.lanes {
-                let mut batch = consumer
-                    .fetch()
-                    .max_messages(1)
-                    .messages()
-                    .await
-                    .map_err(nats_err(format!("pulling from lane {}", priority.as_str())))?;
-                if let Some(msg) = batch.next().await {
-                    let msg = msg.map_err(nats_err(format!("receiving from lane {}", priority.as_str())))?;
-                    return Ok(Some((*priority, msg)));
+                // A no-wait pull can still be held by the server while other messages of the
+                // consumer await their ack (seen with two slots on one consumer): bound it, and
+                // never let it outlast shutdown. A message delivered to an abandoned pull is
+                // redelivered after the ack wait; nothing is lost.
+                let pull = async {
+                    let mut batch = consumer
+                        .fetch()
+                        .max_messages(1)
+                        .expires(FETCH_EXPIRY)
+                        .messages()
+                        .await
+                        .map_err(nats_err(format!("pulling from lane {}", priority.as_str())))?;
+                    match batch.next().await {
+                        Some(msg) => {
+                            msg.map(Some).map_err(nats_err(format!("receiving from lane {}", priority.as_str())))
+                        }
+                        None => Ok(None),
+                    }
+                };
+                let pulled = tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(None),
+                    pulled = tokio::time::timeout(FETCH_EXPIRY * 2, pull) => pulled,
+                };
+                match pulled {
+                    Ok(Ok(Some(msg))) => return Ok(Some((*priority, msg))),
+                    Ok(Err(e)) => return Err(e),
+                    // empty lane, or no answer in time: try the next lane
+                    Ok(Ok(None)) | Err(_) => {}
                 }
             }
             tokio::select! {
