@@ -32,6 +32,7 @@ pub enum ParamsError {
 /// What a backend proves with.
 enum ProvingKey {
     /// The whole parameter file in memory, for our bellperson-based prover (CPU or `cuda`).
+    #[cfg_attr(feature = "cuda-supraseal", allow(dead_code))]
     Bellperson(Parameters<Bls12>),
     /// The parameter file loaded by supraseal-c2 (pinned host memory).
     #[cfg(feature = "cuda-supraseal")]
