@@ -393,12 +393,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let store = ParamStore::new(params_dir.unwrap_or_else(ParamStore::default_dir));
             let started = std::time::Instant::now();
+            let existed = store.params_path(&spec).exists() && !force;
             let path = tokio::task::spawn_blocking(move || store.generate(&spec, force)).await??;
-            println!(
-                "{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only",
-                path.display(),
-                started.elapsed().as_secs_f64()
-            );
+            if existed {
+                println!("{} already present (--force regenerates)", path.display());
+            } else {
+                println!(
+                    "{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only",
+                    path.display(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
