@@ -82,16 +82,8 @@ enum BenchCommand {
     Hop {
         #[arg(long)]
         kind: String,
-        /// porep-c2: the C1 file (envelope or bare C1 JSON).
-        #[arg(long)]
-        c1: Option<PathBuf>,
-        #[arg(long)]
-        miner_id: Option<u64>,
-        #[arg(long)]
-        sector_num: Option<u64>,
-        /// Other Filecoin kinds: a JSON file with the request's `input`.
-        #[arg(long, conflicts_with = "c1")]
-        input: Option<PathBuf>,
+        #[command(flatten)]
+        filecoin: FilecoinInputArgs,
         #[arg(long)]
         blocks: Option<u32>,
         #[arg(long)]
@@ -187,23 +179,46 @@ enum ParamsCommand {
     },
 }
 
+/// Where a Filecoin job's `input` comes from (submit, bench hop).
+#[derive(Debug, clap::Args)]
+struct FilecoinInputArgs {
+    /// porep-c2: the C1 file as Curio/lotus-bench write it (`{"SectorNum", "Phase1Out",
+    /// "SectorSize"}`), or the bare C1 JSON (then give --sector-num).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    /// porep-c2: the storage provider's actor id (1000 for f01000).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    #[arg(long)]
+    sector_num: Option<u64>,
+    /// Other Filecoin kinds: a JSON file holding the request's whole `input` object.
+    #[arg(long, conflicts_with = "c1")]
+    input: Option<PathBuf>,
+}
+
+impl FilecoinInputArgs {
+    /// The request `input`, or `None` when neither --c1 nor --input was given.
+    fn request_input(&self) -> anyhow::Result<Option<Value>> {
+        if let Some(c1) = &self.c1 {
+            return porep_input(c1, self.miner_id, self.sector_num).map(Some);
+        }
+        match &self.input {
+            Some(path) => {
+                let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                Ok(Some(serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))?))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct SubmitArgs {
     /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
     #[arg(long)]
     kind: String,
-    /// porep-c2: the C1 file as Curio/lotus-bench write it (`{"SectorNum", "Phase1Out",
-    /// "SectorSize"}`), or the bare C1 JSON (then give --sector-num).
-    #[arg(long)]
-    c1: Option<PathBuf>,
-    /// porep-c2, PoSt: the storage provider's actor id (1000 for f01000).
-    #[arg(long)]
-    miner_id: Option<u64>,
-    #[arg(long)]
-    sector_num: Option<u64>,
-    /// Filecoin kinds: a JSON file holding the request's whole `input` object.
-    #[arg(long, conflicts_with = "c1")]
-    input: Option<PathBuf>,
+    #[command(flatten)]
+    filecoin: FilecoinInputArgs,
     /// sha256-chain: SHA-256 compressions per partition.
     #[arg(long)]
     blocks: Option<u32>,
@@ -310,16 +325,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
-            command:
-                BenchCommand::Hop { kind, c1, miner_id, sector_num, input, blocks, constraints, runs, prove, params_dir },
+            command: BenchCommand::Hop { kind, filecoin, blocks, constraints, runs, prove, params_dir },
         } => {
             let (spec, input) = match JobKind::parse(&kind) {
                 Some(k) if k.is_filecoin() => {
-                    let request = match (&c1, &input) {
-                        (Some(c1), _) => porep_input(c1, miner_id, sector_num)?,
-                        (None, Some(path)) => serde_json::from_slice(&std::fs::read(path)?)?,
-                        (None, None) => bail!("{kind} needs --c1 FILE --miner-id N or --input FILE"),
-                    };
+                    let request = filecoin
+                        .request_input()?
+                        .with_context(|| format!("{kind} needs --c1 FILE --miner-id N or --input FILE"))?;
                     let obj = request.as_object().context("the input is not a JSON object")?;
                     let parsed = snarkflow_filecoin::parse_request(k, obj)?;
                     (parsed.spec, Some(parsed.input))
@@ -412,11 +424,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 async fn submit(client: &Client, args: SubmitArgs) -> anyhow::Result<ExitCode> {
     let filecoin = JobKind::parse(&args.kind).is_some_and(JobKind::is_filecoin);
     let mut input = json!({ "partitions": args.partitions });
-    if let Some(c1) = &args.c1 {
-        input = porep_input(c1, args.miner_id, args.sector_num)?;
-    } else if let Some(path) = &args.input {
-        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        input = serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    if let Some(request) = args.filecoin.request_input()? {
+        input = request;
     } else if filecoin {
         bail!("{} needs --c1 FILE --miner-id N (porep-c2) or --input FILE", args.kind);
     }
