@@ -3,14 +3,12 @@
 use std::ops::{AddAssign, Mul, MulAssign};
 use std::sync::Arc;
 
-use bellperson::domain::EvaluationDomain;
 use bellperson::gpu::{GpuError, LockedFftKernel, LockedMultiexpKernel};
 use bellperson::groth16::{self, ParameterSource, Parameters, PreparedVerifyingKey, Proof};
-use bellperson::multiexp::multiexp;
 use bellperson::SynthesisError;
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
-use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity};
-use ec_gpu_gen::threadpool::Worker;
+use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity, QueryDensity, SourceBuilder};
+use ec_gpu_gen::threadpool::{Waiter, Worker};
 use ec_gpu_gen::EcError;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve};
@@ -49,24 +47,124 @@ fn reprs(v: Vec<Fr>) -> Arc<Vec<[u8; 32]>> {
     Arc::new(v.into_par_iter().map(|s| s.to_repr()).collect())
 }
 
-/// Coefficients of h(X) = (a(X)·b(X) − c(X)) / Z(X), as the H query's exponents.
-fn quotient(worker: &Worker, a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr>) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
-    let mut kern = Some(LockedFftKernel::<Fr>::new(false));
-    let mut a = EvaluationDomain::from_coeffs(a)?;
-    let mut b = EvaluationDomain::from_coeffs(b)?;
-    let mut c = EvaluationDomain::from_coeffs(c)?;
-    EvaluationDomain::ifft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern)?;
-    EvaluationDomain::coset_fft_many(&mut [&mut a, &mut b, &mut c], worker, &mut kern)?;
-    a.mul_assign(worker, &b);
-    drop(b);
-    a.sub_assign(worker, &c);
-    drop(c);
-    a.divide_by_z_on_coset(worker);
-    a.icoset_fft(worker, &mut kern)?;
-    let mut coeffs = a.into_coeffs();
+/// Radix-2 FFTs of several vectors of the same length, in place: on the GPU with the `cuda`
+/// feature (an error if the kernel cannot run: never a silent CPU fallback), else on the
+/// CPU exactly as bellperson does.
+fn fft_many(
+    worker: &Worker,
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] kern: &mut LockedFftKernel<Fr>,
+    coeffs: &mut [&mut [Fr]],
+    omega: Fr,
+    log_n: u32,
+) -> Result<(), ProveError> {
+    #[cfg(feature = "cuda")]
+    {
+        let (omegas, log_ns) = (vec![omega; coeffs.len()], vec![log_n; coeffs.len()]);
+        kern.with(|k: &mut ec_gpu_gen::fft::FftKernel<Fr>| Ok(k.radix_fft_many(coeffs, &omegas, &log_ns)?))?;
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let log_cpus = worker.log_num_threads();
+        for a in coeffs.iter_mut() {
+            if log_n <= log_cpus {
+                ec_gpu_gen::fft_cpu::serial_fft::<Fr>(a, &omega, log_n);
+            } else {
+                ec_gpu_gen::fft_cpu::parallel_fft::<Fr>(a, worker, &omega, log_n, log_cpus);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// v_i ← v_i · g^i
+fn distribute_powers(v: &mut [Fr], g: Fr) {
+    const CHUNK: usize = 1 << 14;
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let mut u = g.pow_vartime([(i * CHUNK) as u64]);
+        for x in chunk {
+            *x *= u;
+            u *= g;
+        }
+    });
+}
+
+fn scale(v: &mut [Fr], by: Fr) {
+    v.par_iter_mut().for_each(|x| *x *= by);
+}
+
+/// Coefficients of h(X) = (a(X)·b(X) − c(X)) / Z(X), as the H query's exponents: the
+/// evaluation-domain steps of bellperson's prover (iFFT, coset FFT, pointwise a·b − c,
+/// division by Z on the coset, inverse coset FFT).
+fn quotient(worker: &Worker, mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
+    let mut kern = LockedFftKernel::<Fr>::new(false);
+    let mut m = 1usize;
+    let mut log_n = 0u32;
+    while m < a.len() {
+        m *= 2;
+        log_n += 1;
+        if log_n >= Fr::S {
+            return Err(SynthesisError::PolynomialDegreeTooLarge.into());
+        }
+    }
+    let mut omega = Fr::ROOT_OF_UNITY;
+    for _ in log_n..Fr::S {
+        omega = omega.square();
+    }
+    let omega_inv = omega.invert().unwrap();
+    let m_inv = Fr::from(m as u64).invert().unwrap();
+    let g = Fr::MULTIPLICATIVE_GENERATOR;
+    for v in [&mut a, &mut b, &mut c] {
+        v.resize(m, Fr::ZERO);
+    }
+    // to coefficients, then to evaluations on the coset g·H
+    fft_many(worker, &mut kern, &mut [&mut a, &mut b, &mut c], omega_inv, log_n)?;
+    for v in [&mut a, &mut b, &mut c] {
+        scale(v, m_inv);
+        distribute_powers(v, g);
+    }
+    fft_many(worker, &mut kern, &mut [&mut a, &mut b, &mut c], omega, log_n)?;
+    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
+        *a *= b;
+        *a -= c;
+    });
+    drop((b, c));
+    // Z(X) = X^m − 1 is the constant g^m − 1 on the coset
+    let z_inv = (g.pow_vartime([m as u64]) - Fr::ONE).invert().unwrap();
+    scale(&mut a, z_inv);
+    fft_many(worker, &mut kern, &mut [&mut a], omega_inv, log_n)?;
+    scale(&mut a, m_inv);
+    distribute_powers(&mut a, g.invert().unwrap());
     // deg h ≤ n − 2: the top coefficient is zero and the H query has n − 1 bases
-    coeffs.pop();
-    Ok(reprs(coeffs))
+    a.pop();
+    Ok(reprs(a))
+}
+
+/// One multi-exponentiation: with the `cuda` feature on the GPU, failing (never falling back
+/// to the CPU) if the kernel cannot run; else bellperson's CPU multiexp.
+fn multiexp<Q, D, G, S>(
+    worker: &Worker,
+    bases: S,
+    density: D,
+    exponents: Arc<Vec<[u8; 32]>>,
+    kern: &mut LockedMultiexpKernel<G>,
+) -> Result<Waiter<Result<G::Curve, EcError>>, ProveError>
+where
+    for<'a> &'a Q: QueryDensity,
+    D: Send + Sync + 'static + Clone + AsRef<Q>,
+    G: PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName,
+    S: SourceBuilder<G>,
+{
+    #[cfg(feature = "cuda")]
+    {
+        let sum = kern.with(|k: &mut bellperson::gpu::CpuGpuMultiexpKernel<G>| {
+            let exps = density.as_ref().generate_exps::<Fr>(exponents.clone());
+            let (bases, skip) = bases.clone().get();
+            Ok(k.multiexp(worker, bases, exps, skip)?)
+        })?;
+        Ok(Waiter::done(Ok(sum)))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Ok(bellperson::multiexp::multiexp(worker, bases, density, exponents, kern))
 }
 
 /// Prove `partition` with the blinding factors `r` and `s`.
@@ -95,22 +193,22 @@ pub fn prove(
 
     let source = &params;
     let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
-    let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1);
-    let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1);
+    let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1)?;
+    let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1)?;
     let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
-    let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1);
-    let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1);
+    let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1)?;
+    let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1)?;
     let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
-    let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1);
-    let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1);
+    let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1)?;
+    let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1)?;
     // With the `cuda` feature the kernel holds the GPU lock; the G2 kernel cannot be taken
     // until it is released.
     #[allow(clippy::drop_non_drop)]
     drop(g1);
     let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
     let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
-    let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2);
-    let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2);
+    let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2)?;
+    let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2)?;
     #[allow(clippy::drop_non_drop)]
     drop(g2);
 

@@ -6,6 +6,7 @@
 //! `create_proof_batch` returns for the same circuit (tested), so synthesis may run anywhere.
 //! No NATS, HTTP or tokio here.
 
+pub mod device;
 mod groth16;
 mod paramgen;
 mod params;

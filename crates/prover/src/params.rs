@@ -64,6 +64,38 @@ impl LoadedParams {
         }
     }
 
+    /// Parameters held in memory (the device self-test's), loaded the way this backend loads
+    /// a file; supraseal-c2 only reads files, so for it they pass through a temporary one.
+    pub fn from_parameters(circuit_id: &str, params: Parameters<Bls12>) -> Result<LoadedParams, ParamsError> {
+        let started = Instant::now();
+        let vk = params.vk.clone();
+        #[cfg(not(feature = "cuda-supraseal"))]
+        let key = ProvingKey::Bellperson(params);
+        #[cfg(feature = "cuda-supraseal")]
+        let key = {
+            // a name never used before: supraseal's cache is keyed by path
+            let unique: u64 = rand::random();
+            let path = std::env::temp_dir().join(format!("snarkflow-{circuit_id}-{}-{unique:016x}.params", std::process::id()));
+            let werr = |source| ParamsError::Write { path: path.clone(), source };
+            let mut out = BufWriter::new(File::create(&path).map_err(werr)?);
+            params.write(&mut out).and_then(|_| out.flush()).map_err(werr)?;
+            drop(out);
+            let srs = crate::supraseal::Srs::load(&path, false);
+            let _ = fs::remove_file(&path);
+            ProvingKey::Supraseal(
+                srs.map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?,
+            )
+        };
+        let pvk = prepare_verifying_key(&vk);
+        Ok(LoadedParams {
+            circuit_id: circuit_id.to_owned(),
+            vk,
+            pvk,
+            load_seconds: started.elapsed().as_secs_f64(),
+            key,
+        })
+    }
+
     /// The full parameters, when this backend holds them (not with `cuda-supraseal`).
     pub fn parameters(&self) -> Option<&Parameters<Bls12>> {
         match &self.key {
@@ -162,7 +194,7 @@ impl ParamStore {
         let (vk, key) = {
             // the verifying key is the file's first section
             let vk = VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
-            let srs = crate::supraseal::Srs::load(&path)
+            let srs = crate::supraseal::Srs::load(&path, true)
                 .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
             (vk, ProvingKey::Supraseal(srs))
         };

@@ -20,8 +20,10 @@ pub struct Srs(supraseal_c2::SRS);
 
 impl Srs {
     /// Load `path` (bellperson/filecoin-proofs `.params` format) into pinned host memory.
-    pub fn load(path: &Path) -> Result<Srs, String> {
-        supraseal_c2::SRS::try_new(path.to_owned(), true)
+    /// With `cache`, supraseal-c2 keeps it in its process-wide cache keyed by path (loaded
+    /// once however often it is asked for); without, it is freed when dropped.
+    pub fn load(path: &Path, cache: bool) -> Result<Srs, String> {
+        supraseal_c2::SRS::try_new(path.to_owned(), cache)
             .map(Srs)
             .map_err(|e| format!("supraseal could not load {}: {}", path.display(), String::from(e)))
     }

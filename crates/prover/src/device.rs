@@ -1,0 +1,145 @@
+//! What this process proves on, and whether it can: the devices the CUDA driver shows it, and
+//! a self-test that proves a small circuit with this build's backend and verifies the proof.
+//!
+//! A GPU build whose device is missing or broken must never quietly prove on the CPU: the
+//! gpu-worker runs [`probe`] before it takes work and again after any device error, and stays
+//! not ready (saying why) while it fails. With the `cuda` backend the kernels themselves have
+//! no CPU fallback either (see `groth16.rs`).
+
+use std::time::Instant;
+
+use bellperson::groth16::prepare_verifying_key;
+use serde::Serialize;
+use snarkflow_circuits::PartitionCircuit;
+use snarkflow_wire::CircuitSpec;
+
+/// Constraints of the self-test circuit: enough for the GPU kernels to be used (the
+/// multiexp runs on the device above a few thousand terms), small enough to take well
+/// under a second.
+pub const SELF_TEST_CONSTRAINTS: u32 = 1 << 13;
+
+/// One device visible to this process.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DeviceInfo {
+    /// Ordinal among the devices this process sees (after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_bytes: u64,
+    /// e.g. `9.0` for an H100/H200.
+    pub compute_capability: String,
+}
+
+/// The result of a successful [`probe`].
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceReport {
+    pub backend: &'static str,
+    /// Empty for the CPU backend.
+    pub devices: Vec<DeviceInfo>,
+    /// Seconds the self-test proof took (parameters, synthesis, proof and verification).
+    pub self_test_seconds: f64,
+}
+
+impl DeviceReport {
+    /// Label for metrics and span attributes: `cpu`, or `cuda:<ordinals>` as the process
+    /// sees them (with `--gpu N`, ordinal 0 is physical GPU N).
+    pub fn label(&self) -> String {
+        if self.devices.is_empty() {
+            return "cpu".into();
+        }
+        let ordinals: Vec<String> = self.devices.iter().map(|d| d.ordinal.to_string()).collect();
+        format!("cuda:{}", ordinals.join(","))
+    }
+
+    /// Device names, comma-separated (`cpu` for the CPU backend).
+    pub fn names(&self) -> String {
+        if self.devices.is_empty() {
+            return "cpu".into();
+        }
+        self.devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The CUDA devices the driver shows this process, in ordinal order.
+#[cfg(any(feature = "cuda", feature = "cuda-supraseal"))]
+pub fn devices() -> Result<Vec<DeviceInfo>, String> {
+    use rustacuda::device::{Device, DeviceAttribute};
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
+    rustacuda::init(rustacuda::CudaFlags::empty())
+        .map_err(|e| format!("the CUDA driver could not be initialised ({e}); is the NVIDIA driver installed and the device passed through?"))?;
+    let mut out = Vec::new();
+    for (ordinal, device) in Device::devices().map_err(|e| format!("listing CUDA devices: {e}"))?.enumerate() {
+        let device = device.map_err(|e| format!("CUDA device {ordinal}: {e}"))?;
+        let err = |e: rustacuda::error::CudaError| format!("CUDA device {ordinal}: {e}");
+        let major = device.get_attribute(DeviceAttribute::ComputeCapabilityMajor).map_err(err)?;
+        let minor = device.get_attribute(DeviceAttribute::ComputeCapabilityMinor).map_err(err)?;
+        out.push(DeviceInfo {
+            ordinal: ordinal as u32,
+            name: device.name().map_err(err)?,
+            memory_bytes: device.total_memory().map_err(err)? as u64,
+            compute_capability: format!("{major}.{minor}"),
+        });
+    }
+    if out.is_empty() {
+        return Err(format!("no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES={visible})"));
+    }
+    Ok(out)
+}
+
+/// The CPU backend uses no device.
+#[cfg(not(any(feature = "cuda", feature = "cuda-supraseal")))]
+pub fn devices() -> Result<Vec<DeviceInfo>, String> {
+    Ok(Vec::new())
+}
+
+/// List the devices, then prove a small circuit with this build's backend (random
+/// parameters, fresh each time) and verify the proof. An error says what failed.
+pub fn probe() -> Result<DeviceReport, String> {
+    let started = Instant::now();
+    let devices = devices()?;
+    self_test().map_err(|e| format!("self-test proof on the {} backend failed: {e}", crate::BACKEND))?;
+    Ok(DeviceReport { backend: crate::BACKEND, devices, self_test_seconds: started.elapsed().as_secs_f64() })
+}
+
+fn self_test() -> Result<(), String> {
+    let spec = CircuitSpec::DenseChain { constraints: SELF_TEST_CONSTRAINTS };
+    let mut rng = rand::rngs::OsRng;
+    let params = crate::generate_random(PartitionCircuit::blank(spec), &mut rng).map_err(|e| e.to_string())?;
+    let circuit = PartitionCircuit::with_witness(spec, rand::random(), 0);
+    let partition = snarkflow_synthesis::synthesize(circuit, &spec.circuit_id(), 0).map_err(|e| e.to_string())?;
+    let public = partition.public_inputs().to_vec();
+    let pvk = prepare_verifying_key(&params.vk);
+    let loaded = crate::LoadedParams::from_parameters("self-test", params).map_err(|e| e.to_string())?;
+    let proof = loaded.prove(partition, &mut rng).map_err(|e| e.to_string())?;
+    if !crate::verify(&pvk, &proof, &public) {
+        return Err("the proof does not verify (the device computed a wrong result)".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(not(any(feature = "cuda", feature = "cuda-supraseal")))]
+    fn cpu_probe_proves_and_verifies() {
+        let report = probe().unwrap();
+        assert_eq!(report.backend, "cpu");
+        assert!(report.devices.is_empty());
+        assert_eq!(report.label(), "cpu");
+        assert!(report.self_test_seconds > 0.0);
+    }
+
+    #[test]
+    fn labels_name_every_device() {
+        let info = |ordinal: u32| DeviceInfo {
+            ordinal,
+            name: "NVIDIA H200".into(),
+            memory_bytes: 150_000_000_000,
+            compute_capability: "9.0".into(),
+        };
+        let report = DeviceReport { backend: "cuda", devices: vec![info(0), info(1)], self_test_seconds: 0.5 };
+        assert_eq!(report.label(), "cuda:0,1");
+        assert_eq!(report.names(), "NVIDIA H200,NVIDIA H200");
+    }
+}
