@@ -155,3 +155,114 @@ pub fn stock_c2(inputs: &[serde_json::Value], runs: usize, params_dir: &std::pat
     );
     Ok(failed)
 }
+
+/// What `snarkflow bench hammer` counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HammerSummary {
+    pub proofs: usize,
+    pub invalid: usize,
+    pub errors: usize,
+    pub wall_s: f64,
+    pub median_prove_s: f64,
+}
+
+/// `snarkflow bench hammer`: `proofs` proofs of `partitions` (distinct, synthesized once) from
+/// `threads` threads at once on this process's device, every proof verified. `locked` is the
+/// gpu-worker's discipline (one partition on the device at a time, the next one waiting
+/// prepared); unlocked, the threads call the prover concurrently, as several stock processes
+/// sharing one GPU do.
+pub fn hammer(
+    params: &snarkflow_prover::LoadedParams,
+    partitions: &[SynthesizedPartition],
+    proofs: usize,
+    threads: usize,
+    locked: bool,
+) -> HammerSummary {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let device = Mutex::new(());
+    let results = Mutex::new((Vec::new(), 0usize, 0usize));
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= proofs {
+                    break;
+                }
+                let partition = partitions[i % partitions.len()].clone();
+                let public = partition.public_inputs().to_vec();
+                let guard = locked.then(|| device.lock().unwrap_or_else(|p| p.into_inner()));
+                let (proof, prove_s) = timed(|| params.prove(partition, &mut rand::rngs::OsRng));
+                drop(guard);
+                let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
+                match proof {
+                    Ok(proof) if snarkflow_prover::verify(&params.pvk, &proof, &public) => r.0.push(prove_s),
+                    Ok(_) => {
+                        r.1 += 1;
+                        println!("proof {i} (partition {}) INVALID", i % partitions.len());
+                    }
+                    Err(e) => {
+                        r.2 += 1;
+                        println!("proof {i}: error: {e}");
+                    }
+                }
+            });
+        }
+    });
+    let wall_s = started.elapsed().as_secs_f64();
+    let (mut seconds, invalid, errors) = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    seconds.sort_by(f64::total_cmp);
+    let median_prove_s = seconds.get(seconds.len() / 2).copied().unwrap_or(0.0);
+    HammerSummary { proofs: seconds.len() + invalid + errors, invalid, errors, wall_s, median_prove_s }
+}
+
+/// Synthesize `count` distinct partitions of `spec` for [`hammer`]: seeds 0, 1, … for the
+/// synthetic circuits; a Filecoin job's partitions in turn (`available` of them, from `input`).
+pub fn hammer_partitions(
+    spec: &CircuitSpec,
+    input: Option<&JobInput>,
+    available: u32,
+    count: usize,
+) -> anyhow::Result<Vec<SynthesizedPartition>> {
+    let id = spec.circuit_id();
+    let available = available.max(1);
+    (0..count.max(1))
+        .map(|i| {
+            let (seed, partition) = (i as u64, (i as u32) % available);
+            Ok(snarkflow_circuits::visit_with_witness(spec, seed, partition, input, Synthesize(&id, partition))??)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hammer_counts_every_proof_and_all_verify() {
+        let spec = CircuitSpec::DenseChain { constraints: 64 };
+        let dir = tempfile::tempdir().unwrap();
+        let params = ParamStore::new(dir.path()).get(&spec, true).unwrap();
+        let partitions = hammer_partitions(&spec, None, u32::MAX, 3).unwrap();
+        assert_ne!(partitions[0], partitions[1], "distinct witnesses");
+        for locked in [true, false] {
+            let s = hammer(&params, &partitions, 7, 3, locked);
+            assert_eq!((s.proofs, s.invalid, s.errors), (7, 0, 0), "locked={locked}: {s:?}");
+            assert!(s.median_prove_s > 0.0);
+        }
+    }
+
+    #[test]
+    fn hammer_reports_proofs_that_do_not_verify() {
+        // a tampered c vector (an unsatisfied constraint): every proof of it is wrong
+        let spec = CircuitSpec::DenseChain { constraints: 64 };
+        let dir = tempfile::tempdir().unwrap();
+        let params = ParamStore::new(dir.path()).get(&spec, true).unwrap();
+        let mut partitions = hammer_partitions(&spec, None, u32::MAX, 2).unwrap();
+        partitions[1].c[5] += <blstrs::Scalar as ff::Field>::ONE;
+        let s = hammer(&params, &partitions, 4, 2, true);
+        assert_eq!((s.proofs, s.invalid, s.errors), (4, 2, 0), "{s:?}");
+    }
+}

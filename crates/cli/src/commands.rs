@@ -96,6 +96,34 @@ enum BenchCommand {
         #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
         params_dir: Option<PathBuf>,
     },
+    /// Hammer this process's device: many proofs of a few distinct partitions from several
+    /// threads at once, every proof verified; exits non-zero if any proof is invalid. By
+    /// default the threads take turns on the device as a gpu-worker's slots do; --unlocked
+    /// lets them prove concurrently (what several stock processes on one GPU do).
+    Hammer {
+        #[arg(long)]
+        kind: String,
+        #[command(flatten)]
+        filecoin: FilecoinInputArgs,
+        #[arg(long)]
+        blocks: Option<u32>,
+        #[arg(long)]
+        constraints: Option<u32>,
+        /// Proofs in all.
+        #[arg(long, default_value_t = 64)]
+        proofs: usize,
+        /// Distinct partitions (synthesized once, proved in turn).
+        #[arg(long, default_value_t = 4)]
+        partitions: usize,
+        /// Threads proving at once.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// No device lock: the threads' proofs run on the device concurrently.
+        #[arg(long)]
+        unlocked: bool,
+        #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
+        params_dir: Option<PathBuf>,
+    },
     /// The stock path: filecoin-proofs' own `seal_commit_phase2` in-process on a C1 output
     /// (Curio/lotus-bench envelope or bare C1 JSON), timed, for comparison with snarkflow.
     StockC2 {
@@ -342,6 +370,73 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 snarkflow_filecoin::use_parameter_dir(dir)?;
             }
             tokio::task::spawn_blocking(move || crate::bench::hop(spec, input, runs, prove, params_dir)).await??;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Hammer {
+                    kind,
+                    filecoin,
+                    blocks,
+                    constraints,
+                    proofs,
+                    partitions,
+                    threads,
+                    unlocked,
+                    params_dir,
+                },
+        } => {
+            let (spec, input, available) = match JobKind::parse(&kind) {
+                Some(k) if k.is_filecoin() => {
+                    let request = filecoin
+                        .request_input()?
+                        .with_context(|| format!("{kind} needs --c1 FILE --miner-id N or --input FILE"))?;
+                    let obj = request.as_object().context("the input is not a JSON object")?;
+                    let parsed = snarkflow_filecoin::parse_request(k, obj)?;
+                    (parsed.spec, Some(parsed.input), parsed.partitions)
+                }
+                _ => (spec_of(&kind, blocks, constraints)?, None, u32::MAX),
+            };
+            let params_dir = params_dir.unwrap_or_else(ParamStore::default_dir);
+            snarkflow_filecoin::use_parameter_dir(&params_dir)?;
+            let summary = tokio::task::spawn_blocking(move || -> anyhow::Result<crate::bench::HammerSummary> {
+                let report = snarkflow_prover::device::probe().map_err(anyhow::Error::msg)?;
+                println!(
+                    "device: {} backend, {} ({}), self-test {:.2} s",
+                    report.backend,
+                    report.label(),
+                    report.names(),
+                    report.self_test_seconds
+                );
+                let params = ParamStore::new(&params_dir).get(&spec, false)?;
+                let parts = crate::bench::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
+                println!(
+                    "hammer: {} x {proofs} proofs of {} distinct partitions, {threads} threads, {}",
+                    spec.circuit_id(),
+                    parts.len(),
+                    if unlocked {
+                        "UNLOCKED (concurrent device use)"
+                    } else {
+                        "locked (one partition on the device at a time)"
+                    }
+                );
+                Ok(crate::bench::hammer(&params, &parts, proofs, threads, !unlocked))
+            })
+            .await??;
+            println!(
+                "HAMMER backend {} threads {threads} {} proofs {} invalid {} errors {} wall {:.2} s => {:.1} proofs/min; median prove {:.3} s",
+                snarkflow_prover::BACKEND,
+                if unlocked { "unlocked" } else { "locked" },
+                summary.proofs,
+                summary.invalid,
+                summary.errors,
+                summary.wall_s,
+                60.0 * summary.proofs as f64 / summary.wall_s,
+                summary.median_prove_s
+            );
+            if summary.invalid + summary.errors > 0 {
+                return Ok(ExitCode::FAILURE);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Filecoin {

@@ -11,16 +11,21 @@ mod config;
 mod prove;
 mod shapes;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::Config;
 use snarkflow_bus::Bus;
+use snarkflow_prover::device::DeviceReport;
 use snarkflow_prover::ParamStore;
 use snarkflow_service::Readiness;
 use snarkflow_wire::CircuitSpec;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
+
+/// How long a worker whose device failed its probe waits before probing again.
+const PROBE_RETRY: Duration = Duration::from_secs(30);
 
 /// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
 /// SIGTERM, drain, flush.
@@ -35,8 +40,27 @@ pub fn main() -> std::process::ExitCode {
     snarkflow_service::main("gpu-worker", &telemetry, |shutdown| run(config, shutdown))
 }
 
-/// Run until `shutdown`: load parameters, report ready, prove; on shutdown stop pulling and
-/// give the proof in flight `drain_secs` before handing it back.
+/// The worker's view of its device: the last successful probe, or why it is unusable.
+pub(crate) struct DeviceState {
+    pub report: Option<DeviceReport>,
+    pub error: Option<String>,
+}
+
+/// Probe the device (driver device list + a self-test proof) holding the device lock, so it
+/// never overlaps a partition's kernels.
+async fn probe_device(lock: Arc<std::sync::Mutex<()>>) -> Result<DeviceReport, String> {
+    tokio::task::spawn_blocking(move || {
+        let _device = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        snarkflow_prover::device::probe()
+    })
+    .await
+    .unwrap_or_else(|panic| Err(format!("the device probe panicked: {panic}")))
+}
+
+/// Run until `shutdown`: probe the device, load parameters, report ready, prove; on shutdown
+/// stop pulling and give the proof in flight `drain_secs` before handing it back. A device
+/// that fails its probe (at start, or after a device error while proving) leaves the worker
+/// not ready, saying why, and pulling nothing until a probe passes again.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let worker_id = config.worker_id.clone().unwrap_or_else(config::default_worker_id);
     let params_dir = config.params_dir.clone().unwrap_or_else(ParamStore::default_dir);
@@ -44,19 +68,27 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
     let metrics = prove::Metrics::new();
     let readiness = Readiness::default();
-    let detail_worker = worker_id.clone();
-    let detail = move |state: &str, params: &ParamStore, shapes: &shapes::ShapeStore| {
-        serde_json::json!({
-            "worker": detail_worker,
-            "backend": snarkflow_prover::BACKEND,
-            "gpu": std::env::var("CUDA_VISIBLE_DEVICES").ok(),
-            "state": state,
-            "params_dir": params.dir().display().to_string(),
-            "loaded_circuits": params.loaded_ids(),
-            "loaded_shapes": shapes.loaded(),
+    let device_state = Arc::new(std::sync::Mutex::new(DeviceState { report: None, error: None }));
+    let detail = {
+        let (worker_id, device_state, params, shapes) =
+            (worker_id.clone(), device_state.clone(), params.clone(), shapes.clone());
+        Arc::new(move |state: &str| {
+            let device = device_state.lock().expect("device state");
+            serde_json::json!({
+                "worker": worker_id,
+                "backend": snarkflow_prover::BACKEND,
+                "gpu": std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+                "devices": device.report.as_ref().map(|r| &r.devices),
+                "self_test_seconds": device.report.as_ref().map(|r| r.self_test_seconds),
+                "device_error": device.error,
+                "state": state,
+                "params_dir": params.dir().display().to_string(),
+                "loaded_circuits": params.loaded_ids(),
+                "loaded_shapes": shapes.loaded(),
+            })
         })
     };
-    readiness.set(false, detail("loading parameters", &params, &shapes));
+    readiness.set(false, detail("probing the device"));
     if let Some(addr) = config.status_listen {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         info!(addr = %listener.local_addr()?, "status endpoint listening");
@@ -67,6 +99,29 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             shutdown.clone(),
         ));
     }
+    let device_lock: Arc<std::sync::Mutex<()>> = Default::default();
+    let report = loop {
+        match probe_device(device_lock.clone()).await {
+            Ok(report) => break report,
+            Err(e) => {
+                error!(backend = snarkflow_prover::BACKEND, error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
+                device_state.lock().expect("device state").error = Some(e);
+                readiness.set(false, detail("device unusable"));
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(PROBE_RETRY) => {}
+                }
+            }
+        }
+    };
+    info!(
+        backend = report.backend, device = %report.label(), name = %report.names(),
+        self_test_seconds = report.self_test_seconds, "device probe passed"
+    );
+    metrics.device_info.with_label_values(&[report.backend, &report.label(), &report.names()]).set(1);
+    let (device_label, device_name) = (report.label(), report.names());
+    *device_state.lock().expect("device state") = DeviceState { report: Some(report), error: None };
+    readiness.set(false, detail("loading parameters"));
     for id in &config.preload {
         let spec =
             CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
@@ -86,7 +141,10 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let rebuild_pool =
         rayon::ThreadPoolBuilder::new().num_threads(rebuild_threads).thread_name(|i| format!("rebuild-{i}")).build()?;
     let worker = prove::Worker {
-        device: Default::default(),
+        device: device_lock.clone(),
+        device_label,
+        device_name,
+        device_failed: Default::default(),
         rebuild_pool: Arc::new(rebuild_pool),
         bus,
         worker_id: worker_id.clone(),
@@ -95,7 +153,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         generate_missing_params: config.generate_missing_params,
         metrics,
     };
-    readiness.set(true, detail("ready", &params, &shapes));
+    readiness.set(true, detail("ready"));
     for id in params.loaded_ids() {
         worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
     }
@@ -111,18 +169,48 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         })
     };
     // 1 + prefetch slots pull partitions; each prepares its own, and they take turns on the device
-    let (worker, lanes, params, shapes) = (Arc::new(worker), Arc::new(lanes), params.clone(), shapes.clone());
-    let detail = Arc::new(detail);
+    let (worker, lanes, params) = (Arc::new(worker), Arc::new(lanes), params.clone());
+    // one re-probe at a time after a device error
+    let reprobe = Arc::new(tokio::sync::Mutex::new(()));
     let mut slots = tokio::task::JoinSet::new();
     for _ in 0..=config.prefetch {
         let (worker, lanes, shutdown, abandon) = (worker.clone(), lanes.clone(), shutdown.clone(), abandon.clone());
-        let (readiness, params, shapes, detail) = (readiness.clone(), params.clone(), shapes.clone(), detail.clone());
+        let (readiness, params, detail, device_state, reprobe) =
+            (readiness.clone(), params.clone(), detail.clone(), device_state.clone(), reprobe.clone());
         slots.spawn(async move {
             loop {
+                if worker.device_failed.load(Ordering::SeqCst) {
+                    let _one = reprobe.lock().await;
+                    if worker.device_failed.load(Ordering::SeqCst) {
+                        match probe_device(worker.device.clone()).await {
+                            Ok(report) => {
+                                info!(device = %report.label(), "device probe passed again; taking work");
+                                *device_state.lock().expect("device state") =
+                                    DeviceState { report: Some(report), error: None };
+                                worker.device_failed.store(false, Ordering::SeqCst);
+                                readiness.set(true, detail("ready"));
+                            }
+                            Err(e) => {
+                                error!(error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
+                                device_state.lock().expect("device state").error = Some(e);
+                                readiness.set(false, detail("device unusable"));
+                                tokio::select! {
+                                    _ = shutdown.cancelled() => break,
+                                    _ = tokio::time::sleep(PROBE_RETRY) => {}
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                }
                 match lanes.next(&shutdown).await {
                     Ok(Some((_, msg))) => {
                         worker.handle(&lanes, msg, &abandon).await;
-                        readiness.set(true, detail("ready", &params, &shapes));
+                        if worker.device_failed.load(Ordering::SeqCst) {
+                            readiness.set(false, detail("device error: probing the device"));
+                        } else {
+                            readiness.set(true, detail("ready"));
+                        }
                         for id in params.loaded_ids() {
                             worker.metrics.params_loaded.with_label_values(&[&id]).set(1);
                         }

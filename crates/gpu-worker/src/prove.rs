@@ -19,9 +19,6 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
-/// Name of the proving device in span attributes and metrics.
-pub const DEVICE: &str = if cfg!(any(feature = "cuda", feature = "cuda-supraseal")) { "cuda" } else { "cpu" };
-
 /// A stage span carrying the attributes every span of a partition has.
 macro_rules! stage_span {
     ($name:literal, $task:expr, $worker:expr $(, $($extra:tt)*)?) => {
@@ -48,6 +45,8 @@ pub struct Metrics {
     outcomes: IntCounterVec,
     /// 1 for every circuit id whose parameters this worker holds in memory.
     pub params_loaded: prometheus::IntGaugeVec,
+    /// 1, labelled with the backend and the device(s) the probe found.
+    pub device_info: prometheus::IntGaugeVec,
 }
 
 impl Metrics {
@@ -83,13 +82,21 @@ impl Metrics {
         )
         .expect("metric");
         registry.register(Box::new(params_loaded.clone())).expect("unique");
-        Metrics { registry, seconds, busy, in_flight, bytes, outcomes, params_loaded }
+        let device_info = prometheus::IntGaugeVec::new(
+            Opts::new("snarkflow_gpu_device_info", "the proving backend and device(s) of this worker"),
+            &["backend", "device", "name"],
+        )
+        .expect("metric");
+        registry.register(Box::new(device_info.clone())).expect("unique");
+        Metrics { registry, seconds, busy, in_flight, bytes, outcomes, params_loaded, device_info }
     }
 }
 
 enum Failure {
     Permanent(String),
     Transient(String),
+    /// The device failed: retried elsewhere (or here after the device passes a probe).
+    Device(String),
 }
 
 impl From<BusError> for Failure {
@@ -102,6 +109,11 @@ pub struct Worker {
     /// Held while a partition is on the device: slots overlap their CPU-side work (fetch,
     /// decode, rebuild) but never share the GPU.
     pub device: Arc<std::sync::Mutex<()>>,
+    /// `cpu` or `cuda:<ordinals>`, and the device names, for spans and metrics.
+    pub device_label: String,
+    pub device_name: String,
+    /// Set by a device error; the worker takes no work until a probe passes.
+    pub device_failed: std::sync::atomic::AtomicBool,
     /// Threads for rebuilding a, b, c: kept apart from the prover's own CPU work
     /// (supraseal prepares MSMs and does the B-G2 MSM on the CPU while the GPU runs).
     pub rebuild_pool: Arc<rayon::ThreadPool>,
@@ -166,6 +178,14 @@ impl Worker {
         self.metrics.in_flight.dec();
         let _enter = span.enter();
         let outcome = match outcome {
+            Err(Failure::Device(reason)) => {
+                warn!(job_id = %task.job_id, partition = task.partition, %reason, "device error: probing the device before taking more work");
+                self.device_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(Failure::Transient(format!("device error on {}: {reason}", self.worker_id)))
+            }
+            other => other,
+        };
+        let outcome = match outcome {
             // the broker will not offer it again: report it rather than leave the job hanging
             Err(Failure::Transient(reason)) if last_delivery => {
                 Err(Failure::Permanent(format!("gave up after {} deliveries: {reason}", self.bus.config().max_deliver)))
@@ -177,7 +197,7 @@ impl Worker {
                 self.metrics.outcomes.with_label_values(&[outcome]).inc();
                 let _ = msg.ack().await;
             }
-            Err(Failure::Transient(reason)) => {
+            Err(Failure::Transient(reason) | Failure::Device(reason)) => {
                 self.metrics.outcomes.with_label_values(&["retried"]).inc();
                 warn!(job_id = %task.job_id, partition = task.partition, %reason, "proving will be retried");
                 let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
@@ -247,6 +267,7 @@ impl Worker {
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
         let shapes = self.shapes.clone();
         let device = self.device.clone();
+        let (device_label, device_name) = (self.device_label.clone(), self.device_name.clone());
         let rebuild_pool = self.rebuild_pool.clone();
         let expected_partition = task.partition;
         // Stage spans are made where each stage starts (a span's time runs from creation
@@ -308,13 +329,18 @@ impl Worker {
                 task,
                 worker_id,
                 backend = snarkflow_prover::BACKEND,
-                gpu.device = DEVICE,
+                gpu.device = %device_label,
+                gpu.name = %device_name,
                 constraints = partition.num_constraints() as u64
             );
             let started = Instant::now();
-            let proof = prove_span
-                .in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng))
-                .map_err(|e| Failure::Permanent(e.to_string()))?;
+            let proof = prove_span.in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng)).map_err(|e| {
+                if e.is_device_error() {
+                    Failure::Device(e.to_string())
+                } else {
+                    Failure::Permanent(e.to_string())
+                }
+            })?;
             let prove_s = started.elapsed().as_secs_f64();
             drop(prove_span);
             let started = Instant::now();
@@ -329,7 +355,8 @@ impl Worker {
             Ok((proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s))
         })
         .await
-        .map_err(|e| Failure::Permanent(format!("prover panicked: {e}")))?;
+        // supraseal-c2 panics on a CUDA error
+        .map_err(|e| Failure::Device(format!("prover panicked: {e}")))?;
         let (proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s) = result?;
 
         let stats = ProveStats {
@@ -353,7 +380,7 @@ impl Worker {
         ] {
             self.metrics.seconds.with_label_values(&[stage]).observe(v);
         }
-        self.metrics.busy.with_label_values(&[DEVICE, &self.worker_id]).inc_by(prove_s);
+        self.metrics.busy.with_label_values(&[&self.device_label, &self.worker_id]).inc_by(prove_s);
         info!(
             job_id = %task.job_id, partition = task.partition, bytes = bytes_fetched,
             queue_wait_s, fetch_s = fetched.seconds, deserialize_s, prove_s, verify_s, "partition proved and verified"

@@ -29,6 +29,14 @@ pub enum ProveError {
     IdentityInKey,
 }
 
+impl ProveError {
+    /// The device failed (a kernel error), as opposed to a problem with the partition or
+    /// the parameters: the partition may succeed elsewhere, and the device needs a probe.
+    pub fn is_device_error(&self) -> bool {
+        matches!(self, ProveError::Gpu(_) | ProveError::Multiexp(_))
+    }
+}
+
 fn tracker(d: &Density) -> Arc<DensityTracker> {
     let mut t = DensityTracker::new();
     for _ in 0..d.len() {
@@ -51,7 +59,7 @@ fn reprs(v: Vec<Fr>) -> Arc<Vec<[u8; 32]>> {
 /// feature (an error if the kernel cannot run: never a silent CPU fallback), else on the
 /// CPU exactly as bellperson does.
 fn fft_many(
-    worker: &Worker,
+    #[cfg_attr(feature = "cuda", allow(unused_variables))] worker: &Worker,
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] kern: &mut LockedFftKernel<Fr>,
     coeffs: &mut [&mut [Fr]],
     omega: Fr,

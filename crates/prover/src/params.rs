@@ -30,6 +30,8 @@ pub enum ParamsError {
 }
 
 /// What a backend proves with.
+// one per loaded circuit: the variants' size difference costs nothing
+#[allow(clippy::large_enum_variant)]
 enum ProvingKey {
     /// The whole parameter file in memory, for our bellperson-based prover (CPU or `cuda`).
     #[cfg_attr(feature = "cuda-supraseal", allow(dead_code))]
@@ -75,7 +77,8 @@ impl LoadedParams {
         let key = {
             // a name never used before: supraseal's cache is keyed by path
             let unique: u64 = rand::random();
-            let path = std::env::temp_dir().join(format!("snarkflow-{circuit_id}-{}-{unique:016x}.params", std::process::id()));
+            let path = std::env::temp_dir()
+                .join(format!("snarkflow-{circuit_id}-{}-{unique:016x}.params", std::process::id()));
             let werr = |source| ParamsError::Write { path: path.clone(), source };
             let mut out = BufWriter::new(File::create(&path).map_err(werr)?);
             params.write(&mut out).and_then(|_| out.flush()).map_err(werr)?;
