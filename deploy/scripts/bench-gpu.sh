@@ -7,10 +7,13 @@
 #   stock   filecoin-proofs' seal_commit_phase2 in one process over the first STOCK_N inputs
 #   par     K stock processes sharing the GPU (proofs/min and failed proofs)
 #   sf      snarkflow: nats-server + gateway + synth-workers + 1 gpu-worker (supraseal), the N
-#           jobs at once, once per entry of VARIANTS ("SYNTH:REBUILD_THREADS:pin|nopin"; pin puts
-#           the synth-workers on the first SYNTH cores and the gpu-worker on the rest);
+#           jobs at once, once per entry of VARIANTS ("SYNTH:REBUILD_THREADS:pin|nopin[:live|staged[:PREFETCH]]";
+#           pin puts the synth-workers on the first SYNTH cores and the gpu-worker on the rest;
+#           staged synthesizes all N first with the gpu-worker stopped, then starts it and times
+#           proving alone: a GPU host whose synthesis runs on other hosts);
 #           per-stage medians, GPU busy fraction and gaps from the spans, waterfall
 #   hop     in-process prove of one partition (the gpu-worker's per-partition overhead)
+#   ready   per backend: a gpu-worker given an absent GPU (--gpu 7) answers /readyz 503, saying why
 #   kinds   per backend (cuda, cuda-supraseal): one job of each 2 KiB Filecoin kind through the
 #           whole pipeline, verified by the gateway (verify_seal etc.)
 #   hammer  per backend: HAMMER_N PoRep proofs from 4 threads taking turns on the device (must
@@ -25,7 +28,7 @@ logs=/tmp/snarkflow-logs; mkdir -p $logs
 exec > >(tee -a "$out/summary.txt") 2>&1
 d=/tmp/snarkflow-bin
 mkdir -p "$d" && tar xJf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
-PHASES="${PHASES:-params stock par sf hop kinds hammer sha}"
+PHASES="${PHASES:-params stock par sf hop ready kinds hammer sha}"
 N="${N:-32}" K="${K:-4}" MINER=1000
 STOCK_N="${STOCK_N:-$N}"   # the stock runs take the first STOCK_N inputs (2+ s each)
 WIRE="${WIRE:-compact}"    # synth-workers' --wire-format: compact or raw
@@ -33,6 +36,7 @@ VARIANTS="${VARIANTS:-${SYNTH:-6}:4:nopin}"
 HAMMER_N="${HAMMER_N:-64}" SHA_N="${SHA_N:-8}" SHA_BLOCKS="${SHA_BLOCKS:-161}"
 P=/tmp/snarkflow-params S=/tmp/snarkflow-sectors
 export SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 RUST_LOG=warn
+export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318   # `snarkflow traces collect` during the sf runs
 sf="$d/snarkflow-supraseal"
 cores=$(nproc)
 has() { [[ " $PHASES " == *" $1 "* ]]; }
@@ -44,6 +48,7 @@ wait_job() {
     until "$sf" status "$1" | grep -E '"state": "(done|failed|cancelled)"' >/dev/null; do
         sleep 0.2; [ "$(date +%s)" -gt "$until" ] && { echo "job $1 did not finish"; return 1; }
     done
+    return 0
 }
 get() { python3 -c "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1]).read().decode())" "$1" 2>/dev/null; }
 wait_ready() { # url, what
@@ -51,6 +56,7 @@ wait_ready() { # url, what
     until get "$1" | grep -q '"ready":true'; do
         sleep 0.5; [ $(( $(date +%s) - start )) -gt 300 ] && { echo "$2 not ready: $(get "$1")"; return 1; }
     done
+    return 0
 }
 echo "== $(date -u +%FT%TZ) PHASES=\"$PHASES\" N=$N STOCK_N=$STOCK_N K=$K VARIANTS=\"$VARIANTS\""
 echo "$cores cores; $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader)"
@@ -103,15 +109,15 @@ fi
 
 # a stack: nats-server, gateway, synth-workers, one gpu-worker of the given build
 pids=()
-stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin, preload
-    local gw=$1 synth=$2 rebuild=$3 pin=$4 preload=$5 gcpu="" scpu=""
+stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin, preload[, prefetch]
+    local gw=$1 synth=$2 rebuild=$3 pin=$4 preload=$5 prefetch=${6:-1} gcpu="" scpu=""
     if [ "$pin" = pin ] && command -v taskset >/dev/null; then
         scpu="taskset -c 0-$((synth - 1))"; gcpu="taskset -c $synth-$((cores - 1))"
     fi
     rm -rf /tmp/snarkflow-nats
     "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$logs/nats.log" 2>&1 & pids=($!)
-    RUST_LOG=info $gcpu "$gw" --worker-id gpu-h200 --preload "$preload" --rebuild-threads "$rebuild" \
-        --status-listen 127.0.0.1:9102 >"$logs/gpu-worker.log" 2>&1 & pids+=($!)
+    gpu_cmd=($gcpu "$gw" --worker-id gpu-h200 --preload "$preload" --rebuild-threads "$rebuild" --prefetch "$prefetch" --status-listen 127.0.0.1:9102)
+    RUST_LOG=info "${gpu_cmd[@]}" >"$logs/gpu-worker.log" 2>&1 & gpu_pid=$!; pids+=($gpu_pid)
     "$d/gateway" >"$logs/gateway.log" 2>&1 & pids+=($!)
     for i in $(seq 1 "$synth"); do
         $scpu "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" >/dev/null 2>&1 & pids+=($!)
@@ -127,9 +133,10 @@ stack_down() {
 
 if has sf; then
     for variant in $VARIANTS; do
-        IFS=: read -r synth rebuild pin <<<"$variant"
-        echo "-- snarkflow: $synth synth-workers, --rebuild-threads $rebuild, $pin"
-        stack_up "$d/gpu-worker-supraseal" "$synth" "$rebuild" "$pin" porep-c2-2KiB || { stack_down; continue; }
+        IFS=: read -r synth rebuild pin staged prefetch <<<"$variant"
+        prefetch=${prefetch:-1}
+        echo "-- snarkflow: $synth synth-workers, --rebuild-threads $rebuild, --prefetch $prefetch, $pin ${staged:-}"
+        stack_up "$d/gpu-worker-supraseal" "$synth" "$rebuild" "$pin" porep-c2-2KiB "$prefetch" || { stack_down; continue; }
         # warm-up: every synth-worker records the constraint shape once (one job each, not timed)
         warm=()
         for f in $(echo $c1s | tr ' ' '\n' | head -n "$synth"); do
@@ -141,8 +148,20 @@ if has sf; then
         "$sf" traces collect --out /tmp/spans.jsonl >/dev/null 2>&1 &
         collector=$!
         sleep 0.5
-        t0=$(now); ids=()
-        for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
+        if [ "${staged:-}" = staged ]; then
+            kill -TERM "$gpu_pid"; wait "$gpu_pid" 2>/dev/null
+            ids=()
+            for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
+            # every partition synthesized and waiting on the prove lane
+            until [ "$(for id in "${ids[@]}"; do "$sf" status "$id"; done | grep -c '"synthesized": 1,')" -ge "${#ids[@]}" ]; do sleep 1; done
+            echo "staged: ${#ids[@]} partitions synthesized; starting the gpu-worker"
+            RUST_LOG=info "${gpu_cmd[@]}" >>"$logs/gpu-worker.log" 2>&1 & gpu_pid=$!; pids+=($gpu_pid)
+            wait_ready http://127.0.0.1:9102/readyz gpu-worker
+            t0=$(now)
+        else
+            t0=$(now); ids=()
+            for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
+        fi
         for id in "${ids[@]}"; do wait_job "$id"; done
         t1=$(now)
         for id in "${ids[@]}"; do "$sf" status "$id"; done >"$logs/jobs-$variant.json"
@@ -152,7 +171,7 @@ if has sf; then
         "$sf" status "${ids[0]}" >"$logs/job0.json"
         stack_down
         kill -INT "$collector"; wait "$collector" 2>/dev/null
-        tag=${variant//:/-}
+        tag=$(echo "$variant" | tr ':' '-')
         "$sf" waterfall --otlp-file /tmp/spans.jsonl --width 100 --svg "$out/waterfall-$tag.svg" >"$logs/waterfall-$tag.txt" 2>&1
         grep -iE "busy|gap|ratio" "$logs/waterfall-$tag.txt" | head -8
         python3 - "$logs/jobs-$variant.json" <<'PY'
@@ -180,6 +199,25 @@ if has hop; then
     RUST_LOG=warn "$sf" bench hop --kind porep-c2 --c1 $S/sector-1/c1.json --miner-id $MINER --runs 5 --prove \
         --params-dir $P >"$logs/hop.log" 2>&1
     grep -E "^\|" "$logs/hop.log"
+fi
+
+# a GPU that is not there: the worker must say so and stay not ready (never prove on the CPU)
+if has ready; then
+    for gw in gpu-worker gpu-worker-supraseal; do
+        RUST_LOG=warn "$d/$gw" --gpu 7 --status-listen 127.0.0.1:9103 --nats-url nats://127.0.0.1:1 \
+            >"$logs/ready-$gw.log" 2>&1 & p=$!
+        sleep 4
+        python3 - "$gw" <<'PY'
+import json, sys, urllib.request, urllib.error
+try:
+    r = urllib.request.urlopen("http://127.0.0.1:9103/readyz"); code, body = r.status, r.read()
+except urllib.error.HTTPError as e:
+    code, body = e.code, e.read()
+d = json.loads(body)
+print(f"{sys.argv[1]} --gpu 7 (absent): HTTP {code} ready={d['ready']} state={d['detail']['state']!r} device_error={d['detail']['device_error']!r}")
+PY
+        kill -TERM $p; wait $p 2>/dev/null
+    done
 fi
 
 # every 2 KiB Filecoin kind through the pipeline on each backend, verified by the gateway

@@ -85,3 +85,38 @@ async fn shutdown_past_the_drain_deadline_hands_the_work_back() {
     assert_eq!(job["state"], "done", "{job}");
     assert_eq!(job["partition_details"][0]["prove"]["worker"], "gpu-next");
 }
+
+/// A free local port for a status endpoint.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gpu_worker_is_ready_only_after_its_device_probe_and_reports_the_device() {
+    let stack = Stack::start().await.unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let worker = start_gpu_worker_with(&stack.nats.url(), "gpu-probe", &["--status-listen", &addr]).unwrap();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let detail = loop {
+        if let Ok(r) = http.get(format!("http://{addr}/readyz")).send().await {
+            let ok = r.status().is_success();
+            let body: serde_json::Value = r.json().await.unwrap();
+            if ok {
+                break body["detail"].clone();
+            }
+            // before ready it says what it is doing, and no device error on a working backend
+            assert!(body["detail"]["state"].is_string(), "{body}");
+            assert!(body["detail"]["device_error"].is_null(), "{body}");
+        }
+        assert!(Instant::now() < deadline, "the gpu-worker never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(detail["backend"], "cpu", "{detail}");
+    assert_eq!(detail["devices"], json!([]), "the CPU backend uses no device: {detail}");
+    assert!(detail["self_test_seconds"].as_f64().unwrap() > 0.0, "the self-test proof ran: {detail}");
+    assert!(detail["device_error"].is_null(), "{detail}");
+    let metrics = http.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"snarkflow_gpu_device_info{backend="cpu",device="cpu",name="cpu"} 1"#), "{metrics}");
+    worker.stop().await.unwrap();
+}

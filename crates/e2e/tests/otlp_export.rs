@@ -180,7 +180,7 @@ async fn services_export_one_trace_per_job_over_otlp() {
                 }
                 if name == "prove" {
                     assert!(
-                        s.attr("backend").is_some() && s.attr("gpu.device").is_some(),
+                        s.attr("backend").is_some() && s.attr("gpu.device").is_some() && s.attr("gpu.name").is_some(),
                         "prove lacks device attributes"
                     );
                 }

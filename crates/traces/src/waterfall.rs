@@ -58,6 +58,9 @@ pub struct Device {
     pub busy_s: f64,
     /// Busy time over the report window.
     pub busy_fraction: f64,
+    /// Busy time from the first proof's start to the last proof's end: the steady state,
+    /// without the ramp before the first partition reaches the device or the tail after.
+    pub steady_fraction: f64,
     pub gaps: GapStats,
 }
 
@@ -180,10 +183,15 @@ pub fn analyze(spans: &[Span]) -> Report {
                 .filter(|g| *g >= MIN_IDLE_GAP_NS)
                 .map(|g| g as f64 / 1e9)
                 .collect();
+            let proving_ns = match (busy.first(), busy.last()) {
+                (Some(first), Some(last)) => (last.1 - first.0).max(1) as f64,
+                _ => 1.0,
+            };
             Device {
                 name,
                 busy_s: busy_ns as f64 / 1e9,
                 busy_fraction: busy_ns as f64 / window_ns,
+                steady_fraction: busy_ns as f64 / proving_ns,
                 gaps: GapStats {
                     count: gaps.len(),
                     max_s: gaps.iter().cloned().fold(0.0, f64::max),

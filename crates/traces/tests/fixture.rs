@@ -31,6 +31,8 @@ fn gpu_busy_fraction_and_gaps_match_the_hand_computation() {
     assert_eq!(d.name, "gpu-1/cpu");
     assert!((d.busy_s - 5.0).abs() < 1e-9, "{}", d.busy_s);
     assert!((d.busy_fraction - 0.5).abs() < 1e-9, "{}", d.busy_fraction);
+    // proofs from 2 s to 10 s: 5 s busy of 8
+    assert!((d.steady_fraction - 0.625).abs() < 1e-9, "{}", d.steady_fraction);
     assert_eq!(d.gaps.count, 2);
     assert!((d.gaps.median_s - 1.5).abs() < 1e-9 && (d.gaps.max_s - 2.0).abs() < 1e-9);
 }
@@ -56,7 +58,12 @@ fn text_waterfall_draws_every_partition_on_one_axis() {
     assert_eq!(row("aaaaaaaa p0"), format!("{:16} |SSSSGGGG            |", "aaaaaaaa p0"));
     assert_eq!(row("bbbbbbbb p1"), format!("{:16} |      SSSSSSSSSS..GG|", "bbbbbbbb p1"));
     assert_eq!(row("gpu-1/cpu"), format!("{:16} |    GGGG  GG    GGGG|", "gpu-1/cpu"));
-    assert!(text.contains("busy 5.000 s of 10.000 s = 50.0%; idle gaps 2 (median 1.500 s, max 2.000 s)"), "{text}");
+    assert!(
+        text.contains(
+            "busy 5.000 s of 10.000 s = 50.0% (first to last proof: 62.5%); idle gaps 2 (median 1.500 s, max 2.000 s)"
+        ),
+        "{text}"
+    );
     let svg = waterfall::render_svg(&report());
     assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
     assert_eq!(svg.matches("fill=\"#e15759\"").count(), 4 + 3, "a red bar per proof and per merged busy interval");

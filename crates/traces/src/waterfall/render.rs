@@ -54,11 +54,12 @@ pub fn render_text(report: &Report, width: usize) -> String {
     for d in &report.devices {
         let _ = writeln!(
             out,
-            "GPU {}: busy {:.3} s of {:.3} s = {:.1}%; idle gaps {} (median {:.3} s, max {:.3} s)",
+            "GPU {}: busy {:.3} s of {:.3} s = {:.1}% (first to last proof: {:.1}%); idle gaps {} (median {:.3} s, max {:.3} s)",
             d.name,
             d.busy_s,
             w,
             100.0 * d.busy_fraction,
+            100.0 * d.steady_fraction,
             d.gaps.count,
             d.gaps.median_s,
             d.gaps.max_s
@@ -145,9 +146,10 @@ pub fn render_svg(report: &Report) -> String {
     for d in &report.devices {
         let _ = write!(
             out,
-            r#"<text x="10" y="{y}">GPU {}: busy {:.1}%, idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
+            r#"<text x="10" y="{y}">GPU {}: busy {:.1}% (first to last proof: {:.1}%), idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
             escape(&d.name),
             100.0 * d.busy_fraction,
+            100.0 * d.steady_fraction,
             d.gaps.count,
             d.gaps.median_s,
             d.gaps.max_s
