@@ -90,10 +90,14 @@ test:
 build-gpu:
     bash deploy/scripts/build-gpu.sh
 
-# the GPU benchmark on this (GPU) host: stock C2 vs parallel stock vs snarkflow, 2 KiB PoRep
+# clippy with each GPU feature (no GPU needed; CI runs it)
+check-gpu:
+    bash deploy/scripts/check-gpu.sh
+
+# the GPU benchmark on this (GPU) host: stock C2 vs parallel stock vs snarkflow (2 KiB PoRep), both backends
 bench-gpu:
     bash deploy/scripts/pack-gpu.sh
-    OUT="{{state}}/bench-gpu" N=96 STOCK_N=32 K=4 SYNTH=6 bash -c 'mkdir -p "$OUT" && bash deploy/scripts/bench-gpu.sh'
+    OUT="{{state}}/bench-gpu" N=96 STOCK_N=32 K=4 VARIANTS="6:4:nopin:live:1 4:4:nopin:live:2 6:4:nopin:staged:2" bash -c 'mkdir -p "$OUT" && bash deploy/scripts/bench-gpu.sh'
 
 # validate docker-compose.yml against the Compose Specification
 compose-check:
