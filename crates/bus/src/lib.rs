@@ -9,12 +9,14 @@
 
 mod lanes;
 mod objects;
+pub mod settle;
 mod topology;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
 pub use lanes::{Heartbeat, Lanes};
 pub use objects::{Fetched, Stored};
+pub use settle::{settle, Failure, TaskRef};
 pub use topology::{Bus, BusConfig};
 pub use trace_context::{extract_context, inject_current_context};
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use opentelemetry::trace::Span as _;
 use opentelemetry::KeyValue;
 use prometheus::{CounterVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
-use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
+use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message, TaskRef};
 use snarkflow_prover::{ParamStore, ParamsError};
 use snarkflow_synthesis::{decode_compact, SynthesizedPartition};
 use snarkflow_wire::PartitionEncoding;
@@ -16,8 +16,6 @@ use snarkflow_wire::{self as wire, JobEvent, JobEventBody, ProveStats, ProveTask
 use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-
-const RETRY_DELAY: Duration = Duration::from_secs(2);
 
 /// A stage span carrying the attributes every span of a partition has.
 macro_rules! stage_span {
@@ -170,7 +168,6 @@ impl Worker {
         span.set_parent(parent);
         let _heartbeat = lanes.heartbeat(&msg);
         self.metrics.in_flight.inc();
-        let last_delivery = msg.info().map(|i| i.delivered >= self.bus.config().max_deliver).unwrap_or(false);
         let outcome = tokio::select! {
             r = self.process(&task, queue_wait_s).instrument(span.clone()) => r,
             _ = abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
@@ -178,50 +175,23 @@ impl Worker {
         self.metrics.in_flight.dec();
         let _enter = span.enter();
         let outcome = match outcome {
+            Ok(outcome) => Ok(outcome),
+            Err(Failure::Permanent(reason)) => Err(snarkflow_bus::Failure::Permanent(reason)),
+            Err(Failure::Transient(reason)) => Err(snarkflow_bus::Failure::Transient(reason)),
             Err(Failure::Device(reason)) => {
                 warn!(job_id = %task.job_id, partition = task.partition, %reason, "device error: probing the device before taking more work");
                 self.device_failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                Err(Failure::Transient(format!("device error on {}: {reason}", self.worker_id)))
+                Err(snarkflow_bus::Failure::Transient(format!("device error on {}: {reason}", self.worker_id)))
             }
-            other => other,
         };
-        let outcome = match outcome {
-            // the broker will not offer it again: report it rather than leave the job hanging
-            Err(Failure::Transient(reason)) if last_delivery => {
-                Err(Failure::Permanent(format!("gave up after {} deliveries: {reason}", self.bus.config().max_deliver)))
-            }
-            other => other,
+        let task_ref = TaskRef {
+            job_id: &task.job_id,
+            partition: task.partition,
+            stage: Stage::Proving,
+            object: Some(&task.object),
         };
-        match outcome {
-            Ok(outcome) => {
-                self.metrics.outcomes.with_label_values(&[outcome]).inc();
-                let _ = msg.ack().await;
-            }
-            Err(Failure::Transient(reason) | Failure::Device(reason)) => {
-                self.metrics.outcomes.with_label_values(&["retried"]).inc();
-                warn!(job_id = %task.job_id, partition = task.partition, %reason, "proving will be retried");
-                let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
-            }
-            Err(Failure::Permanent(reason)) => {
-                self.metrics.outcomes.with_label_values(&["failed"]).inc();
-                warn!(job_id = %task.job_id, partition = task.partition, %reason, "proving failed permanently");
-                let event = JobEvent::new(
-                    &task.job_id,
-                    task.partition,
-                    now_ms(),
-                    JobEventBody::PartitionFailed { stage: Stage::Proving, message: reason },
-                );
-                match self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await {
-                    Ok(()) => {
-                        let _ = self.bus.delete_partition(&task.object).await;
-                        let _ = msg.ack_with(AckKind::Term).await;
-                    }
-                    Err(_) => {
-                        let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
-                    }
-                }
-            }
-        }
+        let outcome = snarkflow_bus::settle(&self.bus, &msg, task_ref, outcome).await;
+        self.metrics.outcomes.with_label_values(&[outcome]).inc();
     }
 
     async fn job_is_live(&self, id: &str) -> Result<bool, Failure> {

@@ -2,10 +2,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
-use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Lanes, Message};
+use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Failure, Lanes, Message, TaskRef};
 use snarkflow_circuits::JobInput;
 use snarkflow_synthesis::{encode_compact, RecordShape, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
@@ -33,7 +33,6 @@ macro_rules! stage_span {
 }
 
 /// How long a transient failure waits before the task is offered again.
-const RETRY_DELAY: Duration = Duration::from_secs(2);
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -67,20 +66,6 @@ impl Metrics {
         registry.register(Box::new(bytes.clone())).expect("unique");
         registry.register(Box::new(outcomes.clone())).expect("unique");
         Metrics { registry, seconds, bytes, outcomes, in_flight }
-    }
-}
-
-/// What went wrong, classified once; the class decides the ack.
-enum Failure {
-    /// Bad input: retrying cannot help.
-    Permanent(String),
-    /// The broker or store hiccuped: retry later.
-    Transient(String),
-}
-
-impl From<BusError> for Failure {
-    fn from(e: BusError) -> Self {
-        Failure::Transient(e.to_string())
     }
 }
 
@@ -148,40 +133,11 @@ impl Worker {
         };
         self.metrics.in_flight.dec();
         let _enter = span.enter();
-        match outcome {
-            Ok(true) => {
-                self.metrics.outcomes.with_label_values(&["synthesized"]).inc();
-                let _ = msg.ack().await;
-            }
-            Ok(false) => {
-                self.metrics.outcomes.with_label_values(&["skipped"]).inc();
-                let _ = msg.ack().await;
-            }
-            Err(Failure::Transient(reason)) => {
-                self.metrics.outcomes.with_label_values(&["retried"]).inc();
-                warn!(job_id = %task.job_id, partition = task.partition, %reason, "synthesis will be retried");
-                let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
-            }
-            Err(Failure::Permanent(reason)) => {
-                self.metrics.outcomes.with_label_values(&["failed"]).inc();
-                warn!(job_id = %task.job_id, partition = task.partition, %reason, "synthesis failed permanently");
-                let event = JobEvent::new(
-                    &task.job_id,
-                    task.partition,
-                    now_ms(),
-                    JobEventBody::PartitionFailed { stage: Stage::Synthesis, message: reason },
-                );
-                match self.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await {
-                    Ok(()) => {
-                        let _ = msg.ack_with(AckKind::Term).await;
-                    }
-                    // without the event the job would hang: let the task come back instead
-                    Err(_) => {
-                        let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
-                    }
-                }
-            }
-        }
+        let outcome = outcome.map(|synthesized| if synthesized { "synthesized" } else { "skipped" });
+        let task_ref =
+            TaskRef { job_id: &task.job_id, partition: task.partition, stage: Stage::Synthesis, object: None };
+        let outcome = snarkflow_bus::settle(&self.bus, &msg, task_ref, outcome).await;
+        self.metrics.outcomes.with_label_values(&[outcome]).inc();
     }
 
     async fn job(&self, id: &str) -> Result<Option<JobRecord>, Failure> {

@@ -1,0 +1,128 @@
+//! Settling a work message once its handling ended: one classification of failures and one
+//! ack rule for every worker.
+//!
+//! - success → `Ack`;
+//! - transient failure (broker, store, a device error) → `Nak` with a delay, so the message
+//!   comes back — except on its last allowed delivery, where it becomes permanent (the broker
+//!   would drop it and the job would hang);
+//! - permanent failure → a `PartitionFailed` event for the job, then `Term`; if the event
+//!   cannot be published the message is `Nak`ed instead, because without the event the job
+//!   would never finish.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{AckKind, Message};
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, Stage};
+use tracing::warn;
+
+use crate::{now_ms, Bus, BusError};
+
+/// Delay before a transient failure's message is offered again.
+pub const RETRY_DELAY: Duration = Duration::from_secs(2);
+
+/// What went wrong, classified once; the class decides the ack.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// Bad input or a wrong result: retrying cannot help.
+    Permanent(String),
+    /// The broker, the store or a device hiccuped: retry later.
+    Transient(String),
+}
+
+impl From<BusError> for Failure {
+    fn from(e: BusError) -> Self {
+        Failure::Transient(e.to_string())
+    }
+}
+
+/// How a settled message ended, for the workers' outcome metrics: `retried`, `failed`, or
+/// the success label the worker gave.
+pub type Outcome = &'static str;
+
+/// The part of a task settling needs.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskRef<'a> {
+    pub job_id: &'a str,
+    pub partition: u32,
+    pub stage: Stage,
+    /// An object to delete when the task fails permanently (the synthesized partition).
+    pub object: Option<&'a str>,
+}
+
+/// Whether `msg` is on its last allowed delivery.
+pub fn is_last_delivery(bus: &Bus, msg: &Message) -> bool {
+    msg.info().map(|i| i.delivered >= bus.config().max_deliver).unwrap_or(false)
+}
+
+/// Turn a transient failure on the last allowed delivery into a permanent one.
+pub fn final_delivery_rule(
+    result: Result<Outcome, Failure>,
+    last_delivery: bool,
+    max_deliver: i64,
+) -> Result<Outcome, Failure> {
+    match result {
+        Err(Failure::Transient(reason)) if last_delivery => {
+            Err(Failure::Permanent(format!("gave up after {max_deliver} deliveries: {reason}")))
+        }
+        other => other,
+    }
+}
+
+/// Ack, nak or terminate `msg` for `result` (see the module docs); returns the outcome label.
+pub async fn settle(bus: &Bus, msg: &Message, task: TaskRef<'_>, result: Result<Outcome, Failure>) -> Outcome {
+    let result = final_delivery_rule(result, is_last_delivery(bus, msg), bus.config().max_deliver);
+    let what = match task.stage {
+        Stage::Synthesis => "synthesis",
+        Stage::Proving => "proving",
+    };
+    match result {
+        Ok(outcome) => {
+            let _ = msg.ack().await;
+            outcome
+        }
+        Err(Failure::Transient(reason)) => {
+            warn!(job_id = %task.job_id, partition = task.partition, %reason, "{what} will be retried");
+            let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+            "retried"
+        }
+        Err(Failure::Permanent(reason)) => {
+            warn!(job_id = %task.job_id, partition = task.partition, %reason, "{what} failed permanently");
+            let event = JobEvent::new(
+                task.job_id,
+                task.partition,
+                now_ms(),
+                JobEventBody::PartitionFailed { stage: task.stage, message: reason },
+            );
+            match bus.publish(wire::events_subject(task.job_id), wire::encode(&event), None).await {
+                Ok(()) => {
+                    if let Some(object) = task.object {
+                        let _ = bus.delete_partition(object).await;
+                    }
+                    let _ = msg.ack_with(AckKind::Term).await;
+                }
+                Err(_) => {
+                    let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
+                }
+            }
+            "failed"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transient_failure_on_the_last_delivery_becomes_permanent() {
+        let transient = || Err(Failure::Transient("nats down".into()));
+        assert_eq!(final_delivery_rule(transient(), false, 5), transient());
+        assert_eq!(
+            final_delivery_rule(transient(), true, 5),
+            Err(Failure::Permanent("gave up after 5 deliveries: nats down".into()))
+        );
+        assert_eq!(final_delivery_rule(Ok("proved"), true, 5), Ok("proved"));
+        let permanent = Err(Failure::Permanent("bad input".into()));
+        assert_eq!(final_delivery_rule(permanent.clone(), true, 5), permanent);
+    }
+}
