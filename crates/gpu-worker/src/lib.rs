@@ -89,16 +89,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         })
     };
     readiness.set(false, detail("probing the device"));
-    if let Some(addr) = config.status_listen {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        info!(addr = %listener.local_addr()?, "status endpoint listening");
-        tokio::spawn(snarkflow_service::serve_status(
-            listener,
-            readiness.clone(),
-            metrics.registry.clone(),
-            shutdown.clone(),
-        ));
-    }
+    snarkflow_service::spawn_status(
+        config.status_listen,
+        readiness.clone(),
+        metrics.registry.clone(),
+        shutdown.clone(),
+    )
+    .await?;
     let device_lock: Arc<std::sync::Mutex<()>> = Default::default();
     let report = loop {
         match probe_device(device_lock.clone()).await {

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::process::ExitCode;
 
 pub use args::{NatsArgs, TelemetryArgs};
-pub use status::{serve_status, Readiness};
+pub use status::{serve_status, spawn_status, Readiness};
 use tokio_util::sync::CancellationToken;
 
 /// Resolves on SIGINT or SIGTERM.

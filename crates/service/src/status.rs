@@ -60,3 +60,18 @@ pub async fn serve_status(
         .with_state(StatusState { readiness, registry });
     axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
 }
+
+/// Bind `addr` (when given) and serve the status endpoints on it in the background until
+/// `shutdown`; binding errors are returned (a worker should not start without its status port).
+pub async fn spawn_status(
+    addr: Option<std::net::SocketAddr>,
+    readiness: Readiness,
+    registry: prometheus::Registry,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let Some(addr) = addr else { return Ok(()) };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "status endpoint listening");
+    tokio::spawn(serve_status(listener, readiness, registry, shutdown));
+    Ok(())
+}

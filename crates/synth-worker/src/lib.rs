@@ -36,16 +36,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let metrics = synthesize::Metrics::new();
     let readiness = Readiness::default();
     readiness.set(true, serde_json::json!({ "worker": worker_id, "concurrency": config.concurrency }));
-    if let Some(addr) = config.status_listen {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        info!(addr = %listener.local_addr()?, "status endpoint listening");
-        tokio::spawn(snarkflow_service::serve_status(
-            listener,
-            readiness.clone(),
-            metrics.registry.clone(),
-            shutdown.clone(),
-        ));
-    }
+    snarkflow_service::spawn_status(
+        config.status_listen,
+        readiness.clone(),
+        metrics.registry.clone(),
+        shutdown.clone(),
+    )
+    .await?;
     let worker = Arc::new(synthesize::Worker {
         inputs: Default::default(),
         bus,
