@@ -7,8 +7,9 @@
 #   stock   filecoin-proofs' seal_commit_phase2 in one process over the first STOCK_N inputs
 #   par     K stock processes sharing the GPU (proofs/min and failed proofs)
 #   sf      snarkflow: nats-server + gateway + synth-workers + 1 gpu-worker (supraseal), the N
-#           jobs at once, once per entry of VARIANTS ("SYNTH:REBUILD_THREADS:pin|nopin[:live|staged[:PREFETCH]]";
-#           pin puts the synth-workers on the first SYNTH cores and the gpu-worker on the rest;
+#           jobs at once, once per entry of VARIANTS ("SYNTH:REBUILD_THREADS:pin|nopin|nice[:live|staged[:PREFETCH]]";
+#           pin puts the synth-workers on the first SYNTH cores and the gpu-worker on the rest,
+#           nice runs the synth-workers at nice 10 (the gpu-worker keeps priority on all cores);
 #           staged synthesizes all N first with the gpu-worker stopped, then starts it and times
 #           proving alone: a GPU host whose synthesis runs on other hosts);
 #           per-stage medians, GPU busy fraction and gaps from the spans, waterfall
@@ -113,6 +114,8 @@ stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin, prelo
     local gw=$1 synth=$2 rebuild=$3 pin=$4 preload=$5 prefetch=${6:-1} gcpu="" scpu=""
     if [ "$pin" = pin ] && command -v taskset >/dev/null; then
         scpu="taskset -c 0-$((synth - 1))"; gcpu="taskset -c $synth-$((cores - 1))"
+    elif [ "$pin" = nice ]; then
+        scpu="nice -n 10"   # synthesis yields the cores to the prover's CPU side when it needs them
     fi
     rm -rf /tmp/snarkflow-nats
     "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$logs/nats.log" 2>&1 & pids=($!)
