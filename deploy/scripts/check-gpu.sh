@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Type-check (and lint) the GPU feature code paths without a GPU: `cargo clippy` of the
-# gpu-worker and CLI with each GPU backend, in the environment build-gpu.sh builds with (the
-# build scripts still run nvcc on the CUDA kernels). CI runs this after the test suite.
+# The GPU feature code paths without a GPU, in the environment build-gpu.sh builds with (the
+# build scripts still run nvcc on the CUDA kernels): `cargo clippy -D warnings` of the prover,
+# gpu-worker and CLI with each GPU backend, then each backend's gpu-worker started against the
+# stub driver must answer /readyz 503 "device unusable" (no silent CPU fallback). CI runs this
+# after the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -15,4 +17,29 @@ for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
     echo "== $backend"
     cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli \
         --features "snarkflow-gpu-worker/$backend,snarkflow-cli/$backend" -- -D warnings
+done
+
+# A GPU build on a machine without a usable driver must be not ready and say why (never prove
+# on the CPU): start each GPU gpu-worker against the stub driver and read its /readyz.
+port=19102
+for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
+    echo "== $backend: readiness without a driver"
+    cargo build -p snarkflow-gpu-worker --features "snarkflow-gpu-worker/$backend"
+    log=$(mktemp)
+    LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" \
+        --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
+    pid=$!
+    body=""
+    for _ in $(seq 1 100); do
+        body=$(curl -s -w ' HTTP %{http_code}' "http://127.0.0.1:$port/readyz" || true)
+        case "$body" in *'"state":"device unusable"'*) break ;; esac
+        sleep 0.2
+    done
+    kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    echo "$body"
+    case "$body" in
+        *'"ready":false'*'"state":"device unusable"'*'HTTP 503'* | *'"state":"device unusable"'*'"ready":false'*'HTTP 503'*) ;;
+        *) echo "FAIL: the $backend gpu-worker without a driver did not report itself unusable"; cat "$log"; exit 1 ;;
+    esac
+    rm -f "$log"
 done

@@ -59,17 +59,35 @@ impl DeviceReport {
     }
 }
 
+/// A CUDA error in words. rustacuda's `Display` asks the driver (`cuGetErrorString`) and
+/// fails when the driver cannot say, which `format!` would turn into a panic.
+#[cfg(any(feature = "cuda", feature = "cuda-supraseal"))]
+fn describe(e: rustacuda::error::CudaError) -> String {
+    use std::fmt::Write;
+    let mut words = String::new();
+    match write!(words, "{e}") {
+        Ok(()) => format!("{words:?} ({e:?})"),
+        Err(_) => format!("{e:?}"),
+    }
+}
+
 /// The CUDA devices the driver shows this process, in ordinal order.
 #[cfg(any(feature = "cuda", feature = "cuda-supraseal"))]
 pub fn devices() -> Result<Vec<DeviceInfo>, String> {
     use rustacuda::device::{Device, DeviceAttribute};
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
-    rustacuda::init(rustacuda::CudaFlags::empty())
-        .map_err(|e| format!("the CUDA driver could not be initialised ({e}); is the NVIDIA driver installed and the device passed through?"))?;
+    rustacuda::init(rustacuda::CudaFlags::empty()).map_err(|e| {
+        format!(
+            "the CUDA driver could not be initialised: {}; is the NVIDIA driver installed and the device passed through?",
+            describe(e)
+        )
+    })?;
     let mut out = Vec::new();
-    for (ordinal, device) in Device::devices().map_err(|e| format!("listing CUDA devices: {e}"))?.enumerate() {
-        let device = device.map_err(|e| format!("CUDA device {ordinal}: {e}"))?;
-        let err = |e: rustacuda::error::CudaError| format!("CUDA device {ordinal}: {e}");
+    for (ordinal, device) in
+        Device::devices().map_err(|e| format!("listing CUDA devices: {}", describe(e)))?.enumerate()
+    {
+        let device = device.map_err(|e| format!("CUDA device {ordinal}: {}", describe(e)))?;
+        let err = |e: rustacuda::error::CudaError| format!("CUDA device {ordinal}: {}", describe(e));
         let major = device.get_attribute(DeviceAttribute::ComputeCapabilityMajor).map_err(err)?;
         let minor = device.get_attribute(DeviceAttribute::ComputeCapabilityMinor).map_err(err)?;
         out.push(DeviceInfo {
