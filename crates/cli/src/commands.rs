@@ -80,14 +80,8 @@ enum BenchCommand {
     /// The synth → prove hop in raw and compact form on one partition: bytes, synthesis vs
     /// witness-only synthesis, encode/decode, rebuild, and (with --prove) proving.
     Hop {
-        #[arg(long)]
-        kind: String,
         #[command(flatten)]
-        filecoin: FilecoinInputArgs,
-        #[arg(long)]
-        blocks: Option<u32>,
-        #[arg(long)]
-        constraints: Option<u32>,
+        circuit: CircuitArgs,
         #[arg(long, default_value_t = 3)]
         runs: usize,
         /// Also prove the rebuilt partition (generates parameters if missing).
@@ -101,14 +95,8 @@ enum BenchCommand {
     /// default the threads take turns on the device as a gpu-worker's slots do; --unlocked
     /// lets them prove concurrently (what several stock processes on one GPU do).
     Hammer {
-        #[arg(long)]
-        kind: String,
         #[command(flatten)]
-        filecoin: FilecoinInputArgs,
-        #[arg(long)]
-        blocks: Option<u32>,
-        #[arg(long)]
-        constraints: Option<u32>,
+        circuit: CircuitArgs,
         /// Proofs in all.
         #[arg(long, default_value_t = 64)]
         proofs: usize,
@@ -240,6 +228,41 @@ impl FilecoinInputArgs {
     }
 }
 
+/// The circuit a benchmark runs: a synthetic kind and its size, or a Filecoin kind and its input.
+#[derive(Debug, clap::Args)]
+struct CircuitArgs {
+    /// sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
+    #[arg(long)]
+    kind: String,
+    #[command(flatten)]
+    filecoin: FilecoinInputArgs,
+    /// sha256-chain: SHA-256 compressions per partition.
+    #[arg(long)]
+    blocks: Option<u32>,
+    /// dense-chain: constraints per partition.
+    #[arg(long)]
+    constraints: Option<u32>,
+}
+
+impl CircuitArgs {
+    /// The circuit, the parsed Filecoin input (checked as the gateway checks it) and how many
+    /// partitions that input has (`u32::MAX` for the synthetic kinds: any seed is one).
+    fn resolve(&self) -> anyhow::Result<(CircuitSpec, Option<snarkflow_circuits::JobInput>, u32)> {
+        match JobKind::parse(&self.kind) {
+            Some(k) if k.is_filecoin() => {
+                let request = self
+                    .filecoin
+                    .request_input()?
+                    .with_context(|| format!("{} needs --c1 FILE --miner-id N or --input FILE", self.kind))?;
+                let obj = request.as_object().context("the input is not a JSON object")?;
+                let parsed = snarkflow_filecoin::parse_request(k, obj)?;
+                Ok((parsed.spec, Some(parsed.input), parsed.partitions))
+            }
+            _ => Ok((spec_of(&self.kind, self.blocks, self.constraints)?, None, u32::MAX)),
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct SubmitArgs {
     /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
@@ -352,20 +375,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::waterfall::waterfall(args, &client).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
-            command: BenchCommand::Hop { kind, filecoin, blocks, constraints, runs, prove, params_dir },
-        } => {
-            let (spec, input) = match JobKind::parse(&kind) {
-                Some(k) if k.is_filecoin() => {
-                    let request = filecoin
-                        .request_input()?
-                        .with_context(|| format!("{kind} needs --c1 FILE --miner-id N or --input FILE"))?;
-                    let obj = request.as_object().context("the input is not a JSON object")?;
-                    let parsed = snarkflow_filecoin::parse_request(k, obj)?;
-                    (parsed.spec, Some(parsed.input))
-                }
-                _ => (spec_of(&kind, blocks, constraints)?, None),
-            };
+        Command::Bench { command: BenchCommand::Hop { circuit, runs, prove, params_dir } } => {
+            let (spec, input, _) = circuit.resolve()?;
             if let Some(dir) = &params_dir {
                 snarkflow_filecoin::use_parameter_dir(dir)?;
             }
@@ -373,30 +384,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
-            command:
-                BenchCommand::Hammer {
-                    kind,
-                    filecoin,
-                    blocks,
-                    constraints,
-                    proofs,
-                    partitions,
-                    threads,
-                    unlocked,
-                    params_dir,
-                },
+            command: BenchCommand::Hammer { circuit, proofs, partitions, threads, unlocked, params_dir },
         } => {
-            let (spec, input, available) = match JobKind::parse(&kind) {
-                Some(k) if k.is_filecoin() => {
-                    let request = filecoin
-                        .request_input()?
-                        .with_context(|| format!("{kind} needs --c1 FILE --miner-id N or --input FILE"))?;
-                    let obj = request.as_object().context("the input is not a JSON object")?;
-                    let parsed = snarkflow_filecoin::parse_request(k, obj)?;
-                    (parsed.spec, Some(parsed.input), parsed.partitions)
-                }
-                _ => (spec_of(&kind, blocks, constraints)?, None, u32::MAX),
-            };
+            let (spec, input, available) = circuit.resolve()?;
             let params_dir = params_dir.unwrap_or_else(ParamStore::default_dir);
             snarkflow_filecoin::use_parameter_dir(&params_dir)?;
             let summary = tokio::task::spawn_blocking(move || -> anyhow::Result<crate::bench::HammerSummary> {
