@@ -164,3 +164,40 @@ async fn cancel_idempotency_and_listing() {
     let r = stack.http.get(format!("{}/v1/jobs?state=bogus", stack.base)).send().await.unwrap();
     assert_eq!(r.status(), 422);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn listing_returns_every_job_newest_first_with_state_and_limit() {
+    let mut stack = Stack::start().await.unwrap();
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let list = |query: &'static str| {
+        let (http, base) = (stack.http.clone(), stack.base.clone());
+        async move {
+            let started = std::time::Instant::now();
+            let v: serde_json::Value =
+                http.get(format!("{base}/v1/jobs{query}")).send().await.unwrap().json().await.unwrap();
+            (
+                v["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>(),
+                started.elapsed(),
+            )
+        }
+    };
+    let (empty, took) = list("").await;
+    assert!(empty.is_empty(), "{empty:?}");
+    assert!(took < Duration::from_secs(2), "an empty ledger lists at once, not after a timeout: {took:?}");
+
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 64}})).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(5)).await; // distinct creation times
+    }
+    let r = stack.http.delete(format!("{}/v1/jobs/{}", stack.base, ids[1])).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    assert_eq!(list("").await.0, newest_first);
+    assert_eq!(list("?limit=2").await.0, newest_first[..2].to_vec());
+    assert_eq!(list("?state=cancelled").await.0, vec![ids[1].clone()]);
+    assert!(list("?state=done").await.0.is_empty(), "no prover ran: nothing can be done");
+}

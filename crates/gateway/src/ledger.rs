@@ -14,6 +14,9 @@ use snarkflow_wire::{self as wire, JobRecord, JobState};
 /// writer, so a handful is plenty).
 const CAS_ATTEMPTS: usize = 16;
 
+/// How long a listing waits for the next record before taking the ones it has.
+const LIST_IDLE: Duration = Duration::from_secs(5);
+
 #[derive(Clone, Debug)]
 pub struct Ledger {
     bus: Bus,
@@ -74,16 +77,42 @@ impl Ledger {
         anyhow::bail!("job {id}: too many concurrent updates")
     }
 
-    /// Jobs, newest first, optionally of one state.
+    /// Jobs, newest first, optionally of one state: one pass over the bucket's latest values
+    /// (an ordered consumer delivering the last record per key), not a read per key.
     pub async fn list(&self, state: Option<JobState>, limit: usize) -> anyhow::Result<Vec<JobRecord>> {
-        let mut keys = self.bus.jobs.keys().await.context("listing jobs")?;
+        let stream = format!("KV_{}", wire::JOBS_BUCKET);
+        let stored = self
+            .bus
+            .js
+            .get_stream(&stream)
+            .await
+            .context("listing jobs")?
+            .info()
+            .await
+            .context("listing jobs")?
+            .state
+            .messages;
         let mut records = Vec::new();
-        while let Some(key) = keys.next().await {
-            let key = key.context("listing jobs")?;
-            if let Some(r) = self.get(&key).await? {
-                if state.is_none_or(|s| r.state == s) {
-                    records.push(r);
+        if stored == 0 {
+            return Ok(records);
+        }
+        let mut latest = self.bus.jobs.watch_with_history(">").await.context("listing jobs")?;
+        loop {
+            // the last pending entry says delta 0; the timeout only ends a pass whose records
+            // all expired between the count above and the watch
+            let entry = match tokio::time::timeout(LIST_IDLE, latest.next()).await {
+                Ok(Some(entry)) => entry.context("listing jobs")?,
+                Ok(None) | Err(_) => break,
+            };
+            if entry.operation == Operation::Put {
+                let record: JobRecord =
+                    wire::decode(&entry.value).with_context(|| format!("job record {}", entry.key))?;
+                if state.is_none_or(|s| record.state == s) {
+                    records.push(record);
                 }
+            }
+            if entry.delta == 0 {
+                break;
             }
         }
         records.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| a.id.cmp(&b.id)));
