@@ -2,7 +2,7 @@
 # The GPU benchmark (issue 6), on one GPU host: stock C2 vs snarkflow on a stream of distinct
 # 2 KiB PoRep C1 inputs on the supraseal-c2 prover, plus both GPU backends side by side.
 # PHASES (default all, in this order) picks what runs:
-#   params  random parameters (our comb-table generator): the four 2 KiB Filecoin kinds and
+#   params  random parameters (our comb-table generator): the 2 KiB Filecoin kinds (PARAM_KINDS) and
 #           sha256-chain-b161 (4.2 M constraints ≥ 2^22); N sealed sectors (C1 envelopes)
 #   stock   filecoin-proofs' seal_commit_phase2 in one process over the first STOCK_N inputs
 #   par     K stock processes sharing the GPU (proofs/min and failed proofs)
@@ -20,6 +20,7 @@
 #   hammer  per backend: HAMMER_N PoRep proofs from 4 threads taking turns on the device (must
 #           be 0 invalid), and for supraseal the same unlocked (threads proving concurrently)
 #   sha     cuda vs cuda-supraseal on sha256-chain-b161: SHA_N proofs each, median prove time
+# GPUS=n runs n gpu-workers in the sf phase, worker g owning GPU g (--gpu g).
 # Binaries from BINS (tar.xz from pack-gpu.sh). Logs and results in ${OUT:-.}.
 set -uo pipefail
 out="${OUT:-.}"
@@ -28,7 +29,7 @@ rm -rf /tmp/snarkflow-nats /tmp/snarkflow-logs /tmp/spans.jsonl
 logs=/tmp/snarkflow-logs; mkdir -p $logs
 exec > >(tee -a "$out/summary.txt") 2>&1
 d=/tmp/snarkflow-bin
-mkdir -p "$d" && tar xJf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
+mkdir -p "$d" && tar xf "${BINS:-.gpu-carry/bins.tar.xz}" -C "$d"
 PHASES="${PHASES:-params stock par sf hop ready kinds hammer sha}"
 N="${N:-32}" K="${K:-4}" MINER=1000
 STOCK_N="${STOCK_N:-$N}"   # the stock runs take the first STOCK_N inputs (2+ s each)
@@ -64,7 +65,7 @@ echo "$cores cores; $(nvidia-smi --query-gpu=name,memory.total,driver_version --
 
 if has params; then
     t=$(now)
-    for kind in porep-c2 snap-update window-post winning-post; do
+    for kind in ${PARAM_KINDS:-porep-c2 snap-update window-post winning-post}; do
         "$sf" params generate --proof $kind --sector-size 2KiB --params-dir $P >>"$logs/params.log" 2>&1 \
             || { tail "$logs/params.log"; exit 1; }
     done
@@ -108,10 +109,27 @@ if has par; then
     echo "stock x$K: $par_ok proofs, $par_bad failed, wall $par_wall s => $(python3 -c "print(round(60*$par_ok/$par_wall,1))") proofs/min"
 fi
 
-# a stack: nats-server, gateway, synth-workers, one gpu-worker of the given build
+# a stack: nats-server, gateway, synth-workers, and GPUS gpu-workers of the given build, worker
+# g owning GPU g (--gpu g), status port 9102 + g
+GPUS="${GPUS:-1}"
 pids=()
-stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin, preload[, prefetch]
-    local gw=$1 synth=$2 rebuild=$3 pin=$4 preload=$5 prefetch=${6:-1} gcpu="" scpu=""
+start_gpu_workers() {
+    gpu_pids=()
+    for g in $(seq 0 $((GPUS - 1))); do
+        local cmd=($gcpu "$gw_bin" --worker-id "gpu-$g" --preload "$preload" --rebuild-threads "$rebuild" \
+            --prefetch "$prefetch" --status-listen "127.0.0.1:$((9102 + g))")
+        [ "$GPUS" -gt 1 ] && cmd+=(--gpu "$g")
+        RUST_LOG=info "${cmd[@]}" >>"$logs/gpu-worker-$g.log" 2>&1 & gpu_pids+=($!); pids+=($!)
+    done
+}
+gpu_workers_ready() {
+    for g in $(seq 0 $((GPUS - 1))); do
+        wait_ready "http://127.0.0.1:$((9102 + g))/readyz" "gpu-worker $g" || { tail "$logs/gpu-worker-$g.log"; return 1; }
+        get "http://127.0.0.1:$((9102 + g))/readyz" | python3 -c "import json,sys; d=json.load(sys.stdin)['detail']; print('gpu-worker', d['worker'], d['backend'], 'CUDA_VISIBLE_DEVICES', d['gpu'], d['devices'], 'self-test', round(d['self_test_seconds'],2), 's')"
+    done
+}
+stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin|nice, preload[, prefetch]
+    gw_bin=$1 synth=$2 rebuild=$3 pin=$4 preload=$5 prefetch=${6:-1} gcpu="" scpu=""
     if [ "$pin" = pin ] && command -v taskset >/dev/null; then
         scpu="taskset -c 0-$((synth - 1))"; gcpu="taskset -c $synth-$((cores - 1))"
     elif [ "$pin" = nice ]; then
@@ -119,15 +137,13 @@ stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin, prelo
     fi
     rm -rf /tmp/snarkflow-nats
     "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$logs/nats.log" 2>&1 & pids=($!)
-    gpu_cmd=($gcpu "$gw" --worker-id gpu-h200 --preload "$preload" --rebuild-threads "$rebuild" --prefetch "$prefetch" --status-listen 127.0.0.1:9102)
-    RUST_LOG=info "${gpu_cmd[@]}" >"$logs/gpu-worker.log" 2>&1 & gpu_pid=$!; pids+=($gpu_pid)
+    start_gpu_workers
     "$d/gateway" >"$logs/gateway.log" 2>&1 & pids+=($!)
     for i in $(seq 1 "$synth"); do
         $scpu "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" >/dev/null 2>&1 & pids+=($!)
     done
-    wait_ready http://127.0.0.1:9102/readyz gpu-worker || { tail "$logs/gpu-worker.log"; return 1; }
+    gpu_workers_ready || return 1
     wait_ready http://127.0.0.1:8080/readyz gateway || return 1
-    get http://127.0.0.1:9102/readyz | python3 -c "import json,sys; d=json.load(sys.stdin)['detail']; print('gpu-worker:', d['backend'], d['devices'], 'self-test', round(d['self_test_seconds'],2), 's')"
 }
 stack_down() {
     for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
@@ -152,15 +168,19 @@ if has sf; then
         collector=$!
         sleep 0.5
         if [ "${staged:-}" = staged ]; then
-            kill -TERM "$gpu_pid"; wait "$gpu_pid" 2>/dev/null
+            kill -TERM "${gpu_pids[@]}"; wait "${gpu_pids[@]}" 2>/dev/null
             ids=()
             for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
             # every partition synthesized and waiting on the prove lane
-            until [ "$(for id in "${ids[@]}"; do "$sf" status "$id"; done | grep -c '"synthesized": 1,')" -ge "${#ids[@]}" ]; do sleep 1; done
-            echo "staged: ${#ids[@]} partitions synthesized; starting the gpu-worker"
-            RUST_LOG=info "${gpu_cmd[@]}" >>"$logs/gpu-worker.log" 2>&1 & gpu_pid=$!; pids+=($gpu_pid)
-            wait_ready http://127.0.0.1:9102/readyz gpu-worker
-            t0=$(now)
+            deadline=$(( $(date +%s) + 600 ))
+            until [ "$(for id in "${ids[@]}"; do "$sf" status "$id"; done | grep -c '"synthesized": 1,')" -ge "${#ids[@]}" ]; do
+                sleep 1
+                [ "$(date +%s)" -gt "$deadline" ] && { echo "staged: synthesis did not finish in 600 s"; break; }
+            done
+            echo "staged: ${#ids[@]} partitions synthesized; starting $GPUS gpu-worker(s)"
+            t0=$(now)   # from the start: the rate is also given from the spans below
+            start_gpu_workers
+            gpu_workers_ready
         else
             t0=$(now); ids=()
             for f in $c1s; do ids+=($("$sf" submit --kind porep-c2 --c1 "$f" --miner-id $MINER | awk '{print $2}')); done
@@ -177,6 +197,15 @@ if has sf; then
         tag=$(echo "$variant" | tr ':' '-')
         "$sf" waterfall --otlp-file /tmp/spans.jsonl --width 100 --svg "$out/waterfall-$tag.svg" >"$logs/waterfall-$tag.txt" 2>&1
         grep -iE "busy|gap|ratio" "$logs/waterfall-$tag.txt" | head -8
+        # proofs/min over the proving window alone (first proof start to last proof end, per
+        # device, from the spans): what the GPUs did, without start-up or polling
+        python3 - "$logs/waterfall-$tag.txt" "$done_n" <<'PY'
+import re, sys
+windows = [float(b) / (float(f) / 100) for b, f in re.findall(r"busy ([0-9.]+) s of [0-9.]+ s = [0-9.]+% \(first to last proof: ([0-9.]+)%\)", open(sys.argv[1]).read()) if float(f) > 0]
+if windows:
+    w = max(windows)
+    print(f"proving window from the spans: {w:.2f} s => {60 * int(sys.argv[2]) / w:.1f} proofs/min")
+PY
         python3 - "$logs/jobs-$variant.json" <<'PY'
 import json, sys, statistics
 text = open(sys.argv[1]).read()

@@ -12,6 +12,8 @@ if ! command -v g++ >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; th
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ python3-pip
 fi
 source deploy/scripts/cuda-env.sh
+export PATH="$HOME/.cargo/bin:$PATH"
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-check}"
 for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
     echo "== $backend"
@@ -35,7 +37,8 @@ for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
         case "$body" in *'"state":"device unusable"'*) break ;; esac
         sleep 0.2
     done
-    kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
     echo "$body"
     case "$body" in
         *'"ready":false'*'"state":"device unusable"'*'HTTP 503'* | *'"state":"device unusable"'*'"ready":false'*'HTTP 503'*) ;;

@@ -49,10 +49,15 @@ pub struct TaskRef<'a> {
     pub object: Option<&'a str>,
 }
 
-/// Whether `msg` is on its last allowed delivery.
+/// Whether `msg` is on its last allowed delivery (never, with unlimited deliveries: ≤ 0).
 pub fn is_last_delivery(bus: &Bus, msg: &Message) -> bool {
-    msg.info().map(|i| i.delivered >= bus.config().max_deliver).unwrap_or(false)
+    let max = bus.config().max_deliver;
+    max > 0 && msg.info().map(|i| i.delivered >= max).unwrap_or(false)
 }
+
+/// Attempts to publish the failed-partition event on the last delivery, where a `Nak` would
+/// be ignored (the broker has no delivery left): 1 + 2 + 4 + … seconds, about two minutes.
+const LAST_DELIVERY_PUBLISH_ATTEMPTS: u32 = 7;
 
 /// Turn a transient failure on the last allowed delivery into a permanent one.
 pub fn final_delivery_rule(
@@ -70,7 +75,8 @@ pub fn final_delivery_rule(
 
 /// Ack, nak or terminate `msg` for `result` (see the module docs); returns the outcome label.
 pub async fn settle(bus: &Bus, msg: &Message, task: TaskRef<'_>, result: Result<Outcome, Failure>) -> Outcome {
-    let result = final_delivery_rule(result, is_last_delivery(bus, msg), bus.config().max_deliver);
+    let last_delivery = is_last_delivery(bus, msg);
+    let result = final_delivery_rule(result, last_delivery, bus.config().max_deliver);
     let what = match task.stage {
         Stage::Synthesis => "synthesis",
         Stage::Proving => "proving",
@@ -93,14 +99,27 @@ pub async fn settle(bus: &Bus, msg: &Message, task: TaskRef<'_>, result: Result<
                 now_ms(),
                 JobEventBody::PartitionFailed { stage: task.stage, message: reason },
             );
-            match bus.publish(wire::events_subject(task.job_id), wire::encode(&event), None).await {
+            // on the last delivery the event is the job's only way to finish: keep trying (the
+            // caller's in-progress heartbeat holds the message meanwhile)
+            let attempts = if last_delivery { LAST_DELIVERY_PUBLISH_ATTEMPTS } else { 1 };
+            let mut attempt = 0;
+            let published = loop {
+                let published = bus.publish(wire::events_subject(task.job_id), wire::encode(&event), None).await;
+                attempt += 1;
+                if published.is_ok() || attempt >= attempts {
+                    break published;
+                }
+                tokio::time::sleep(Duration::from_secs(1 << (attempt - 1))).await;
+            };
+            match published {
                 Ok(()) => {
                     if let Some(object) = task.object {
                         let _ = bus.delete_partition(object).await;
                     }
                     let _ = msg.ack_with(AckKind::Term).await;
                 }
-                Err(_) => {
+                Err(e) => {
+                    warn!(job_id = %task.job_id, partition = task.partition, error = %e, "could not report the failure; handing the task back");
                     let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
                 }
             }

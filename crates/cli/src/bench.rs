@@ -159,6 +159,7 @@ pub fn stock_c2(inputs: &[serde_json::Value], runs: usize, params_dir: &std::pat
 /// What `snarkflow bench hammer` counted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HammerSummary {
+    /// Proofs attempted: valid + invalid + errors.
     pub proofs: usize,
     pub invalid: usize,
     pub errors: usize,

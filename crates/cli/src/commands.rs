@@ -414,14 +414,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
             .await??;
             println!(
-                "HAMMER backend {} threads {threads} {} proofs {} invalid {} errors {} wall {:.2} s => {:.1} proofs/min; median prove {:.3} s",
+                "HAMMER backend {} threads {threads} {} proofs {} invalid {} errors {} wall {:.2} s => {:.1} valid proofs/min; median prove {:.3} s",
                 snarkflow_prover::BACKEND,
                 if unlocked { "unlocked" } else { "locked" },
                 summary.proofs,
                 summary.invalid,
                 summary.errors,
                 summary.wall_s,
-                60.0 * summary.proofs as f64 / summary.wall_s,
+                60.0 * (summary.proofs - summary.invalid - summary.errors) as f64 / summary.wall_s,
                 summary.median_prove_s
             );
             if summary.invalid + summary.errors > 0 {

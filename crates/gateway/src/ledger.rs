@@ -92,10 +92,11 @@ impl Ledger {
             .context("listing jobs")?
             .state
             .messages;
-        let mut records = Vec::new();
         if stored == 0 {
-            return Ok(records);
+            return Ok(Vec::new());
         }
+        // by key: a record updated during the pass arrives again, newer (the later one wins)
+        let mut latest_by_key: std::collections::HashMap<String, JobRecord> = Default::default();
         let mut latest = self.bus.jobs.watch_with_history(">").await.context("listing jobs")?;
         loop {
             // the last pending entry says delta 0; the timeout only ends a pass whose records
@@ -107,14 +108,16 @@ impl Ledger {
             if entry.operation == Operation::Put {
                 let record: JobRecord =
                     wire::decode(&entry.value).with_context(|| format!("job record {}", entry.key))?;
-                if state.is_none_or(|s| record.state == s) {
-                    records.push(record);
-                }
+                latest_by_key.insert(entry.key, record);
+            } else {
+                latest_by_key.remove(&entry.key);
             }
             if entry.delta == 0 {
                 break;
             }
         }
+        let mut records: Vec<JobRecord> =
+            latest_by_key.into_values().filter(|r| state.is_none_or(|s| r.state == s)).collect();
         records.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| a.id.cmp(&b.id)));
         records.truncate(limit);
         Ok(records)

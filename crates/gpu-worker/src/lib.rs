@@ -27,6 +27,10 @@ use tracing::{error, info, warn};
 /// How long a worker whose device failed its probe waits before probing again.
 const PROBE_RETRY: Duration = Duration::from_secs(30);
 
+/// Failed probes in a row after a device error before the process exits (non-zero), so its
+/// supervisor restarts it: a CUDA context can stay broken for the life of the process.
+const MAX_FAILED_REPROBES: usize = 3;
+
 /// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
 /// SIGTERM, drain, flush.
 pub fn main() -> std::process::ExitCode {
@@ -169,11 +173,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let (worker, lanes, params) = (Arc::new(worker), Arc::new(lanes), params.clone());
     // one re-probe at a time after a device error
     let reprobe = Arc::new(tokio::sync::Mutex::new(()));
+    let failed_reprobes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // set when the device stays unusable after a device error: every slot stops, run() fails
+    let fatal = CancellationToken::new();
+    let fatal_reason: Arc<std::sync::Mutex<Option<String>>> = Default::default();
     let mut slots = tokio::task::JoinSet::new();
     for _ in 0..=config.prefetch {
         let (worker, lanes, shutdown, abandon) = (worker.clone(), lanes.clone(), shutdown.clone(), abandon.clone());
         let (readiness, params, detail, device_state, reprobe) =
             (readiness.clone(), params.clone(), detail.clone(), device_state.clone(), reprobe.clone());
+        let (failed_reprobes, fatal, fatal_reason) = (failed_reprobes.clone(), fatal.clone(), fatal_reason.clone());
         slots.spawn(async move {
             loop {
                 if worker.device_failed.load(Ordering::SeqCst) {
@@ -185,14 +194,25 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                                 *device_state.lock().expect("device state") =
                                     DeviceState { report: Some(report), error: None };
                                 worker.device_failed.store(false, Ordering::SeqCst);
+                                failed_reprobes.store(0, Ordering::SeqCst);
                                 readiness.set(true, detail("ready"));
                             }
                             Err(e) => {
-                                error!(error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
-                                device_state.lock().expect("device state").error = Some(e);
+                                let failures = failed_reprobes.fetch_add(1, Ordering::SeqCst) + 1;
+                                device_state.lock().expect("device state").error = Some(e.clone());
                                 readiness.set(false, detail("device unusable"));
+                                if failures >= MAX_FAILED_REPROBES {
+                                    error!(error = %e, failures, "device still unusable after a device error; exiting for a restart");
+                                    *fatal_reason.lock().expect("fatal reason") = Some(format!(
+                                        "the device failed {failures} probes in a row after a device error: {e}"
+                                    ));
+                                    fatal.cancel();
+                                    break;
+                                }
+                                error!(error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
                                 tokio::select! {
                                     _ = shutdown.cancelled() => break,
+                                    _ = fatal.cancelled() => break,
                                     _ = tokio::time::sleep(PROBE_RETRY) => {}
                                 }
                                 continue;
@@ -200,7 +220,14 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                         }
                     }
                 }
-                match lanes.next(&shutdown).await {
+                if fatal.is_cancelled() {
+                    break;
+                }
+                let next = tokio::select! {
+                    next = lanes.next(&shutdown) => next,
+                    _ = fatal.cancelled() => break,
+                };
+                match next {
                     Ok(Some((_, msg))) => {
                         worker.handle(&lanes, msg, &abandon).await;
                         if worker.device_failed.load(Ordering::SeqCst) {
@@ -223,6 +250,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     }
     while slots.join_next().await.is_some() {}
     drain.abort();
+    if let Some(reason) = fatal_reason.lock().expect("fatal reason").take() {
+        anyhow::bail!(reason);
+    }
     info!(worker = %worker_id, "gpu-worker stopped");
     Ok(())
 }

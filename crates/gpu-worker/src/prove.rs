@@ -17,6 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+/// Whether this build proves on a GPU (where a wrong proof may be the device's fault).
+const DEVICE_BUILD: bool = cfg!(any(feature = "cuda", feature = "cuda-supraseal"));
+
 /// A stage span carrying the attributes every span of a partition has.
 macro_rules! stage_span {
     ($name:literal, $task:expr, $worker:expr $(, $($extra:tt)*)?) => {
@@ -111,7 +114,7 @@ pub struct Worker {
     pub device_label: String,
     pub device_name: String,
     /// Set by a device error; the worker takes no work until a probe passes.
-    pub device_failed: std::sync::atomic::AtomicBool,
+    pub device_failed: Arc<std::sync::atomic::AtomicBool>,
     /// Threads for rebuilding a, b, c: kept apart from the prover's own CPU work
     /// (supraseal prepares MSMs and does the B-G2 MSM on the CPU while the GPU runs).
     pub rebuild_pool: Arc<rayon::ThreadPool>,
@@ -237,6 +240,7 @@ impl Worker {
         let (params, generate, spec) = (self.params.clone(), self.generate_missing_params, task.circuit);
         let shapes = self.shapes.clone();
         let device = self.device.clone();
+        let device_failed = self.device_failed.clone();
         let (device_label, device_name) = (self.device_label.clone(), self.device_name.clone());
         let rebuild_pool = self.rebuild_pool.clone();
         let expected_partition = task.partition;
@@ -294,6 +298,10 @@ impl Worker {
             let public_inputs = partition.public_inputs().to_vec();
             // one partition on the device at a time (the next one waits here, prepared)
             let _device = device.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            // a slot that was already waiting for work when the device failed must not use it
+            if device_failed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(Failure::Transient("the device failed and is being probed again".into()));
+            }
             let prove_span = stage_span!(
                 "prove",
                 task,
@@ -304,13 +312,23 @@ impl Worker {
                 constraints = partition.num_constraints() as u64
             );
             let started = Instant::now();
-            let proof = prove_span.in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng)).map_err(|e| {
-                if e.is_device_error() {
-                    Failure::Device(e.to_string())
-                } else {
-                    Failure::Permanent(e.to_string())
+            // supraseal-c2 reports a CUDA error by panicking: only a panic in here is the device's
+            let proved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                prove_span.in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng))
+            }));
+            let proof = match proved {
+                Ok(Ok(proof)) => proof,
+                Ok(Err(e)) if e.is_device_error() => return Err(Failure::Device(e.to_string())),
+                Ok(Err(e)) => return Err(Failure::Permanent(e.to_string())),
+                Err(panic) => {
+                    let what = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)");
+                    return Err(Failure::Device(format!("the prover panicked: {what}")));
                 }
-            })?;
+            };
             let prove_s = started.elapsed().as_secs_f64();
             drop(prove_span);
             let started = Instant::now();
@@ -318,15 +336,21 @@ impl Worker {
                 .in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
             let verify_s = started.elapsed().as_secs_f64();
             if !valid {
-                return Err(Failure::Permanent("proof failed verification against the verifying key".into()));
+                let reason = "proof failed verification against the verifying key";
+                // on a GPU a wrong proof may be the device's fault: retry elsewhere and probe it
+                // (a partition that can never verify fails once its deliveries run out)
+                return Err(if DEVICE_BUILD {
+                    Failure::Device(reason.into())
+                } else {
+                    Failure::Permanent(reason.into())
+                });
             }
             let mut proof_bytes = Vec::with_capacity(wire::PARTITION_PROOF_BYTES);
             proof.write(&mut proof_bytes).expect("writing to a Vec cannot fail");
             Ok((proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s))
         })
         .await
-        // supraseal-c2 panics on a CUDA error
-        .map_err(|e| Failure::Device(format!("prover panicked: {e}")))?;
+        .map_err(|e| Failure::Permanent(format!("preparing the partition panicked: {e}")))?;
         let (proof_bytes, deserialize_s, rebuild_s, prove_s, verify_s) = result?;
 
         let stats = ProveStats {
