@@ -228,7 +228,7 @@ impl FilecoinInputArgs {
     }
 }
 
-/// The circuit a benchmark runs: a synthetic kind and its size, or a Filecoin kind and its input.
+/// The circuit of a job or benchmark: a synthetic kind and its size, or a Filecoin kind and its input.
 #[derive(Debug, clap::Args)]
 struct CircuitArgs {
     /// sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
@@ -265,17 +265,8 @@ impl CircuitArgs {
 
 #[derive(Debug, clap::Args)]
 struct SubmitArgs {
-    /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
-    #[arg(long)]
-    kind: String,
     #[command(flatten)]
-    filecoin: FilecoinInputArgs,
-    /// sha256-chain: SHA-256 compressions per partition.
-    #[arg(long)]
-    blocks: Option<u32>,
-    /// dense-chain: constraints per partition.
-    #[arg(long)]
-    constraints: Option<u32>,
+    circuit: CircuitArgs,
     #[arg(long, default_value_t = 1)]
     partitions: u32,
     /// Witness seed (random if omitted).
@@ -507,23 +498,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 async fn submit(client: &Client, args: SubmitArgs) -> anyhow::Result<ExitCode> {
-    let filecoin = JobKind::parse(&args.kind).is_some_and(JobKind::is_filecoin);
+    let filecoin = JobKind::parse(&args.circuit.kind).is_some_and(JobKind::is_filecoin);
     let mut input = json!({ "partitions": args.partitions });
-    if let Some(request) = args.filecoin.request_input()? {
+    if let Some(request) = args.circuit.filecoin.request_input()? {
         input = request;
     } else if filecoin {
-        bail!("{} needs --c1 FILE --miner-id N (porep-c2) or --input FILE", args.kind);
+        bail!("{} needs --c1 FILE --miner-id N (porep-c2) or --input FILE", args.circuit.kind);
     }
-    if let Some(b) = args.blocks {
+    if let Some(b) = args.circuit.blocks {
         input["blocks"] = b.into();
     }
-    if let Some(c) = args.constraints {
+    if let Some(c) = args.circuit.constraints {
         input["constraints"] = c.into();
     }
     if let Some(s) = args.seed {
         input["seed"] = s.into();
     }
-    let mut body = json!({ "kind": args.kind, "input": input });
+    let mut body = json!({ "kind": args.circuit.kind, "input": input });
     if let Some(p) = args.priority {
         body["priority"] = p.into();
     }
