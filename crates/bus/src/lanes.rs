@@ -24,6 +24,18 @@ impl Lanes {
         Lanes { lanes, ack_wait }
     }
 
+    /// The `max_deliver` of the consumer `msg` came from, as the broker has it (consumer
+    /// settings are fixed when first created and may differ from this process's flags);
+    /// `None` when the message is not from these lanes.
+    pub fn max_deliver(&self, msg: &Message) -> Option<i64> {
+        let info = msg.info().ok()?;
+        self.lanes
+            .iter()
+            .map(|(_, consumer)| consumer.cached_info())
+            .find(|c| c.name == info.consumer)
+            .map(|c| c.config.max_deliver)
+    }
+
     /// The next message, always from the most urgent non-empty lane; `None` once `shutdown`
     /// is cancelled. Nothing is pulled after cancellation, so nothing is left un-acked.
     pub async fn next(&self, shutdown: &CancellationToken) -> Result<Option<(Priority, Message)>, BusError> {

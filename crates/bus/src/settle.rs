@@ -15,7 +15,7 @@ use async_nats::jetstream::{AckKind, Message};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, Stage};
 use tracing::warn;
 
-use crate::{now_ms, Bus, BusError};
+use crate::{now_ms, Bus, BusError, Lanes};
 
 /// Delay before a transient failure's message is offered again.
 pub const RETRY_DELAY: Duration = Duration::from_secs(2);
@@ -49,10 +49,11 @@ pub struct TaskRef<'a> {
     pub object: Option<&'a str>,
 }
 
-/// Whether `msg` is on its last allowed delivery (never, with unlimited deliveries: ≤ 0).
-pub fn is_last_delivery(bus: &Bus, msg: &Message) -> bool {
-    let max = bus.config().max_deliver;
-    max > 0 && msg.info().map(|i| i.delivered >= max).unwrap_or(false)
+/// Whether `msg` is on its last allowed delivery: `max_deliver` of its consumer as the broker
+/// has it, else this process's setting; never with unlimited deliveries (≤ 0).
+pub fn is_last_delivery(bus: &Bus, lanes: &Lanes, msg: &Message) -> (bool, i64) {
+    let max = lanes.max_deliver(msg).unwrap_or(bus.config().max_deliver);
+    (max > 0 && msg.info().map(|i| i.delivered >= max).unwrap_or(false), max)
 }
 
 /// Attempts to publish the failed-partition event on the last delivery, where a `Nak` would
@@ -74,9 +75,15 @@ pub fn final_delivery_rule(
 }
 
 /// Ack, nak or terminate `msg` for `result` (see the module docs); returns the outcome label.
-pub async fn settle(bus: &Bus, msg: &Message, task: TaskRef<'_>, result: Result<Outcome, Failure>) -> Outcome {
-    let last_delivery = is_last_delivery(bus, msg);
-    let result = final_delivery_rule(result, last_delivery, bus.config().max_deliver);
+pub async fn settle(
+    bus: &Bus,
+    lanes: &Lanes,
+    msg: &Message,
+    task: TaskRef<'_>,
+    result: Result<Outcome, Failure>,
+) -> Outcome {
+    let (last_delivery, max_deliver) = is_last_delivery(bus, lanes, msg);
+    let result = final_delivery_rule(result, last_delivery, max_deliver);
     let what = match task.stage {
         Stage::Synthesis => "synthesis",
         Stage::Proving => "proving",

@@ -120,3 +120,24 @@ async fn gpu_worker_is_ready_only_after_its_device_probe_and_reports_the_device(
     assert!(metrics.contains(r#"snarkflow_gpu_device_info{backend="cpu",device="cpu",name="cpu"} 1"#), "{metrics}");
     worker.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_delivery_is_judged_by_the_consumers_own_max_deliver() {
+    let nats = snarkflow_testkit::NatsServer::start();
+    // the first process creates the lanes with max_deliver 2 ...
+    let first = Bus::connect(BusConfig { max_deliver: 2, ..BusConfig::new(nats.url()) }).await.unwrap();
+    first.lanes("prove").await.unwrap();
+    // ... a later one is configured with 5, but the consumers keep what they were created with
+    let later = Bus::connect(BusConfig { max_deliver: 5, ..BusConfig::new(nats.url()) }).await.unwrap();
+    let lanes = later.lanes("prove").await.unwrap();
+    later.publish("snarkflow.prove.normal".into(), b"task".to_vec(), None).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let (priority, msg) = lanes.next(&shutdown).await.unwrap().unwrap();
+    assert_eq!(priority, Priority::Normal);
+    assert_eq!(lanes.max_deliver(&msg), Some(2));
+    assert_eq!(snarkflow_bus::settle::is_last_delivery(&later, &lanes, &msg), (false, 2), "first delivery of 2");
+    msg.ack_with(async_nats::jetstream::AckKind::Nak(None)).await.unwrap();
+    let (_, again) = lanes.next(&shutdown).await.unwrap().unwrap();
+    assert_eq!(snarkflow_bus::settle::is_last_delivery(&later, &lanes, &again), (true, 2), "second delivery of 2");
+    again.ack().await.unwrap();
+}

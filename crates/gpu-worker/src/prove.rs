@@ -193,7 +193,7 @@ impl Worker {
             stage: Stage::Proving,
             object: Some(&task.object),
         };
-        let outcome = snarkflow_bus::settle(&self.bus, &msg, task_ref, outcome).await;
+        let outcome = snarkflow_bus::settle(&self.bus, lanes, &msg, task_ref, outcome).await;
         self.metrics.outcomes.with_label_values(&[outcome]).inc();
     }
 

@@ -136,7 +136,7 @@ impl Worker {
         let outcome = outcome.map(|synthesized| if synthesized { "synthesized" } else { "skipped" });
         let task_ref =
             TaskRef { job_id: &task.job_id, partition: task.partition, stage: Stage::Synthesis, object: None };
-        let outcome = snarkflow_bus::settle(&self.bus, &msg, task_ref, outcome).await;
+        let outcome = snarkflow_bus::settle(&self.bus, lanes, &msg, task_ref, outcome).await;
         self.metrics.outcomes.with_label_values(&[outcome]).inc();
     }
 
