@@ -23,6 +23,10 @@ pub const SELF_TEST_CONSTRAINTS: u32 = 1 << 13;
 pub struct DeviceInfo {
     /// Ordinal among the devices this process sees (after `CUDA_VISIBLE_DEVICES`).
     pub ordinal: u32,
+    /// The GPU's index on the host (as `nvidia-smi` numbers them): the ordinal mapped through
+    /// `CUDA_VISIBLE_DEVICES` when that lists indices (a worker with `--gpu 3` sees ordinal 0,
+    /// host index 3); the ordinal itself when unset; `None` when it lists UUIDs.
+    pub host_index: Option<u32>,
     pub name: String,
     pub memory_bytes: u64,
     /// e.g. `9.0` for an H100/H200.
@@ -40,14 +44,18 @@ pub struct DeviceReport {
 }
 
 impl DeviceReport {
-    /// Label for metrics and span attributes: `cpu`, or `cuda:<ordinals>` as the process
-    /// sees them (with `--gpu N`, ordinal 0 is physical GPU N).
+    /// Label for metrics and span attributes: `cpu`, or `cuda:<host indices>` (with `--gpu 3`:
+    /// `cuda:3`), so two workers on one host never share a label.
     pub fn label(&self) -> String {
         if self.devices.is_empty() {
             return "cpu".into();
         }
-        let ordinals: Vec<String> = self.devices.iter().map(|d| d.ordinal.to_string()).collect();
-        format!("cuda:{}", ordinals.join(","))
+        let indices: Vec<String> = self
+            .devices
+            .iter()
+            .map(|d| d.host_index.map_or_else(|| format!("ordinal{}", d.ordinal), |i| i.to_string()))
+            .collect();
+        format!("cuda:{}", indices.join(","))
     }
 
     /// Device names, comma-separated (`cpu` for the CPU backend).
@@ -68,6 +76,14 @@ fn describe(e: rustacuda::error::CudaError) -> String {
     match write!(words, "{e}") {
         Ok(()) => format!("{words:?} ({e:?})"),
         Err(_) => format!("{e:?}"),
+    }
+}
+
+/// The host index of the device a process sees as `ordinal`, given `CUDA_VISIBLE_DEVICES`.
+pub fn host_index(ordinal: u32, visible: Option<&str>) -> Option<u32> {
+    match visible {
+        None => Some(ordinal),
+        Some(list) => list.split(',').nth(ordinal as usize).and_then(|entry| entry.trim().parse().ok()),
     }
 }
 
@@ -92,6 +108,7 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
         let minor = device.get_attribute(DeviceAttribute::ComputeCapabilityMinor).map_err(err)?;
         out.push(DeviceInfo {
             ordinal: ordinal as u32,
+            host_index: host_index(ordinal as u32, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
             name: device.name().map_err(err)?,
             memory_bytes: device.total_memory().map_err(err)? as u64,
             compute_capability: format!("{major}.{minor}"),
@@ -152,12 +169,35 @@ mod tests {
     fn labels_name_every_device() {
         let info = |ordinal: u32| DeviceInfo {
             ordinal,
+            host_index: host_index(ordinal, Some("2,5")),
             name: "NVIDIA H200".into(),
             memory_bytes: 150_000_000_000,
             compute_capability: "9.0".into(),
         };
         let report = DeviceReport { backend: "cuda", devices: vec![info(0), info(1)], self_test_seconds: 0.5 };
-        assert_eq!(report.label(), "cuda:0,1");
+        assert_eq!(report.label(), "cuda:2,5");
         assert_eq!(report.names(), "NVIDIA H200,NVIDIA H200");
+    }
+
+    #[test]
+    fn host_indices_follow_cuda_visible_devices() {
+        assert_eq!(host_index(0, None), Some(0));
+        assert_eq!(host_index(1, None), Some(1));
+        assert_eq!(host_index(0, Some("3")), Some(3), "--gpu 3");
+        assert_eq!(host_index(1, Some("4, 6")), Some(6));
+        assert_eq!(host_index(0, Some("GPU-3d4b4238-ec96")), None, "UUIDs name no index");
+        assert_eq!(host_index(2, Some("0,1")), None);
+        let report = DeviceReport {
+            backend: "cuda",
+            devices: vec![DeviceInfo {
+                ordinal: 0,
+                host_index: None,
+                name: "NVIDIA H200".into(),
+                memory_bytes: 1,
+                compute_capability: "9.0".into(),
+            }],
+            self_test_seconds: 0.1,
+        };
+        assert_eq!(report.label(), "cuda:ordinal0");
     }
 }
