@@ -51,11 +51,19 @@ pub(crate) struct DeviceState {
 }
 
 /// Probe the device (driver device list + a self-test proof) holding the device lock, so it
-/// never overlaps a partition's kernels.
-async fn probe_device(lock: Arc<std::sync::Mutex<()>>) -> Result<DeviceReport, String> {
+/// never overlaps a partition's kernels. On success `failed` is cleared before the lock is
+/// released, so no slot waiting for the device sees it still marked failed.
+async fn probe_device(
+    lock: Arc<std::sync::Mutex<()>>,
+    failed: Option<Arc<std::sync::atomic::AtomicBool>>,
+) -> Result<DeviceReport, String> {
     tokio::task::spawn_blocking(move || {
         let _device = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        snarkflow_prover::device::probe()
+        let report = snarkflow_prover::device::probe()?;
+        if let Some(failed) = failed {
+            failed.store(false, Ordering::SeqCst);
+        }
+        Ok(report)
     })
     .await
     .unwrap_or_else(|panic| Err(format!("the device probe panicked: {panic}")))
@@ -102,7 +110,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     .await?;
     let device_lock: Arc<std::sync::Mutex<()>> = Default::default();
     let report = loop {
-        match probe_device(device_lock.clone()).await {
+        match probe_device(device_lock.clone(), None).await {
             Ok(report) => break report,
             Err(e) => {
                 error!(backend = snarkflow_prover::BACKEND, error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
@@ -188,12 +196,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                 if worker.device_failed.load(Ordering::SeqCst) {
                     let _one = reprobe.lock().await;
                     if worker.device_failed.load(Ordering::SeqCst) {
-                        match probe_device(worker.device.clone()).await {
+                        match probe_device(worker.device.clone(), Some(worker.device_failed.clone())).await {
                             Ok(report) => {
                                 info!(device = %report.label(), "device probe passed again; taking work");
                                 *device_state.lock().expect("device state") =
                                     DeviceState { report: Some(report), error: None };
-                                worker.device_failed.store(false, Ordering::SeqCst);
                                 failed_reprobes.store(0, Ordering::SeqCst);
                                 readiness.set(true, detail("ready"));
                             }

@@ -48,6 +48,8 @@ pub struct Metrics {
     pub params_loaded: prometheus::IntGaugeVec,
     /// 1, labelled with the backend and the device(s) the probe found.
     pub device_info: prometheus::IntGaugeVec,
+    /// Device errors while proving (each takes the worker out until a probe passes).
+    pub device_errors: IntCounter,
 }
 
 impl Metrics {
@@ -89,7 +91,13 @@ impl Metrics {
         )
         .expect("metric");
         registry.register(Box::new(device_info.clone())).expect("unique");
-        Metrics { registry, seconds, busy, in_flight, bytes, outcomes, params_loaded, device_info }
+        let device_errors = IntCounter::new(
+            "snarkflow_gpu_device_errors_total",
+            "device errors while proving; each triggers a probe before more work is taken",
+        )
+        .expect("metric");
+        registry.register(Box::new(device_errors.clone())).expect("unique");
+        Metrics { registry, seconds, busy, in_flight, bytes, outcomes, params_loaded, device_info, device_errors }
     }
 }
 
@@ -184,6 +192,7 @@ impl Worker {
             Err(Failure::Device(reason)) => {
                 warn!(job_id = %task.job_id, partition = task.partition, %reason, "device error: probing the device before taking more work");
                 self.device_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                self.metrics.device_errors.inc();
                 Err(snarkflow_bus::Failure::Transient(format!("device error on {}: {reason}", self.worker_id)))
             }
         };

@@ -58,6 +58,10 @@ impl LoadedParams {
         rng: &mut R,
     ) -> Result<Proof<Bls12>, crate::ProveError> {
         use ff::Field;
+        // tests make the device fail here (feature `failpoints`)
+        fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(bellperson::gpu::GpuError::Simple(
+            "injected device error (failpoint prover-device-error)"
+        ))));
         let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
         match &self.key {
             ProvingKey::Bellperson(params) => crate::prove(partition, params, r, s),

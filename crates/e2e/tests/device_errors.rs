@@ -1,0 +1,56 @@
+//! A device error while proving: the partition is handed back and proved after the worker's
+//! device passes its probe again; the job still ends `done` with a proof that verifies. Its own
+//! test binary, because the failpoint is process-wide.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use snarkflow_e2e::{start_gpu_worker_with, verify_job_proof, Stack};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn metric(http: &reqwest::Client, addr: &str, name: &str) -> f64 {
+    let text = http.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
+    let mut stack = Stack::start().await.unwrap();
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let addr = format!("127.0.0.1:{}", free_port());
+    let worker = start_gpu_worker_with(&stack.nats.url(), "gpu-flaky", &["--status-listen", &addr]).unwrap();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !http.get(format!("http://{addr}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {
+        assert!(Instant::now() < deadline, "the gpu-worker never became ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // the next proof on this process fails as a broken GPU would (the probe after it passes)
+    fail::cfg("prover-device-error", "1*return").unwrap();
+    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    verify_job_proof(&job, &stack.proof(&id).await.unwrap().1).unwrap();
+
+    assert_eq!(metric(&http, &addr, "snarkflow_gpu_device_errors_total").await, 1.0);
+    assert_eq!(metric(&http, &addr, r#"snarkflow_prove_partitions_total{outcome="retried"}"#).await, 1.0);
+    assert_eq!(metric(&http, &addr, r#"snarkflow_prove_partitions_total{outcome="proved"}"#).await, 1.0);
+    let ready: serde_json::Value =
+        http.get(format!("http://{addr}/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["ready"], true, "the probe passed again: {ready}");
+    assert!(ready["detail"]["device_error"].is_null(), "{ready}");
+    fail::remove("prover-device-error");
+    worker.stop().await.unwrap();
+}
