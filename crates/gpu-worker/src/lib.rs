@@ -100,6 +100,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             })
         })
     };
+    // what a probe's outcome does to readiness and /readyz's device fields
+    let unusable = {
+        let (device_state, readiness, detail) = (device_state.clone(), readiness.clone(), detail.clone());
+        Arc::new(move |e: String| {
+            device_state.lock().expect("device state").error = Some(e);
+            readiness.set(false, detail("device unusable"));
+        })
+    };
+    let usable_again = {
+        let (device_state, readiness, detail) = (device_state.clone(), readiness.clone(), detail.clone());
+        Arc::new(move |report: DeviceReport| {
+            *device_state.lock().expect("device state") = DeviceState { report: Some(report), error: None };
+            readiness.set(true, detail("ready"));
+        })
+    };
     readiness.set(false, detail("probing the device"));
     snarkflow_service::spawn_status(
         config.status_listen,
@@ -114,8 +129,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             Ok(report) => break report,
             Err(e) => {
                 error!(backend = snarkflow_prover::BACKEND, error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
-                device_state.lock().expect("device state").error = Some(e);
-                readiness.set(false, detail("device unusable"));
+                unusable(e);
                 tokio::select! {
                     _ = shutdown.cancelled() => return Ok(()),
                     _ = tokio::time::sleep(PROBE_RETRY) => {}
@@ -188,8 +202,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let mut slots = tokio::task::JoinSet::new();
     for _ in 0..=config.prefetch {
         let (worker, lanes, shutdown, abandon) = (worker.clone(), lanes.clone(), shutdown.clone(), abandon.clone());
-        let (readiness, params, detail, device_state, reprobe) =
-            (readiness.clone(), params.clone(), detail.clone(), device_state.clone(), reprobe.clone());
+        let (readiness, params, detail, reprobe) = (readiness.clone(), params.clone(), detail.clone(), reprobe.clone());
+        let (unusable, usable_again) = (unusable.clone(), usable_again.clone());
         let (failed_reprobes, fatal, fatal_reason) = (failed_reprobes.clone(), fatal.clone(), fatal_reason.clone());
         slots.spawn(async move {
             loop {
@@ -199,15 +213,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
                         match probe_device(worker.device.clone(), Some(worker.device_failed.clone())).await {
                             Ok(report) => {
                                 info!(device = %report.label(), "device probe passed again; taking work");
-                                *device_state.lock().expect("device state") =
-                                    DeviceState { report: Some(report), error: None };
                                 failed_reprobes.store(0, Ordering::SeqCst);
-                                readiness.set(true, detail("ready"));
+                                usable_again(report);
                             }
                             Err(e) => {
                                 let failures = failed_reprobes.fetch_add(1, Ordering::SeqCst) + 1;
-                                device_state.lock().expect("device state").error = Some(e.clone());
-                                readiness.set(false, detail("device unusable"));
+                                unusable(e.clone());
                                 if failures >= MAX_FAILED_REPROBES {
                                     error!(error = %e, failures, "device still unusable after a device error; exiting for a restart");
                                     *fatal_reason.lock().expect("fatal reason") = Some(format!(

@@ -93,14 +93,12 @@ impl LoadedParams {
                 srs.map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?,
             )
         };
+        Ok(LoadedParams::assemble(circuit_id, vk, key, started))
+    }
+
+    fn assemble(circuit_id: &str, vk: VerifyingKey<Bls12>, key: ProvingKey, started: Instant) -> LoadedParams {
         let pvk = prepare_verifying_key(&vk);
-        Ok(LoadedParams {
-            circuit_id: circuit_id.to_owned(),
-            vk,
-            pvk,
-            load_seconds: started.elapsed().as_secs_f64(),
-            key,
-        })
+        LoadedParams { circuit_id: circuit_id.to_owned(), vk, pvk, load_seconds: started.elapsed().as_secs_f64(), key }
     }
 
     /// The full parameters, when this backend holds them (not with `cuda-supraseal`).
@@ -205,14 +203,7 @@ impl ParamStore {
                 .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
             (vk, ProvingKey::Supraseal(srs))
         };
-        let pvk = prepare_verifying_key(&vk);
-        let loaded = Arc::new(LoadedParams {
-            circuit_id: id.clone(),
-            vk,
-            pvk,
-            load_seconds: started.elapsed().as_secs_f64(),
-            key,
-        });
+        let loaded = Arc::new(LoadedParams::assemble(&id, vk, key, started));
         info!(circuit_id = %id, seconds = loaded.load_seconds, path = %path.display(), "parameters loaded");
         self.loaded.lock().expect("params lock").insert(id, loaded.clone());
         Ok(loaded)
