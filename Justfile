@@ -8,7 +8,8 @@ state := justfile_directory() / ".state"
 bin := justfile_directory() / "target/debug"
 nats_port := env_var_or_default("SNARKFLOW_NATS_PORT", "4222")
 gateway_listen := env_var_or_default("SNARKFLOW_GATEWAY_LISTEN", "127.0.0.1:8080")
-params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var("HOME") / ".cache/snarkflow/params")
+# an operator's FIL_PROOFS_PARAMETER_CACHE is where its real parameters are: it wins over our default
+params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var_or_default("FIL_PROOFS_PARAMETER_CACHE", env_var("HOME") / ".cache/snarkflow/params"))
 
 # list recipes
 default:
@@ -35,7 +36,14 @@ up: build
         echo "started $name (pid $!, log .state/logs/$name.log)"
     }
     start nats nats-server -js -a 127.0.0.1 -p {{nats_port}} -sd "{{state}}/nats"
-    start gateway "{{bin}}/gateway" --listen {{gateway_listen}}
+    # a local admin API token, made once: the CLI reads .state/api-token, curl can too
+    export SNARKFLOW_TOKENS_FILE="{{state}}/tokens.json"
+    if [ ! -s "{{state}}/api-token" ]; then
+        (umask 077; "{{bin}}/snarkflow" admin token create --tenant local --scopes admin --max-priority critical | tail -n 1 >"{{state}}/api-token")
+        echo "created a local admin API token in .state/api-token"
+    fi
+    # a local development stack: the synthetic test kinds are on
+    start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --enable-test-kinds
     start synth-worker "{{bin}}/synth-worker" --status-listen 127.0.0.1:9101
     start gpu-worker "{{bin}}/gpu-worker" --status-listen 127.0.0.1:9102 --generate-missing-params
     just _wait-ready http://{{gateway_listen}}/readyz gateway
@@ -62,7 +70,7 @@ down:
 demo-job:
     #!/usr/bin/env bash
     set -euo pipefail
-    export SNARKFLOW_GATEWAY_URL="http://{{gateway_listen}}" SNARKFLOW_PARAMS_DIR="{{params_dir}}"
+    export SNARKFLOW_GATEWAY_URL="http://{{gateway_listen}}" SNARKFLOW_PARAMS_DIR="{{params_dir}}" SNARKFLOW_API_TOKEN_FILE="{{state}}/api-token"
     out=$("{{bin}}/snarkflow" submit --kind sha256-chain --blocks 1 --wait | tee /dev/stderr)
     id=$(echo "$out" | awk '/^job /{print $2; exit}')
     "{{bin}}/snarkflow" proof "$id" -o "{{state}}/proof-$id.bin" --verify
@@ -73,7 +81,7 @@ demo-job:
 demo-porep:
     #!/usr/bin/env bash
     set -euo pipefail
-    export SNARKFLOW_GATEWAY_URL="http://{{gateway_listen}}" SNARKFLOW_PARAMS_DIR="{{params_dir}}"
+    export SNARKFLOW_GATEWAY_URL="http://{{gateway_listen}}" SNARKFLOW_PARAMS_DIR="{{params_dir}}" SNARKFLOW_API_TOKEN_FILE="{{state}}/api-token"
     "{{bin}}/snarkflow" params generate --proof porep-c2 --sector-size 2KiB
     rm -rf "{{state}}/sector" && "{{bin}}/snarkflow" filecoin seal --out "{{state}}/sector" --c1-only --sector-num 1
     "{{bin}}/snarkflow" submit --kind porep-c2 --c1 "{{state}}/sector/sector-1/c1.json" --miner-id 1000 --wait
@@ -85,6 +93,12 @@ demo: up demo-job
 test:
     cargo test --workspace
     bash deploy/scripts/validate-compose.sh
+
+# the chaos suite: random SIGKILLs and restarts of every service and of NATS cluster nodes
+# while jobs of every kind run; asserts 0 lost, 0 objects left, every done proof verified
+# (not yet part of the test run: see the test's comment)
+chaos jobs="60" secs="300":
+    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test chaos -- --ignored --nocapture
 
 # build the GPU binaries (cuda and cuda-supraseal) on a machine without a GPU: target/gpu/
 build-gpu:

@@ -138,7 +138,8 @@ stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin|nice, 
     rm -rf /tmp/snarkflow-nats
     "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd /tmp/snarkflow-nats >"$logs/nats.log" 2>&1 & pids=($!)
     start_gpu_workers
-    "$d/gateway" >"$logs/gateway.log" 2>&1 & pids+=($!)
+    # an isolated benchmark host: no API tokens, test kinds on
+    "$d/gateway" --insecure-no-auth --enable-test-kinds >"$logs/gateway.log" 2>&1 & pids+=($!)
     for i in $(seq 1 "$synth"); do
         $scpu "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" >/dev/null 2>&1 & pids+=($!)
     done

@@ -17,7 +17,8 @@ collector=$!
 pids=()
 RUST_LOG=info "$d/gpu-worker" --worker-id gpu-h200 --generate-missing-params --preload "sha256-chain-b$BLOCKS" \
     --status-listen 127.0.0.1:9102 >"$out/gpu-worker.log" 2>&1 & pids+=($!)
-"$d/gateway" >"$out/gateway.log" 2>&1 & pids+=($!)
+# an isolated benchmark host: no API tokens, test kinds on
+"$d/gateway" --insecure-no-auth --enable-test-kinds >"$out/gateway.log" 2>&1 & pids+=($!)
 for i in $(seq 1 "$SYNTH"); do "$d/synth-worker" --worker-id "synth-$i" >/dev/null 2>&1 & pids+=($!); done
 start=$(date +%s)
 until get http://127.0.0.1:9102/readyz | grep -q '"ready":true'; do sleep 1; [ $(( $(date +%s) - start )) -gt 400 ] && { echo "gpu-worker not ready"; exit 1; }; done

@@ -5,6 +5,7 @@ use std::time::Duration;
 use async_nats::jetstream::{consumer::PullConsumer, AckKind, Message};
 use futures::StreamExt;
 use snarkflow_wire::Priority;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
@@ -14,14 +15,20 @@ use crate::{nats_err, BusError};
 pub struct Lanes {
     lanes: Vec<(Priority, PullConsumer)>,
     ack_wait: Duration,
+    /// Changes on every (re)connection to the server.
+    connections: watch::Receiver<u64>,
 }
 
 /// Idle polling starts fast and backs off to this, bounding pickup latency on an idle system.
 const MAX_IDLE_BACKOFF: Duration = Duration::from_millis(200);
 
 impl Lanes {
-    pub(crate) fn new(lanes: Vec<(Priority, PullConsumer)>, ack_wait: Duration) -> Self {
-        Lanes { lanes, ack_wait }
+    pub(crate) fn new(
+        lanes: Vec<(Priority, PullConsumer)>,
+        ack_wait: Duration,
+        connections: watch::Receiver<u64>,
+    ) -> Self {
+        Lanes { lanes, ack_wait, connections }
     }
 
     /// The `max_deliver` of the consumer `msg` came from, as the broker has it (consumer
@@ -49,7 +56,10 @@ impl Lanes {
                 // consumer await their ack (seen with two slots on one consumer). Bounding it with
                 // an expiry made every empty lane cost the full expiry (the H200 benchmark fell
                 // from 192 to 72 proofs/min), so the pull stays a long poll that shutdown
-                // interrupts.
+                // interrupts. A server that restarts forgets the pulls it held and never answers
+                // them, so a reconnection abandons the pull and the loop makes it again.
+                let mut connections = self.connections.clone();
+                connections.borrow_and_update();
                 let pull = async {
                     let mut batch = consumer
                         .fetch()
@@ -66,6 +76,11 @@ impl Lanes {
                 };
                 let pulled = tokio::select! {
                     _ = shutdown.cancelled() => return Ok(None),
+                    // (a closed channel means the client is gone: nothing to wait for)
+                    Ok(()) = connections.changed() => {
+                        warn!(lane = priority.as_str(), "reconnected to NATS; pulling again");
+                        Ok(None)
+                    }
                     pulled = pull => pulled,
                 };
                 match pulled {

@@ -5,19 +5,23 @@
 //! with W3C trace context in message headers and JetStream de-duplication ids
 //! ([`Bus::publish`]), priority-lane pulling ([`Lanes`]), in-progress heartbeats for long work
 //! ([`Heartbeat`]), and the partition object store with digest checks ([`Bus::put_partition`],
-//! [`Bus::get_partition`]).
+//! [`Bus::get_partition`]), and the job ledger ([`Ledger`]).
 
 mod lanes;
+mod ledger;
 mod objects;
+mod security;
 pub mod settle;
 mod topology;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
 pub use lanes::{Heartbeat, Lanes};
+pub use ledger::{KeyClaim, Ledger};
 pub use objects::{Fetched, Stored};
-pub use settle::{settle, Failure, TaskRef};
-pub use topology::{Bus, BusConfig};
+pub use security::{redact_url, NatsSecurity, Secret, SecurityError};
+pub use settle::{settle, Failure, Outcome, TaskRef};
+pub use topology::{Bus, BusConfig, DeadLetter};
 pub use trace_context::{extract_context, inject_current_context};
 
 /// Errors from the bus; the message says which operation failed.
@@ -29,6 +33,14 @@ pub enum BusError {
     Corrupt { object: String, reason: String },
     #[error("partition object {0} not found")]
     NotFound(String),
+    #[error("{what} cannot be decoded: {reason}")]
+    Undecodable { what: String, reason: String },
+    /// A compare-and-set kept losing, or a key is being claimed concurrently: retry.
+    #[error("{0}")]
+    Conflict(String),
+    /// A setting that can never work (contradictory or unreadable credentials).
+    #[error("{0}")]
+    Config(String),
 }
 
 pub(crate) fn nats_err<E: Into<async_nats::Error>>(op: impl Into<String>) -> impl FnOnce(E) -> BusError {

@@ -29,9 +29,17 @@ pub enum Failure {
     Transient(String),
 }
 
+/// The bus's errors, classified by source: an object that is missing or fails its digest, or
+/// bytes that do not decode, cannot be repaired by waiting; the broker being unreachable or a
+/// lost compare-and-set can.
 impl From<BusError> for Failure {
     fn from(e: BusError) -> Self {
-        Failure::Transient(e.to_string())
+        match e {
+            BusError::Corrupt { .. } | BusError::NotFound(_) | BusError::Undecodable { .. } | BusError::Config(_) => {
+                Failure::Permanent(e.to_string())
+            }
+            BusError::Nats { .. } | BusError::Conflict(_) => Failure::Transient(e.to_string()),
+        }
     }
 }
 
@@ -84,10 +92,7 @@ pub async fn settle(
 ) -> Outcome {
     let (last_delivery, max_deliver) = is_last_delivery(bus, lanes, msg);
     let result = final_delivery_rule(result, last_delivery, max_deliver);
-    let what = match task.stage {
-        Stage::Synthesis => "synthesis",
-        Stage::Proving => "proving",
-    };
+    let what = task.stage.as_str();
     match result {
         Ok(outcome) => {
             let _ = msg.ack().await;

@@ -1,13 +1,16 @@
 //! Connecting and declaring streams, consumers and buckets.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 use async_nats::HeaderMap;
-use snarkflow_wire::{self as wire, Priority};
-use tracing::info;
+use futures::StreamExt as _;
+use snarkflow_wire::{self as wire, Priority, Stage};
+use tracing::{info, warn};
 
-use crate::{nats_err, BusError, Lanes};
+use crate::security::{redact_url, NatsSecurity};
+use crate::{nats_err, BusError, Lanes, Ledger};
 
 /// How a service reaches NATS and how redelivery behaves.
 #[derive(Debug, Clone)]
@@ -22,6 +25,14 @@ pub struct BusConfig {
     /// How long a job record (and its proof) stays in the ledger after its last change.
     /// Applied when the ledger bucket is first created.
     pub job_retention: Duration,
+    /// Credentials, TLS and inbox prefix.
+    pub security: NatsSecurity,
+    /// An idempotency key that names no job this long after it was claimed (its submit
+    /// stopped before writing the job) is taken over by the next submit with that key.
+    pub key_orphan_after: Duration,
+    /// Copies of every stream and bucket in a JetStream cluster (1 on a single server; 3 in
+    /// a three-node cluster survives losing a node). Applied when they are first created.
+    pub replicas: usize,
 }
 
 impl BusConfig {
@@ -33,6 +44,8 @@ impl BusConfig {
     pub const DEFAULT_CHUNK_SIZE: usize = 512 * 1024;
     /// A week: long past any proving deadline, short enough that the ledger stays small.
     pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+    /// Far longer than a submit takes to write its job after claiming the key.
+    pub const DEFAULT_KEY_ORPHAN_AFTER: Duration = Duration::from_secs(30);
 
     pub fn new(url: impl Into<String>) -> Self {
         BusConfig {
@@ -41,36 +54,72 @@ impl BusConfig {
             max_deliver: Self::DEFAULT_MAX_DELIVER,
             chunk_size: Self::DEFAULT_CHUNK_SIZE,
             job_retention: Self::DEFAULT_JOB_RETENTION,
+            security: NatsSecurity::default(),
+            key_orphan_after: Self::DEFAULT_KEY_ORPHAN_AFTER,
+            replicas: 1,
         }
     }
+}
+
+/// A work task the server gave up delivering (see [`Bus::dead_letters`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub stage: Stage,
+    pub stream_seq: u64,
+    pub deliveries: u64,
+}
+
+/// A max-deliveries advisory as a [`DeadLetter`]; `None` for anything else.
+fn dead_letter(advisory: &[u8]) -> Option<DeadLetter> {
+    let advisory: serde_json::Value = serde_json::from_slice(advisory).ok()?;
+    let stream = advisory.get("stream")?.as_str()?;
+    let stage = Stage::ALL.into_iter().find(|s| s.stream() == stream)?;
+    Some(DeadLetter {
+        stage,
+        stream_seq: advisory.get("stream_seq")?.as_u64()?,
+        deliveries: advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0),
+    })
 }
 
 /// A connection to NATS with snarkflow's streams and buckets in place.
 #[derive(Clone)]
 pub struct Bus {
-    pub client: async_nats::Client,
-    pub js: jetstream::Context,
-    pub jobs: kv::Store,
-    pub idempotency: kv::Store,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    ledger: Ledger,
+    /// Counts (re)connections to the server, so pulls the server forgot can be made again.
+    connections: tokio::sync::watch::Receiver<u64>,
     pub(crate) partitions: object_store::ObjectStore,
     pub(crate) config: BusConfig,
 }
 
 impl std::fmt::Debug for Bus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bus").field("url", &self.config.url).finish_non_exhaustive()
+        f.debug_struct("Bus").field("url", &redact_url(&self.config.url)).finish_non_exhaustive()
     }
 }
 
+/// How often the connection state is looked at while connecting, when the first report of
+/// a connection that is not coming up is made, and how often it is repeated.
+const CONNECT_POLL: Duration = Duration::from_millis(100);
+const CONNECT_REPORT_AFTER: Duration = Duration::from_secs(1);
+const REPORT_EVERY: Duration = Duration::from_secs(2);
+
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-async fn work_stream(js: &jetstream::Context, name: &str, subjects: &str) -> Result<stream::Stream, BusError> {
+async fn work_stream(
+    js: &jetstream::Context,
+    name: &str,
+    subjects: &str,
+    replicas: usize,
+) -> Result<stream::Stream, BusError> {
     js.get_or_create_stream(stream::Config {
         name: name.to_owned(),
         subjects: vec![subjects.to_owned()],
         retention: stream::RetentionPolicy::WorkQueue,
         storage: stream::StorageType::File,
         duplicate_window: DUPLICATE_WINDOW,
+        num_replicas: replicas,
         ..Default::default()
     })
     .await
@@ -79,22 +128,93 @@ async fn work_stream(js: &jetstream::Context, name: &str, subjects: &str) -> Res
 
 impl Bus {
     /// Connect and declare the topology. Safe to call concurrently from several services.
+    /// Waits as long as NATS cannot be reached or the topology cannot be declared yet; see
+    /// [`Bus::connect_reporting`].
     pub async fn connect(config: BusConfig) -> Result<Bus, BusError> {
-        let client = async_nats::ConnectOptions::new()
-            .name("snarkflow")
-            .retry_on_initial_connect()
-            .connect(&config.url)
-            .await
-            .map_err(nats_err(format!("connecting to {}", config.url)))?;
+        Self::connect_reporting(config, &|_| {}).await
+    }
+
+    /// [`Bus::connect`], telling `waiting` why while it waits: the server does not answer,
+    /// refuses the credentials, or denies declaring the topology (a worker role may only look
+    /// streams up: it waits until the gateway has declared them). Settings that can never work
+    /// (contradictory credentials, an unreadable creds file) fail at once.
+    pub async fn connect_reporting(config: BusConfig, waiting: &(dyn Fn(&str) + Send + Sync)) -> Result<Bus, BusError> {
+        let url = redact_url(&config.url);
+        let (connected, connections) = tokio::sync::watch::channel(0u64);
+        let problem = Arc::new(Mutex::new(None::<String>));
+        let seen = problem.clone();
+        let options = async_nats::ConnectOptions::new().name("snarkflow").retry_on_initial_connect().event_callback(
+            move |event| {
+                let (connected, seen) = (connected.clone(), seen.clone());
+                async move {
+                    match event {
+                        async_nats::Event::Connected => {
+                            connected.send_modify(|n| *n += 1);
+                            *seen.lock().expect("problem lock") = None;
+                        }
+                        async_nats::Event::ServerError(e) => {
+                            *seen.lock().expect("problem lock") = Some(format!("the server says: {e}"));
+                        }
+                        async_nats::Event::ClientError(e) => {
+                            *seen.lock().expect("problem lock") = Some(e.to_string());
+                        }
+                        _ => {}
+                    }
+                }
+            },
+        );
+        let options = config.security.apply(options).await.map_err(|e| BusError::Config(e.to_string()))?;
+        // a cluster is several URLs, comma-separated; the client moves to another on failure
+        let servers: Vec<&str> = config.url.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        let client = options.connect(servers).await.map_err(nats_err(format!("connecting to {url}")))?;
+        let last_problem = || problem.lock().expect("problem lock").clone();
+        let started = tokio::time::Instant::now();
+        let mut next_report = started + CONNECT_REPORT_AFTER;
+        while !matches!(client.connection_state(), async_nats::connection::State::Connected) {
+            if tokio::time::Instant::now() >= next_report {
+                next_report += REPORT_EVERY;
+                let why = last_problem().unwrap_or_else(|| "no answer yet".into());
+                let message = format!("cannot connect to NATS at {url}: {why}");
+                warn!(url = %url, problem = %why, "waiting for NATS");
+                waiting(&message);
+            }
+            tokio::time::sleep(CONNECT_POLL).await;
+        }
         let js = jetstream::new(client.clone());
-        let synth = work_stream(&js, wire::SYNTH_STREAM, "snarkflow.synth.>").await?;
-        let prove = work_stream(&js, wire::PROVE_STREAM, "snarkflow.prove.>").await?;
-        let events = work_stream(&js, wire::EVENTS_STREAM, "snarkflow.events.>").await?;
-        for (stream, stage) in [(&synth, "synth"), (&prove, "prove")] {
-            for priority in Priority::ALL {
-                Self::lane_consumer(stream, stage, priority, &config).await?;
+        loop {
+            match Self::declare(&js, &config).await {
+                Ok(parts) => {
+                    info!(url = %url, auth = config.security.method(), tls = config.security.tls(), "connected to NATS; streams, consumers and buckets ready");
+                    let (jobs, idempotency, partitions) = parts;
+                    let ledger = Ledger::new(jobs, idempotency, js.clone(), config.key_orphan_after);
+                    return Ok(Bus { client, js, ledger, connections, partitions, config });
+                }
+                Err(e) => {
+                    let message = match last_problem() {
+                        Some(why) => format!("{e} ({why})"),
+                        None => e.to_string(),
+                    };
+                    warn!(error = %message, "declaring the NATS topology failed; retrying");
+                    waiting(&format!("cannot declare the NATS topology: {message}"));
+                    tokio::time::sleep(REPORT_EVERY).await;
+                }
             }
         }
+    }
+
+    /// Get or create every stream, consumer and bucket.
+    async fn declare(
+        js: &jetstream::Context,
+        config: &BusConfig,
+    ) -> Result<(kv::Store, kv::Store, object_store::ObjectStore), BusError> {
+        for stage in Stage::ALL {
+            let stream =
+                work_stream(js, stage.stream(), &format!("snarkflow.{}.>", stage.lane_name()), config.replicas).await?;
+            for priority in Priority::ALL {
+                Self::lane_consumer(&stream, stage, priority, config).await?;
+            }
+        }
+        let events = work_stream(js, wire::EVENTS_STREAM, "snarkflow.events.>", config.replicas).await?;
         events
             .get_or_create_consumer(
                 wire::EVENTS_CONSUMER,
@@ -107,28 +227,30 @@ impl Bus {
             )
             .await
             .map_err(nats_err("creating the events consumer"))?;
-        let jobs = Self::kv(&js, wire::JOBS_BUCKET, config.job_retention).await?;
-        let idempotency = Self::kv(&js, wire::IDEMPOTENCY_BUCKET, config.job_retention).await?;
+        let jobs = Self::kv(js, wire::JOBS_BUCKET, config.job_retention, config.replicas).await?;
+        let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config.job_retention, config.replicas).await?;
         let partitions = match js.get_object_store(wire::PARTITIONS_BUCKET).await {
             Ok(store) => store,
             Err(_) => js
                 .create_object_store(object_store::Config {
                     bucket: wire::PARTITIONS_BUCKET.to_owned(),
                     description: Some("synthesized partitions between synth-workers and gpu-workers".into()),
-                    // a partition nobody proved within a day is garbage
-                    max_age: Duration::from_secs(24 * 3600),
+                    // objects live as long as their job (the gateway's ledger pass deletes what a
+                    // finished job left); this only backstops a deployment with no gateway, past
+                    // the longest deadline a job can have
+                    max_age: Duration::from_secs(8 * 24 * 3600),
+                    num_replicas: config.replicas,
                     ..Default::default()
                 })
                 .await
                 .map_err(nats_err("creating the partition object store"))?,
         };
-        info!(url = %config.url, "connected to NATS; streams, consumers and buckets ready");
-        Ok(Bus { client, js, jobs, idempotency, partitions, config })
+        Ok((jobs, idempotency, partitions))
     }
 
     async fn lane_consumer(
         stream: &stream::Stream,
-        stage: &str,
+        stage: Stage,
         priority: Priority,
         config: &BusConfig,
     ) -> Result<consumer::PullConsumer, BusError> {
@@ -138,7 +260,7 @@ impl Bus {
                 &name,
                 consumer::pull::Config {
                     durable_name: Some(name.clone()),
-                    filter_subject: format!("snarkflow.{stage}.{}", priority.as_str()),
+                    filter_subject: wire::lane_subject(stage, priority),
                     ack_policy: consumer::AckPolicy::Explicit,
                     ack_wait: config.ack_wait,
                     max_deliver: config.max_deliver,
@@ -152,7 +274,12 @@ impl Bus {
     /// Declare a key-value bucket. The stream is created directly, with the settings the KV
     /// convention requires, because async-nats' `create_key_value` first reads account info
     /// in a shape nats-server 2.9 (Debian 12's) does not send.
-    async fn kv(js: &jetstream::Context, bucket: &str, max_age: Duration) -> Result<kv::Store, BusError> {
+    async fn kv(
+        js: &jetstream::Context,
+        bucket: &str,
+        max_age: Duration,
+        replicas: usize,
+    ) -> Result<kv::Store, BusError> {
         if let Ok(store) = js.get_key_value(bucket).await {
             return Ok(store);
         }
@@ -165,7 +292,7 @@ impl Bus {
             deny_delete: true,
             allow_direct: true,
             discard: stream::DiscardPolicy::New,
-            num_replicas: 1,
+            num_replicas: replicas,
             max_age,
             ..Default::default()
         })
@@ -178,19 +305,59 @@ impl Bus {
         &self.config
     }
 
-    /// The priority lanes of `stage` ("synth" or "prove"), most urgent first.
-    pub async fn lanes(&self, stage: &str) -> Result<Lanes, BusError> {
-        let stream_name = match stage {
-            "synth" => wire::SYNTH_STREAM,
-            "prove" => wire::PROVE_STREAM,
-            other => panic!("unknown stage {other}"),
+    /// The job ledger and idempotency keys.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Whether the connection to NATS is up, and its state in words.
+    pub fn connection(&self) -> (bool, String) {
+        let state = self.client.connection_state();
+        (matches!(state, async_nats::connection::State::Connected), state.to_string())
+    }
+
+    /// The server's advisories that a work task reached its consumer's `max_deliver`: every
+    /// delivery ended without an ack, nak or term (the worker holding it died, e.g. killed
+    /// for memory), so no worker will ever report on it. Core subscriptions: an advisory sent
+    /// while no gateway listens is not repeated (the job's deadline still ends the job).
+    pub async fn dead_letters(&self) -> Result<impl futures::Stream<Item = DeadLetter> + Unpin + use<>, BusError> {
+        let mut subscribers = Vec::new();
+        for stage in Stage::ALL {
+            let subject = format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.*", stage.stream());
+            subscribers.push(
+                self.client.subscribe(subject.clone()).await.map_err(nats_err(format!("subscribing to {subject}")))?,
+            );
+        }
+        Ok(futures::stream::select_all(subscribers).filter_map(|msg| futures::future::ready(dead_letter(&msg.payload))))
+    }
+
+    /// Take a dead task out of its work queue: its payload (`None` when it is gone already),
+    /// and the message deleted so the queue does not hold it forever.
+    pub async fn take_dead_letter(&self, letter: &DeadLetter) -> Result<Option<Vec<u8>>, BusError> {
+        let name = letter.stage.stream();
+        let stream = self.js.get_stream(name).await.map_err(nats_err(format!("opening {name}")))?;
+        let payload = match stream.get_raw_message(letter.stream_seq).await {
+            Ok(msg) => msg.payload.to_vec(),
+            Err(e) if e.kind() == async_nats::jetstream::stream::RawMessageErrorKind::NoMessageFound => {
+                return Ok(None)
+            }
+            Err(e) => return Err(nats_err(format!("reading message {} of {name}", letter.stream_seq))(e)),
         };
+        if let Err(e) = stream.delete_message(letter.stream_seq).await {
+            warn!(stream = name, seq = letter.stream_seq, error = %e, "could not remove a dead task from its queue");
+        }
+        Ok(Some(payload))
+    }
+
+    /// The priority lanes of `stage`, most urgent first.
+    pub async fn lanes(&self, stage: Stage) -> Result<Lanes, BusError> {
+        let stream_name = stage.stream();
         let stream = self.js.get_stream(stream_name).await.map_err(nats_err(format!("opening {stream_name}")))?;
         let mut lanes = Vec::new();
         for priority in Priority::ALL {
             lanes.push((priority, Self::lane_consumer(&stream, stage, priority, &self.config).await?));
         }
-        Ok(Lanes::new(lanes, self.config.ack_wait))
+        Ok(Lanes::new(lanes, self.config.ack_wait, self.connections.clone()))
     }
 
     /// The gateway's durable consumer of job events.
@@ -216,6 +383,16 @@ impl Bus {
             .await
             .map_err(nats_err(op))?;
         Ok(())
+    }
+
+    /// Messages of one lane delivered to a worker and not yet acked (work in progress).
+    pub async fn lane_ack_pending(&self, stage: Stage, priority: Priority) -> Result<u64, BusError> {
+        let name = wire::lane_consumer(stage, priority);
+        let stream =
+            self.js.get_stream(stage.stream()).await.map_err(nats_err(format!("opening {}", stage.stream())))?;
+        let mut consumer: consumer::PullConsumer =
+            stream.get_consumer(&name).await.map_err(nats_err(format!("opening consumer {name}")))?;
+        Ok(consumer.info().await.map_err(nats_err(format!("reading consumer {name}")))?.num_ack_pending as u64)
     }
 
     /// Messages waiting in a work stream (all lanes), for queue-depth metrics.

@@ -1,61 +1,30 @@
-//! Circuits snarkflow proves, as plain bellperson [`Circuit`]s.
+//! Every proof kind snarkflow proves, one module each, behind one trait ([`ProofKind`]):
+//! parsing a request's input, the circuit for partition k (and the blank one), public
+//! inputs, verification of the assembled proof, the parameter file name and the default
+//! priority. The registry ([`parse_request`], [`visit_blank`], [`visit_with_witness`], ...)
+//! is the one place that maps a [`snarkflow_wire::JobKind`] to its module.
 //!
-//! Every circuit here is built from a [`CircuitSpec`] (its shape) plus a job seed and partition
-//! index (its witness). The same spec with no witness is what parameter generation synthesizes.
-//! The Filecoin kinds live in `snarkflow-filecoin`; [`visit_blank`] and [`visit_with_witness`]
-//! build any kind's circuit and hand it to a [`CircuitVisitor`].
+//! The synthetic kinds (`sha256-chain`, `dense-chain`) are bellperson circuits defined here;
+//! the Filecoin kinds build filecoin-proofs' own circuits through `snarkflow-filecoin`.
 //! This crate knows nothing of NATS, HTTP or tokio.
 
-mod dense_chain;
-mod sha256_chain;
+mod catalog;
+mod kind;
+mod kinds;
+mod registry;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-pub use dense_chain::DenseChain;
-pub use sha256_chain::Sha256Chain;
-pub use snarkflow_filecoin::JobInput;
-use snarkflow_synthesis::CircuitVisitor;
+pub use catalog::{catalog, Catalog};
+pub use kind::{KindError, ParsedRequest, ProofKind};
+pub use kinds::dense_chain::DenseChain;
+pub use kinds::sha256_chain::Sha256Chain;
+pub use registry::{
+    default_deadline_secs, default_priority, param_file_stem, parse_request, public_inputs, takes_input,
+    test_constraints, verified_whole, verify_job, visit_blank, visit_with_witness,
+};
+pub use snarkflow_filecoin::{JobInput, VerifyFailure};
 use snarkflow_wire::CircuitSpec;
-
-/// A circuit that cannot be built: a Filecoin kind without its input, an input that does
-/// not fit the spec.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct CircuitError(pub String);
-
-/// The blank (witness-free) circuit of any kind.
-pub fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, CircuitError> {
-    if spec.kind().is_filecoin() {
-        return snarkflow_filecoin::visit_blank(spec, visitor).map_err(|e| CircuitError(e.to_string()));
-    }
-    Ok(visitor.visit(PartitionCircuit::blank(*spec)))
-}
-
-/// Partition `partition` of a job with its witness: from the job seed for the synthetic
-/// kinds, from the job input for the Filecoin kinds.
-pub fn visit_with_witness<V: CircuitVisitor>(
-    spec: &CircuitSpec,
-    seed: u64,
-    partition: u32,
-    input: Option<&JobInput>,
-    visitor: V,
-) -> Result<V::Output, CircuitError> {
-    if spec.kind().is_filecoin() {
-        let input = input.ok_or_else(|| CircuitError(format!("a {} job needs its input", spec.kind().as_str())))?;
-        return snarkflow_filecoin::visit_partition(spec, input, partition as usize, visitor)
-            .map_err(|e| CircuitError(e.to_string()));
-    }
-    Ok(visitor.visit(PartitionCircuit::with_witness(*spec, seed, partition)))
-}
-
-/// File name (without extension) of a circuit's Groth16 parameters: the circuit id for the
-/// synthetic kinds, filecoin-proofs' `v28-<circuit identifier>` for the Filecoin kinds.
-pub fn param_file_stem(spec: &CircuitSpec) -> Result<String, CircuitError> {
-    if spec.kind().is_filecoin() {
-        return snarkflow_filecoin::param_file_stem(spec).map_err(|e| CircuitError(e.to_string()));
-    }
-    Ok(spec.circuit_id())
-}
 
 /// A buildable partition circuit: one of the kinds snarkflow knows.
 #[derive(Debug, Clone)]
@@ -74,7 +43,12 @@ impl PartitionCircuit {
             CircuitSpec::DenseChain { constraints } => {
                 PartitionCircuit::DenseChain(DenseChain::with_witness(constraints, seed, partition))
             }
-            other => panic!("{} is built by visit_with_witness, not PartitionCircuit", other.circuit_id()),
+            other @ (CircuitSpec::PorepC2 { .. }
+            | CircuitSpec::SnapUpdate { .. }
+            | CircuitSpec::WindowPost { .. }
+            | CircuitSpec::WinningPost { .. }) => {
+                panic!("{} is built by visit_with_witness, not PartitionCircuit", other.circuit_id())
+            }
         }
     }
 
@@ -83,7 +57,12 @@ impl PartitionCircuit {
         match spec {
             CircuitSpec::Sha256Chain { blocks } => PartitionCircuit::Sha256Chain(Sha256Chain::blank(blocks)),
             CircuitSpec::DenseChain { constraints } => PartitionCircuit::DenseChain(DenseChain::blank(constraints)),
-            other => panic!("{} is built by visit_blank, not PartitionCircuit", other.circuit_id()),
+            other @ (CircuitSpec::PorepC2 { .. }
+            | CircuitSpec::SnapUpdate { .. }
+            | CircuitSpec::WindowPost { .. }
+            | CircuitSpec::WinningPost { .. }) => {
+                panic!("{} is built by visit_blank, not PartitionCircuit", other.circuit_id())
+            }
         }
     }
 

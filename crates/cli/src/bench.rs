@@ -31,12 +31,12 @@ fn median_of<I, T>(runs: usize, mut make: impl FnMut() -> I, mut f: impl FnMut(I
     (last.expect("at least one run"), times[times.len() / 2])
 }
 
-pub fn hop(
+pub(crate) fn hop(
     spec: CircuitSpec,
     input: Option<JobInput>,
     runs: usize,
     prove: bool,
-    params_dir: Option<PathBuf>,
+    params_dir: PathBuf,
 ) -> anyhow::Result<()> {
     let id = spec.circuit_id();
     let seed = 42;
@@ -64,21 +64,36 @@ pub fn hop(
     let witness = witness??;
     let (raw, raw_enc_s) = median_of(runs, || (), |_| full.encode());
     let (_, raw_dec_s) = median_of(runs, || (), |_| SynthesizedPartition::decode(&raw));
+    // at 32 GiB the raw form is ~17 GB: keep only its size
+    let raw_len = raw.len();
+    drop(raw);
     let (compact, compact_enc_s) = median_of(runs, || (), |_| encode_compact(&witness, shape.hash));
     let (decoded, compact_dec_s) = median_of(runs, || (), |_| decode_compact(&compact));
     let (decoded, _) = decoded?;
     let (rebuilt, rebuild_s) = median_of(runs, || decoded.clone(), |w| shape.rebuild(w));
     let rebuilt = rebuilt?;
     anyhow::ensure!(rebuilt == full, "rebuilt partition differs from full synthesis");
+    let (unsatisfied, check_s) = timed(|| rebuilt.unsatisfied());
+    anyhow::ensure!(
+        unsatisfied.is_empty(),
+        "{} of {} constraints are not satisfied (first: {:?})",
+        unsatisfied.len(),
+        rebuilt.num_constraints(),
+        &unsatisfied[..unsatisfied.len().min(5)]
+    );
+    println!(
+        "all {} constraints satisfied by the witness (a·b = c checked in {check_s:.2} s); rebuild equals full synthesis",
+        rebuilt.num_constraints()
+    );
 
     println!();
     println!("| measure | raw | compact | compact / raw |");
     println!("|---|---|---|---|");
     println!(
         "| bytes on the hop | {} | {} | {:.2}% |",
-        raw.len(),
+        raw_len,
         compact.len(),
-        100.0 * compact.len() as f64 / raw.len() as f64
+        100.0 * compact.len() as f64 / raw_len as f64
     );
     println!(
         "| synthesis (1 core; Filecoin: incl. building the circuit) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |",
@@ -88,8 +103,7 @@ pub fn hop(
     println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
     println!("| rebuild a, b, c ({threads} threads) | — | {rebuild_s:.4} s | |");
     if prove {
-        let dir = params_dir.unwrap_or_else(ParamStore::default_dir);
-        let params = ParamStore::new(dir).get(&spec, true)?;
+        let params = ParamStore::new(params_dir, snarkflow_circuits::catalog()).get(&spec, true)?;
         let (proof, prove_s) = median_of(runs, || rebuilt.clone(), |p| params.prove(p, &mut rand::rngs::OsRng));
         let proof = proof?;
         anyhow::ensure!(snarkflow_prover::verify(&params.pvk, &proof, full.public_inputs()), "proof does not verify");
@@ -105,14 +119,17 @@ pub fn hop(
 /// `snarkflow bench stock-c2`: filecoin-proofs' own C2, in this process, over a stream of
 /// inputs (`runs` passes). Returns how many proofs failed (filecoin-proofs verifies its own
 /// result and errors out on an invalid proof).
-pub fn stock_c2(inputs: &[serde_json::Value], runs: usize, params_dir: &std::path::Path) -> anyhow::Result<usize> {
-    snarkflow_filecoin::use_parameter_dir(params_dir)?;
+pub(crate) fn stock_c2(
+    inputs: &[serde_json::Value],
+    runs: usize,
+    params_dir: &std::path::Path,
+) -> anyhow::Result<usize> {
+    snarkflow_filecoin::check_parameter_dir(params_dir)?;
     let mut parsed = Vec::new();
     for input in inputs {
         let obj = input.as_object().ok_or_else(|| anyhow::anyhow!("input is not an object"))?;
-        let job = snarkflow_filecoin::parse_request(snarkflow_wire::JobKind::PorepC2, obj)?;
-        let snarkflow_filecoin::JobInput::PorepC2(porep) = job.input else { anyhow::bail!("not a PoRep input") };
-        parsed.push((job.spec, porep));
+        let job = snarkflow_filecoin::porep::parse(obj)?;
+        parsed.push((job.spec, job.input));
     }
     println!(
         "stock seal_commit_phase2 ({} build): {} inputs x {} runs, {}, parameters {}",
@@ -158,7 +175,7 @@ pub fn stock_c2(inputs: &[serde_json::Value], runs: usize, params_dir: &std::pat
 
 /// What `snarkflow bench hammer` counted.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HammerSummary {
+pub(crate) struct HammerSummary {
     /// Proofs attempted: valid + invalid + errors.
     pub proofs: usize,
     pub invalid: usize,
@@ -172,7 +189,7 @@ pub struct HammerSummary {
 /// gpu-worker's discipline (one partition on the device at a time, the next one waiting
 /// prepared); unlocked, the threads call the prover concurrently, as several stock processes
 /// sharing one GPU do.
-pub fn hammer(
+pub(crate) fn hammer(
     params: &snarkflow_prover::LoadedParams,
     partitions: &[SynthesizedPartition],
     proofs: usize,
@@ -221,7 +238,7 @@ pub fn hammer(
 
 /// Synthesize `count` distinct partitions of `spec` for [`hammer`]: seeds 0, 1, … for the
 /// synthetic circuits; a Filecoin job's partitions in turn (`available` of them, from `input`).
-pub fn hammer_partitions(
+pub(crate) fn hammer_partitions(
     spec: &CircuitSpec,
     input: Option<&JobInput>,
     available: u32,
@@ -245,7 +262,7 @@ mod tests {
     fn hammer_counts_every_proof_and_all_verify() {
         let spec = CircuitSpec::DenseChain { constraints: 64 };
         let dir = tempfile::tempdir().unwrap();
-        let params = ParamStore::new(dir.path()).get(&spec, true).unwrap();
+        let params = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, true).unwrap();
         let partitions = hammer_partitions(&spec, None, u32::MAX, 3).unwrap();
         assert_ne!(partitions[0], partitions[1], "distinct witnesses");
         for locked in [true, false] {
@@ -260,7 +277,7 @@ mod tests {
         // a tampered c vector (an unsatisfied constraint): every proof of it is wrong
         let spec = CircuitSpec::DenseChain { constraints: 64 };
         let dir = tempfile::tempdir().unwrap();
-        let params = ParamStore::new(dir.path()).get(&spec, true).unwrap();
+        let params = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, true).unwrap();
         let mut partitions = hammer_partitions(&spec, None, u32::MAX, 2).unwrap();
         partitions[1].c[5] += <blstrs::Scalar as ff::Field>::ONE;
         let s = hammer(&params, &partitions, 4, 2, true);

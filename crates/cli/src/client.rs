@@ -3,7 +3,7 @@
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-pub struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     base: String,
 }
@@ -12,15 +12,40 @@ async fn error_of(resp: reqwest::Response) -> anyhow::Error {
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     let msg = body["error"]["message"].as_str().unwrap_or("no error message");
-    anyhow::anyhow!("gateway answered {status}: {msg}")
+    let hint = if status == reqwest::StatusCode::UNAUTHORIZED {
+        " (set SNARKFLOW_API_TOKEN or --token-file; `snarkflow admin token create` makes one)"
+    } else {
+        ""
+    };
+    anyhow::anyhow!("gateway answered {status}: {msg}{hint}")
 }
 
 impl Client {
-    pub fn new(base: &str) -> Self {
-        Client { http: reqwest::Client::new(), base: base.trim_end_matches('/').to_owned() }
+    /// A client for the gateway at `base`, sending `token` as a bearer token and trusting
+    /// `ca_cert` (PEM) besides the system's roots.
+    pub(crate) fn new(base: &str, token: Option<String>, ca_cert: Option<&std::path::Path>) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(token) = token {
+            let mut headers = reqwest::header::HeaderMap::new();
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .context("the API token has characters a header cannot carry")?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+            builder = builder.default_headers(headers);
+        }
+        if let Some(path) = ca_cert {
+            let pem = std::fs::read(path).with_context(|| format!("reading the CA certificate {}", path.display()))?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("{} is not a PEM certificate bundle", path.display()))?;
+            anyhow::ensure!(!certificates.is_empty(), "{} holds no PEM certificate", path.display());
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        Ok(Client { http: builder.build()?, base: base.trim_end_matches('/').to_owned() })
     }
 
-    pub async fn submit(&self, body: &Value) -> anyhow::Result<Value> {
+    pub(crate) async fn submit(&self, body: &Value) -> anyhow::Result<Value> {
         let resp = self
             .http
             .post(format!("{}/v1/jobs", self.base))
@@ -34,7 +59,7 @@ impl Client {
         Ok(resp.json().await?)
     }
 
-    pub async fn status(&self, id: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn status(&self, id: &str) -> anyhow::Result<Value> {
         let resp = self.http.get(format!("{}/v1/jobs/{id}", self.base)).send().await.context("reaching the gateway")?;
         if !resp.status().is_success() {
             return Err(error_of(resp).await);
@@ -42,7 +67,7 @@ impl Client {
         Ok(resp.json().await?)
     }
 
-    pub async fn list(&self, state: Option<&str>, limit: usize) -> anyhow::Result<Value> {
+    pub(crate) async fn list(&self, state: Option<&str>, limit: usize) -> anyhow::Result<Value> {
         let mut req = self.http.get(format!("{}/v1/jobs", self.base)).query(&[("limit", limit.to_string())]);
         if let Some(s) = state {
             req = req.query(&[("state", s)]);
@@ -54,7 +79,7 @@ impl Client {
         Ok(resp.json().await?)
     }
 
-    pub async fn proof(&self, id: &str) -> anyhow::Result<Vec<u8>> {
+    pub(crate) async fn proof(&self, id: &str) -> anyhow::Result<Vec<u8>> {
         let resp =
             self.http.get(format!("{}/v1/jobs/{id}/proof", self.base)).send().await.context("reaching the gateway")?;
         if !resp.status().is_success() {
@@ -67,7 +92,7 @@ impl Client {
         Ok(bytes)
     }
 
-    pub async fn cancel(&self, id: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn cancel(&self, id: &str) -> anyhow::Result<Value> {
         let resp =
             self.http.delete(format!("{}/v1/jobs/{id}", self.base)).send().await.context("reaching the gateway")?;
         if !resp.status().is_success() {
@@ -75,4 +100,36 @@ impl Client {
         }
         Ok(resp.json().await?)
     }
+}
+
+/// The API token: `$SNARKFLOW_API_TOKEN`, else the first line of `--token-file`, else of
+/// `.state/api-token` (what `just up` writes), else of `~/.config/snarkflow/api-token`.
+pub(crate) fn api_token(token_file: Option<&std::path::PathBuf>) -> anyhow::Result<Option<String>> {
+    if let Some(token) = std::env::var("SNARKFLOW_API_TOKEN").ok().filter(|t| !t.trim().is_empty()) {
+        return Ok(Some(token.trim().to_owned()));
+    }
+    let read = |path: &std::path::Path| -> anyhow::Result<String> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading the API token file {}", path.display()))?;
+        Ok(text.lines().next().unwrap_or("").trim().to_owned())
+    };
+    if let Some(path) = token_file {
+        return Ok(Some(read(path)?));
+    }
+    let candidates = [
+        Some(std::path::PathBuf::from(".state/api-token")),
+        dirs_config().map(|d| d.join("snarkflow").join("api-token")),
+    ];
+    for path in candidates.into_iter().flatten() {
+        if path.exists() {
+            return Ok(Some(read(&path)?));
+        }
+    }
+    Ok(None)
+}
+
+fn dirs_config() -> Option<std::path::PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))
 }

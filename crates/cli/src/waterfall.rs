@@ -10,7 +10,7 @@ use crate::client::Client;
 
 /// Where the spans come from.
 #[derive(Debug, clap::Args)]
-pub struct WaterfallArgs {
+pub(crate) struct WaterfallArgs {
     /// One job: its trace is fetched from Jaeger (or filtered out of --otlp-file).
     #[arg(long)]
     job: Option<String>,
@@ -35,7 +35,7 @@ pub struct WaterfallArgs {
 }
 
 /// Parse `90s`, `15m`, `2h`.
-pub fn parse_duration(s: &str) -> anyhow::Result<Duration> {
+pub(crate) fn parse_duration(s: &str) -> anyhow::Result<Duration> {
     let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = n.parse().with_context(|| format!("bad duration {s:?} (use e.g. 90s, 15m, 2h)"))?;
     Ok(Duration::from_secs(match unit {
@@ -87,7 +87,7 @@ async fn load(args: &WaterfallArgs, gateway: &Client) -> anyhow::Result<Vec<Span
     bail!("say which spans: --job ID, --since DURATION or --otlp-file FILE")
 }
 
-pub async fn waterfall(args: WaterfallArgs, gateway: &Client) -> anyhow::Result<()> {
+pub(crate) async fn waterfall(args: WaterfallArgs, gateway: &Client) -> anyhow::Result<()> {
     let spans = load(&args, gateway).await?;
     let report = waterfall::analyze(&spans);
     if report.rows.is_empty() {
@@ -102,7 +102,7 @@ pub async fn waterfall(args: WaterfallArgs, gateway: &Client) -> anyhow::Result<
 }
 
 /// Run an OTLP/HTTP receiver until Ctrl-C, appending spans to `out` as OTLP/JSON lines.
-pub async fn collect(listen: std::net::SocketAddr, out: PathBuf) -> anyhow::Result<()> {
+pub(crate) async fn collect(listen: std::net::SocketAddr, out: PathBuf) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
     println!(
         "receiving OTLP/HTTP traces on http://{} (POST /v1/traces), writing {}; Ctrl-C stops",

@@ -37,6 +37,61 @@ fn nats_flags(url: &str) -> Vec<String> {
     vec!["--nats-url".into(), url.into(), "--ack-wait-secs".into(), TEST_ACK_WAIT_SECS.to_string()]
 }
 
+/// The API tokens file every test gateway reads, and an admin token in it: one per test
+/// process.
+pub struct TestTokens {
+    pub path: std::path::PathBuf,
+    pub admin: String,
+}
+
+/// [`TestTokens`], created on first use.
+pub fn test_tokens() -> &'static TestTokens {
+    static TOKENS: std::sync::OnceLock<TestTokens> = std::sync::OnceLock::new();
+    TOKENS.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("tokens directory").keep();
+        let path = dir.join("tokens.json");
+        let mut file = snarkflow_service::tokens::TokenFile::default();
+        let (admin, _) = file
+            .create("ops", vec![snarkflow_service::tokens::Scope::Admin], snarkflow_wire::Priority::Critical, 0)
+            .expect("admin token");
+        file.save(&path).expect("tokens file");
+        TestTokens { path, admin }
+    })
+}
+
+/// Add a token for `tenant` to the test tokens file (the gateways notice within a second).
+pub fn add_test_token(
+    tenant: &str,
+    scopes: &[snarkflow_service::tokens::Scope],
+    max_priority: snarkflow_wire::Priority,
+) -> String {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_writer = LOCK.lock().expect("tokens lock");
+    let path = &test_tokens().path;
+    let mut file = snarkflow_service::tokens::TokenFile::load(path).expect("tokens file");
+    let (token, _) = file.create(tenant, scopes.to_vec(), max_priority, 0).expect("token");
+    file.save(path).expect("tokens file");
+    token
+}
+
+/// The flags that make a test gateway require the test tokens and accept the test kinds.
+pub fn gateway_auth_flags() -> Vec<String> {
+    vec!["--tokens-file".into(), test_tokens().path.display().to_string(), "--enable-test-kinds".into()]
+}
+
+/// An HTTP client that sends `token` with every request.
+pub fn client_with_token(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).expect("token header");
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder().default_headers(headers).build().expect("http client")
+}
+
+/// An HTTP client with the test admin token.
+pub fn api_client() -> reqwest::Client {
+    client_with_token(&test_tokens().admin)
+}
+
 /// Log to the test's captured output (shown for failing tests); `RUST_LOG` filters.
 pub fn init_test_logging() {
     let _ = tracing_subscriber::fmt()
@@ -52,16 +107,39 @@ pub async fn start_gateway(nats_url: &str) -> anyhow::Result<(Service, String)> 
 
 /// [`start_gateway`] with extra command-line flags.
 pub async fn start_gateway_with(nats_url: &str, extra: &[&str]) -> anyhow::Result<(Service, String)> {
+    launch_gateway(nats_url, extra, "http", reqwest::Client::new()).await
+}
+
+/// A gateway serving HTTPS with `cert`/`key`; `client` must trust their CA. Returns it and
+/// its `https://` base URL once `/readyz` answers 200.
+pub async fn start_gateway_https(
+    nats_url: &str,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    client: reqwest::Client,
+) -> anyhow::Result<(Service, String)> {
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    launch_gateway(nats_url, &["--tls-cert", &cert, "--tls-key", &key], "https", client).await
+}
+
+async fn launch_gateway(
+    nats_url: &str,
+    extra: &[&str],
+    scheme: &str,
+    client: reqwest::Client,
+) -> anyhow::Result<(Service, String)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
     let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
+    args.extend(gateway_auth_flags());
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_gateway::Config::try_parse_from(args)?;
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_gateway::serve(listener, config, shutdown.clone()));
-    let base = format!("http://{addr}");
-    let client = reqwest::Client::new();
+    // a certificate for `localhost`, so HTTPS clients check it by that name
+    let host = if scheme == "https" { format!("localhost:{}", addr.port()) } else { addr.to_string() };
+    let base = format!("{scheme}://{host}");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
@@ -127,7 +205,9 @@ pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) ->
 /// Point filecoin-proofs at the test parameter directory. Call first in every test that touches
 /// Filecoin code: filecoin-proofs reads its settings once per process, at first use.
 pub fn filecoin_env() {
-    snarkflow_filecoin::use_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
+    // test processes set it here, before any Filecoin code has read its settings
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params_dir());
+    snarkflow_filecoin::check_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
 }
 
 /// A nats-server and one of each service.
@@ -152,7 +232,7 @@ impl Stack {
         let (gateway, base) = start_gateway(&nats.url()).await?;
         let synth = vec![start_synth_worker_with(&nats.url(), "synth-1", synth_flags)?];
         let gpu = vec![start_gpu_worker(&nats.url(), "gpu-1")?];
-        Ok(Stack { nats, gateway: Some(gateway), base, synth, gpu, http: reqwest::Client::new() })
+        Ok(Stack { nats, gateway: Some(gateway), base, synth, gpu, http: api_client() })
     }
 
     pub async fn post_job(&self, body: &Value) -> anyhow::Result<(u16, Value)> {
@@ -174,22 +254,33 @@ impl Stack {
 
     /// Poll until the job is terminal; returns its view.
     pub async fn wait_finished(&self, id: &str, timeout: Duration) -> anyhow::Result<Value> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let job = self.job(id).await?;
-            if matches!(job["state"].as_str(), Some("done" | "failed" | "cancelled")) {
-                return Ok(job);
-            }
-            if Instant::now() > deadline {
-                bail!("job {id} not finished within {timeout:?}: {job}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_job(&self.http, &self.base, id, timeout).await
     }
 
     pub async fn proof(&self, id: &str) -> anyhow::Result<(u16, Vec<u8>)> {
         let r = self.http.get(format!("{}/v1/jobs/{id}/proof", self.base)).send().await?;
         Ok((r.status().as_u16(), r.bytes().await?.to_vec()))
+    }
+}
+
+/// Poll the gateway at `base` until job `id` is done, failed or cancelled; returns its view.
+/// A request that fails meanwhile (the gateway or NATS restarting) is retried.
+pub async fn wait_job(http: &reqwest::Client, base: &str, id: &str, timeout: Duration) -> anyhow::Result<Value> {
+    let deadline = Instant::now() + timeout;
+    let mut last = Value::Null;
+    loop {
+        if let Ok(r) = http.get(format!("{base}/v1/jobs/{id}")).send().await {
+            if let Ok(job) = r.json::<Value>().await {
+                if matches!(job["state"].as_str(), Some("done" | "failed" | "cancelled")) {
+                    return Ok(job);
+                }
+                last = job;
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("job {id} not finished within {timeout:?}: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -204,7 +295,7 @@ pub fn verify_job_proof(job: &Value, proof: &[u8]) -> anyhow::Result<()> {
     if proof.len() != total * 192 {
         bail!("proof has {} bytes, expected {} partitions × 192", proof.len(), total);
     }
-    let params = ParamStore::new(params_dir()).get(&spec, false)?;
+    let params = ParamStore::new(params_dir(), snarkflow_circuits::catalog()).get(&spec, false)?;
     for (i, chunk) in proof.chunks(192).enumerate() {
         let p = bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk)?;
         let inputs = PartitionCircuit::with_witness(spec, seed, i as u32).public_inputs().context("inputs")?;

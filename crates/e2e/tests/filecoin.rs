@@ -29,7 +29,11 @@ async fn sealed(dir: &std::path::Path, sector_num: u64, seed: u64) -> SealedSect
 /// Random parameters for `spec`, generated once per machine into the test parameter cache
 /// (the gateway needs the verifying key before the first job finishes).
 async fn params_for(spec: CircuitSpec) {
-    tokio::task::spawn_blocking(move || ParamStore::new(params_dir()).generate(&spec, false).unwrap()).await.unwrap();
+    tokio::task::spawn_blocking(move || {
+        ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false).unwrap()
+    })
+    .await
+    .unwrap();
 }
 
 fn report(job: &Value) {
@@ -97,7 +101,7 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     assert!(!other);
 
     // the gateway's check names the partition that fails
-    let input = snarkflow_filecoin::parse_request(
+    let input = snarkflow_circuits::parse_request(
         snarkflow_wire::JobKind::PorepC2,
         sector.porep_request_input().as_object().unwrap(),
     )
@@ -105,9 +109,9 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     .input;
     let mut tampered = proof.clone();
     tampered[100] ^= 1;
-    let err = snarkflow_filecoin::verify_job(&spec, &input, &params_dir(), &[tampered]).unwrap_err();
+    let err = snarkflow_circuits::verify_job(&spec, input.as_ref(), &params_dir(), &[tampered]).unwrap().unwrap_err();
     assert_eq!(err.partitions, vec![0], "{err}");
-    snarkflow_filecoin::verify_job(&spec, &input, &params_dir(), &[proof]).unwrap();
+    snarkflow_circuits::verify_job(&spec, input.as_ref(), &params_dir(), &[proof]).unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -227,23 +231,114 @@ fn compact_rebuild_equals_full_synthesis_for_every_filecoin_kind() {
         (JobKind::SnapUpdate, sector.snap_request_input(&dir.path().join("snap"), 6).unwrap()),
     ];
     for (kind, request) in requests {
-        let parsed = snarkflow_filecoin::parse_request(kind, request.as_object().unwrap()).unwrap();
+        let parsed = snarkflow_circuits::parse_request(kind, request.as_object().unwrap()).unwrap();
         let (spec, id) = (parsed.spec, parsed.spec.circuit_id());
         let shape = snarkflow_circuits::visit_blank(&spec, RecordShape(&id)).unwrap().unwrap();
-        let full = snarkflow_circuits::visit_with_witness(&spec, 0, 0, Some(&parsed.input), Synthesize(&id, 0))
+        let full = snarkflow_circuits::visit_with_witness(&spec, 0, 0, parsed.input.as_ref(), Synthesize(&id, 0))
             .unwrap()
             .unwrap();
         let witness =
-            snarkflow_circuits::visit_with_witness(&spec, 0, 0, Some(&parsed.input), SynthesizeWitness(&id, 0))
+            snarkflow_circuits::visit_with_witness(&spec, 0, 0, parsed.input.as_ref(), SynthesizeWitness(&id, 0))
                 .unwrap()
                 .unwrap();
         let rebuilt = shape.rebuild(witness).unwrap();
         assert!(rebuilt == full, "{id}: rebuilt partition differs from full synthesis");
-        let expected = snarkflow_filecoin::partition_public_inputs(&spec, &parsed.input).unwrap();
+        let expected = snarkflow_circuits::public_inputs(&spec, 0, parsed.partitions, parsed.input.as_ref()).unwrap();
         assert_eq!(full.public_inputs(), &expected[0][..], "{id}: public inputs differ from filecoin-proofs'");
         println!(
             "{id}: {} constraints, rebuild exact, public inputs as filecoin-proofs derives them",
             full.num_constraints()
         );
+    }
+}
+
+/// The sparse CC fixture (`snarkflow filecoin fixture`) at 2 KiB, checked by filecoin-proofs
+/// itself: its own `seal_commit_phase2` proves it and `verify_seal` accepts the proof; the
+/// same fixture proves through the pipeline (the gateway's `verify_seal` passes it); and a
+/// fixture with one label changed is refused at submission, before any work is queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipeline() {
+    filecoin_env();
+    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
+    params_for(spec).await;
+    let prover_id = snarkflow_filecoin::prover_id(MINER);
+    let c1 = tokio::task::spawn_blocking(move || {
+        snarkflow_filecoin::sparse::porep_c1(
+            RegisteredSealProof::StackedDrg2KiBV1_1,
+            prover_id,
+            11,
+            &mut rand::thread_rng(),
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap();
+
+    let stock = {
+        let c1 = c1.clone();
+        tokio::task::spawn_blocking(move || filecoin_proofs_api::seal::seal_commit_phase2(c1, prover_id, 11.into()))
+            .await
+            .unwrap()
+            .expect("filecoin-proofs' own C2 proves the fixture")
+    };
+    let verify = |proof: &[u8]| {
+        filecoin_proofs_api::seal::verify_seal(
+            c1.registered_proof,
+            c1.comm_r,
+            c1.comm_d,
+            prover_id,
+            11.into(),
+            c1.ticket,
+            c1.seed,
+            proof,
+        )
+        .unwrap()
+    };
+    assert!(verify(&stock.proof), "verify_seal rejected filecoin-proofs' own proof of the fixture");
+
+    let stack = Stack::start().await.unwrap();
+    let input = json!({ "miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&c1, 11) });
+    let id = stack.submit(&json!({"kind": "porep-c2", "input": input})).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    let (_, proof) = stack.proof(&id).await.unwrap();
+    assert!(verify(&proof), "verify_seal rejected snarkflow's proof of the fixture");
+
+    // one parent label changed (the circuit reads parent labels from the parent columns): the
+    // C1 check at submission refuses it (422), nothing is queued
+    let mut tampered = serde_json::to_value(&c1).unwrap();
+    let proofs = tampered["vanilla_proofs"].as_object_mut().unwrap().values_mut().next().unwrap();
+    let row = &mut proofs[0][0]["replica_column_proofs"]["drg_parents"][0]["column"]["rows"][0];
+    row[0] = (row[0].as_u64().unwrap() ^ 1).into();
+    let tampered: filecoin_proofs_api::seal::SealCommitPhase1Output = serde_json::from_value(tampered).unwrap();
+    let input = json!({ "miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&tampered, 11) });
+    let err = stack.submit(&json!({"kind": "porep-c2", "input": input})).await.unwrap_err().to_string();
+    assert!(err.contains("422") && err.contains("vanilla proofs do not verify"), "{err}");
+    // and filecoin-proofs' own C2 does not make a proof of it that verifies
+    let stock = tokio::task::spawn_blocking(move || {
+        filecoin_proofs_api::seal::seal_commit_phase2(tampered, prover_id, 11.into())
+    })
+    .await
+    .unwrap();
+    assert!(stock.map(|out| !verify(&out.proof)).unwrap_or(true), "a tampered fixture must not prove");
+}
+
+/// Sparse PoSt fixtures (`snarkflow filecoin fixture --proof window-post|winning-post`) at
+/// 2 KiB prove through the pipeline; the gateway verifies them with filecoin-proofs (the
+/// partition against its public inputs; `verify_winning_post` for WinningPoSt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sparse_post_fixtures_prove_through_the_pipeline() {
+    use snarkflow_filecoin::PostKind;
+    filecoin_env();
+    params_for(CircuitSpec::WindowPost { sector_size: 2048 }).await;
+    params_for(CircuitSpec::WinningPost { sector_size: 2048 }).await;
+    let stack = Stack::start().await.unwrap();
+    for (kind, name) in [(PostKind::Window, "window-post"), (PostKind::Winning, "winning-post")] {
+        let input =
+            snarkflow_filecoin::sparse_post::post_request(kind, 2048, MINER, &[5], &mut rand::thread_rng()).unwrap();
+        let id = stack.submit(&json!({"kind": name, "input": input})).await.unwrap();
+        let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+        assert_eq!(job["state"], "done", "{name}: {job}");
+        report(&job);
     }
 }

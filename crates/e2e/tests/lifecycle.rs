@@ -2,12 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::pull;
 use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_e2e::{params_dir, start_gpu_worker, start_gpu_worker_with, verify_job_proof, Stack};
 use snarkflow_prover::ParamStore;
-use snarkflow_wire::{CircuitSpec, Priority};
+use snarkflow_wire::{CircuitSpec, Priority, Stage};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 /// Big enough that proving takes seconds on a 2-core machine.
@@ -38,11 +37,8 @@ async fn jobs_survive_a_broker_restart() {
 
 async fn wait_for_pickup(stack: &Stack) {
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
-    let stream = bus.js.get_stream(snarkflow_wire::PROVE_STREAM).await.unwrap();
-    let lane = snarkflow_wire::lane_consumer("prove", Priority::Normal);
-    let mut consumer = stream.get_consumer::<pull::Config>(&lane).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
-    while consumer.info().await.unwrap().num_ack_pending == 0 {
+    while bus.lane_ack_pending(Stage::Proving, Priority::Normal).await.unwrap() == 0 {
         assert!(Instant::now() < deadline, "the prover never picked the partition up");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -50,7 +46,12 @@ async fn wait_for_pickup(stack: &Stack) {
 
 async fn big_job(stack: &Stack) -> String {
     let spec = CircuitSpec::DenseChain { constraints: CONSTRAINTS };
-    tokio::task::spawn_blocking(move || ParamStore::new(params_dir()).generate(&spec, false)).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || {
+        ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)
+    })
+    .await
+    .unwrap()
+    .unwrap();
     stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": CONSTRAINTS}})).await.unwrap()
 }
 
@@ -126,10 +127,10 @@ async fn the_last_delivery_is_judged_by_the_consumers_own_max_deliver() {
     let nats = snarkflow_testkit::NatsServer::start();
     // the first process creates the lanes with max_deliver 2 ...
     let first = Bus::connect(BusConfig { max_deliver: 2, ..BusConfig::new(nats.url()) }).await.unwrap();
-    first.lanes("prove").await.unwrap();
+    first.lanes(Stage::Proving).await.unwrap();
     // ... a later one is configured with 5, but the consumers keep what they were created with
     let later = Bus::connect(BusConfig { max_deliver: 5, ..BusConfig::new(nats.url()) }).await.unwrap();
-    let lanes = later.lanes("prove").await.unwrap();
+    let lanes = later.lanes(Stage::Proving).await.unwrap();
     later.publish("snarkflow.prove.normal".into(), b"task".to_vec(), None).await.unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
     let (priority, msg) = lanes.next(&shutdown).await.unwrap().unwrap();

@@ -69,6 +69,7 @@ async fn run_jobs(protocol: &str, jobs: u64, partitions: u64) -> (Vec<Span>, Has
     let nats_args = vec!["--nats-url".to_owned(), nats.url(), "--ack-wait-secs".into(), TEST_ACK_WAIT_SECS.to_string()];
     let mut gateway_args = vec!["--listen".to_owned(), format!("127.0.0.1:{gateway_port}")];
     gateway_args.extend(nats_args.clone());
+    gateway_args.extend(snarkflow_e2e::gateway_auth_flags());
     let mut synth_args = vec!["--worker-id".to_owned(), "synth-otlp".into()];
     synth_args.extend(nats_args.clone());
     let gateway = Proc::spawn(env!("CARGO_BIN_EXE_e2e-gateway"), &gateway_args, &otlp, protocol);
@@ -76,7 +77,7 @@ async fn run_jobs(protocol: &str, jobs: u64, partitions: u64) -> (Vec<Span>, Has
     let gpu =
         Proc::spawn(env!("CARGO_BIN_EXE_e2e-gpu-worker"), &gpu_worker_args(&nats.url(), "gpu-otlp"), &otlp, protocol);
 
-    let http = reqwest::Client::new();
+    let http = snarkflow_e2e::api_client();
     let base = format!("http://127.0.0.1:{gateway_port}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !http.get(format!("{base}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {

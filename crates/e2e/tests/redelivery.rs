@@ -4,12 +4,11 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::consumer::pull;
 use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_e2e::{gpu_worker_args, params_dir, start_gpu_worker, verify_job_proof, Stack};
 use snarkflow_prover::ParamStore;
-use snarkflow_wire::{CircuitSpec, Priority};
+use snarkflow_wire::{CircuitSpec, Priority, Stage};
 
 /// 2^16 constraints: several seconds of CPU proving on a 2-core machine, a wide window in
 /// which to kill the worker.
@@ -18,7 +17,12 @@ const CONSTRAINTS: u32 = 1 << 16;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gpu_worker_killed_mid_partition_does_not_lose_the_job() {
     let spec = CircuitSpec::DenseChain { constraints: CONSTRAINTS };
-    tokio::task::spawn_blocking(move || ParamStore::new(params_dir()).generate(&spec, false)).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || {
+        ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)
+    })
+    .await
+    .unwrap()
+    .unwrap();
 
     let mut stack = Stack::start().await.unwrap();
     for gpu in std::mem::take(&mut stack.gpu) {
@@ -35,13 +39,9 @@ async fn gpu_worker_killed_mid_partition_does_not_lose_the_job() {
 
     // wait until the victim holds the partition un-acked, then kill it
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
-    let lane = snarkflow_wire::lane_consumer("prove", Priority::Normal);
-    let stream = bus.js.get_stream(snarkflow_wire::PROVE_STREAM).await.unwrap();
-    let mut consumer = stream.get_consumer::<pull::Config>(&lane).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        let info = consumer.info().await.unwrap();
-        if info.num_ack_pending == 1 {
+        if bus.lane_ack_pending(Stage::Proving, Priority::Normal).await.unwrap() == 1 {
             break;
         }
         assert!(Instant::now() < deadline, "the victim never picked the partition up");

@@ -15,7 +15,7 @@ use filecoin_proofs_api::{
 };
 use serde_json::{json, Value};
 
-use crate::input::prover_id;
+use crate::prover_id;
 
 /// A sealed sector and everything made while sealing it.
 #[derive(Debug, Clone)]
@@ -34,12 +34,7 @@ pub struct SealedSector {
 impl SealedSector {
     /// The C1 output as Curio and lotus-bench wrap it: `{"SectorNum", "Phase1Out", "SectorSize"}`.
     pub fn envelope(&self) -> Value {
-        let c1 = serde_json::to_vec(&self.c1).expect("C1 output serializes");
-        json!({
-            "SectorNum": self.sector_num,
-            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1),
-            "SectorSize": u64::from(self.registered_proof.sector_size()),
-        })
+        crate::porep::c1_envelope(&self.c1, self.sector_num)
     }
 
     /// The `input` of a `porep-c2` job for this sector.

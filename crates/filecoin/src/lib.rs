@@ -1,40 +1,68 @@
 //! Filecoin proof kinds as snarkflow partition circuits, on filecoin-proofs 19.1.
 //!
-//! What a client sends (a Curio/lotus-bench C1 envelope, vanilla PoSt or SnapDeals proofs) is
-//! parsed and checked once by the gateway ([`parse_request`]) into a canonical [`JobInput`],
-//! stored with the job. Each partition's circuit is then rebuilt from that input by any
-//! synth-worker ([`visit_partition`]) exactly as filecoin-proofs builds it inside
-//! `seal_commit_phase2` and friends; the blank circuit of the same shape drives parameter
-//! generation and the constraint shape ([`visit_blank`]). The assembled proof — the partition
-//! proofs concatenated in order, the bytes `seal_commit_phase2` returns — is checked with
-//! filecoin-proofs' verifiers before a job is done ([`verify_job`]).
+//! One module per kind: [`porep`], [`snap`], and [`post`] (WindowPoSt and WinningPoSt share
+//! one construction). Each parses and checks what a client sends (a Curio/lotus-bench C1
+//! envelope, vanilla PoSt or SnapDeals proofs) into a canonical [`JobInput`] stored with the
+//! job; rebuilds partition k's circuit from it exactly as filecoin-proofs builds it inside
+//! `seal_commit_phase2` and friends; builds the blank circuit (parameter generation, constraint
+//! shapes); derives public inputs; names the parameter files; and verifies the assembled proof
+//! (the partition proofs concatenated in order, the bytes `seal_commit_phase2` returns) with
+//! filecoin-proofs' verifiers. `snarkflow-circuits` registers them as proof kinds.
 //!
 //! Every published sector size (2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB) goes through the same
 //! code; the sector shape is a type parameter chosen at run time.
 //!
 //! No NATS, HTTP or tokio here.
 
+#[macro_use]
+mod sector_shape;
+mod fields;
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 mod input;
-mod kinds;
-mod params;
+pub mod porep;
+pub mod post;
+pub mod snap;
+pub mod sparse;
+pub mod sparse_post;
+mod sparse_tree;
 pub mod stock;
+mod verify;
 
-pub use input::{parse_request, prover_id, JobInput, ParsedJob, PorepInput, PostInput, SnapInput};
-pub use kinds::{partition_public_inputs, verify_job, visit_blank, visit_partition, VerifyFailure};
-pub use params::{param_file_stem, param_metadata_json, registered_seal_proof};
+pub use fields::prover_id;
+pub use input::JobInput;
+pub use porep::PorepInput;
+pub use post::{PostInput, PostKind};
+pub use snap::SnapInput;
+pub use verify::VerifyFailure;
 
-/// Point filecoin-proofs at `dir` for its own parameter lookups (`verify_seal` and friends
-/// read `FIL_PROOFS_PARAMETER_CACHE` once, at first use). Call early in `main`, before any
-/// other thread exists; fails if filecoin-proofs already settled on another directory.
-pub fn use_parameter_dir(dir: &std::path::Path) -> Result<(), FilecoinError> {
-    let wanted = dir.to_string_lossy().into_owned();
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &wanted);
-    let settled = &storage_proofs_core::settings::SETTINGS.parameter_cache;
+/// A request of one kind that passed every check: its circuit, its partitions and its
+/// canonical input.
+#[derive(Debug, Clone)]
+pub struct Parsed<I> {
+    pub spec: snarkflow_wire::CircuitSpec,
+    pub partitions: u32,
+    pub input: I,
+}
+
+/// The `.meta` file filecoin-proofs writes next to parameters it generates.
+pub fn param_metadata_json(sector_size: u64) -> String {
+    serde_json::json!({ "sector_size": sector_size }).to_string()
+}
+
+/// The directory filecoin-proofs' own lookups use (`verify_seal` and friends read
+/// `FIL_PROOFS_PARAMETER_CACHE` once, at first use).
+pub fn parameter_dir_in_use() -> &'static str {
+    &storage_proofs_core::settings::SETTINGS.parameter_cache
+}
+
+/// Check that filecoin-proofs looks for parameters in `dir` (processes set
+/// `FIL_PROOFS_PARAMETER_CACHE` in `main`, before any thread exists).
+pub fn check_parameter_dir(dir: &std::path::Path) -> Result<(), FilecoinError> {
+    let wanted = dir.to_string_lossy();
+    let settled = parameter_dir_in_use();
     if settled.trim_end_matches('/') != wanted.trim_end_matches('/') {
-        return Err(FilecoinError::new(format!(
-            "filecoin-proofs already uses parameter directory {settled}, not {wanted}"
-        )));
+        return Err(FilecoinError::new(format!("filecoin-proofs uses parameter directory {settled}, not {wanted}")));
     }
     Ok(())
 }

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
-use crate::input::PorepInput;
 use crate::FilecoinError;
+use crate::PorepInput;
 
 /// What one stock C2 took.
 #[derive(Debug, Clone)]

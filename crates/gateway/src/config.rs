@@ -1,14 +1,19 @@
 //! Gateway configuration: every flag also reads an environment variable.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::Parser;
-use snarkflow_service::{NatsArgs, TelemetryArgs};
+use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
 
 /// Default listen address: loopback, so a fresh install exposes nothing.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default request body limit: a 32 GiB C1 output is ~70 MB as base64 (issue 3), with room.
-pub const DEFAULT_MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
+
+/// Default bound on a test-kind job: 2^24 constraints in all (a 16-partition 2^20 dense
+/// chain), a few GiB of witnesses; a 2^26 x 64 request (128 GiB of witnesses) is refused.
+pub(crate) const DEFAULT_MAX_TEST_JOB_CONSTRAINTS: u64 = 1 << 24;
 
 /// snarkflow gateway: HTTP API for submitting and following proving jobs.
 #[derive(Debug, Clone, Parser)]
@@ -20,29 +25,47 @@ pub struct Config {
     /// Largest accepted request body in bytes; larger bodies get 413.
     #[arg(long, env = "SNARKFLOW_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
-    /// Directory holding the Filecoin verifying keys (`v28-*.vk`), used to verify every
-    /// Filecoin proof before its job is done; default `$FIL_PROOFS_PARAMETER_CACHE`, else
-    /// `~/.cache/snarkflow/params`.
-    #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
-    pub params_dir: Option<std::path::PathBuf>,
+    /// Where the Filecoin verifying keys (`v28-*.vk`) are, used to verify every Filecoin
+    /// proof before its job is done.
+    #[command(flatten)]
+    pub params: ParamsDir,
+    /// The API tokens file (`snarkflow admin token create` writes it); re-read when it
+    /// changes. Default `$SNARKFLOW_TOKENS_FILE`, else `~/.config/snarkflow/tokens.json`.
+    #[arg(long, env = "SNARKFLOW_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+    /// Serve without authentication: every caller is an admin. For local experiments only.
+    #[arg(long, env = "SNARKFLOW_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+    /// Accept the synthetic test kinds (sha256-chain, dense-chain); off in production.
+    #[arg(long, env = "SNARKFLOW_ENABLE_TEST_KINDS")]
+    pub enable_test_kinds: bool,
+    /// Largest test-kind job, in constraints over all its partitions.
+    #[arg(long, env = "SNARKFLOW_MAX_TEST_JOB_CONSTRAINTS", default_value_t = DEFAULT_MAX_TEST_JOB_CONSTRAINTS)]
+    pub max_test_job_constraints: u64,
+    /// Jobs one tenant may have queued or running at once (0: no limit).
+    #[arg(long, env = "SNARKFLOW_TENANT_MAX_JOBS", default_value_t = 256)]
+    pub tenant_max_jobs: u64,
+    /// Unproved partitions one tenant may have in flight at once (0: no limit).
+    #[arg(long, env = "SNARKFLOW_TENANT_MAX_PARTITIONS", default_value_t = 1024)]
+    pub tenant_max_partitions: u64,
+    /// Submits per minute per tenant, with bursts up to the same number (0: no limit).
+    #[arg(long, env = "SNARKFLOW_TENANT_SUBMITS_PER_MINUTE", default_value_t = 600)]
+    pub tenant_submits_per_minute: u32,
+    /// Seconds a request may take, body upload included, before it is answered 408.
+    #[arg(long, env = "SNARKFLOW_REQUEST_TIMEOUT_SECS", default_value_t = 300)]
+    pub request_timeout_secs: u64,
+    /// Seconds between ledger passes: gauges, tenants' in-flight counts, failing jobs past
+    /// their deadline, finishing half-done fan-outs. Each pass reads every record.
+    #[arg(long, env = "SNARKFLOW_LEDGER_PASS_SECS", default_value_t = 15)]
+    pub ledger_pass_secs: u64,
+    /// PEM certificate chain to serve HTTPS with (with --tls-key).
+    #[arg(long, env = "SNARKFLOW_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "SNARKFLOW_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
-}
-
-impl Config {
-    /// `--params-dir`, else `$FIL_PROOFS_PARAMETER_CACHE`, else `~/.cache/snarkflow/params`.
-    pub fn params_dir(&self) -> std::path::PathBuf {
-        self.params_dir.clone().unwrap_or_else(default_params_dir)
-    }
-}
-
-/// `$FIL_PROOFS_PARAMETER_CACHE` when set (operators already keep their parameters there),
-/// else `~/.cache/snarkflow/params`.
-pub fn default_params_dir() -> std::path::PathBuf {
-    match std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
-        Some(dir) if !dir.is_empty() => dir.into(),
-        _ => dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"),
-    }
 }

@@ -1,6 +1,6 @@
 //! The one error type of the HTTP API: a status and `{"error": {"code", "message"}}`.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -16,6 +16,21 @@ pub enum ApiError {
     TooLarge(usize),
     #[error("{0}")]
     NotFound(String),
+    /// No token, or one that is not valid.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A valid token without the scope (or priority) the request needs.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A tenant quota or rate limit; retry after this many seconds.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after_secs: u64 },
+    #[error("{0}")]
+    Timeout(String),
+    /// A request this deployment cannot serve as configured (e.g. no verifying key); the
+    /// message says what is missing.
+    #[error("{0}")]
+    NotServed(String),
     /// The job is in a state where the request makes no sense (e.g. proof before done).
     #[error("{0}")]
     Conflict(String),
@@ -27,13 +42,29 @@ pub enum ApiError {
     Internal(#[from] anyhow::Error),
 }
 
+/// The ledger and object store's errors: a concurrent-update conflict is the client's to retry,
+/// anything else means NATS is not answering.
+impl From<snarkflow_bus::BusError> for ApiError {
+    fn from(e: snarkflow_bus::BusError) -> Self {
+        match e {
+            snarkflow_bus::BusError::Conflict(m) => ApiError::Conflict(m),
+            other => ApiError::Unavailable(other.to_string()),
+        }
+    }
+}
+
 impl ApiError {
-    fn parts(&self) -> (StatusCode, &'static str) {
+    pub(crate) fn parts(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input"),
             ApiError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_requests"),
+            ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+            ApiError::NotServed(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_served"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -55,6 +86,18 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        (status, Json(serde_json::json!({ "error": { "code": code, "message": message } }))).into_response()
+        let mut response =
+            (status, Json(serde_json::json!({ "error": { "code": code, "message": message } }))).into_response();
+        let headers = response.headers_mut();
+        match &self {
+            ApiError::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"snarkflow\""));
+            }
+            ApiError::TooManyRequests { retry_after_secs, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            _ => {}
+        }
+        response
     }
 }

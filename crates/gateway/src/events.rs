@@ -1,6 +1,8 @@
 //! Applying worker events to the job ledger: the gateway's half of the data path.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -9,17 +11,17 @@ use futures::StreamExt;
 use snarkflow_bus::{extract_context, AckKind, Bus};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::{error, info, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::{metrics::Metrics, Ledger};
 
 /// The state a non-terminal job is in, from its partitions.
-pub fn derive_state(record: &JobRecord, started: bool) -> JobState {
+pub(crate) fn derive_state(record: &JobRecord, started: bool) -> JobState {
     let total = record.partitions.len() as u32;
     if record.proved_count() == total {
         // a Filecoin proof is done only once filecoin-proofs has verified it whole
-        if record.kind().is_filecoin() {
+        if snarkflow_circuits::verified_whole(record.kind()) {
             JobState::Proving
         } else {
             JobState::Done
@@ -35,7 +37,7 @@ pub fn derive_state(record: &JobRecord, started: bool) -> JobState {
 
 /// Apply one event; returns whether the record changed. Idempotent and order-insensitive:
 /// a redelivered or reordered event leaves the same record. Terminal jobs do not change.
-pub fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
+pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
     if record.state.is_terminal() {
         return false;
     }
@@ -59,11 +61,7 @@ pub fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         }
         JobEventBody::PartitionFailed { stage, message } => {
             record.state = JobState::Failed;
-            let stage = match stage {
-                wire::Stage::Synthesis => "synthesis",
-                wire::Stage::Proving => "proving",
-            };
-            record.error = Some(format!("partition {} failed during {stage}: {message}", event.partition));
+            record.error = Some(format!("partition {} failed during {}: {message}", event.partition, stage.as_str()));
             record.finished_at_ms = Some(event.at_ms);
             return true;
         }
@@ -75,16 +73,51 @@ pub fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
     *record != before
 }
 
-/// Consume job events until `shutdown`, applying each to the ledger before acking it.
-pub async fn run(
+/// Deliveries of one event before the gateway gives up applying it and fails its job (with
+/// growing pauses between them: about five minutes in all).
+pub(crate) const EVENT_ATTEMPTS: u64 = 12;
+
+/// Run the event loop until `shutdown`, restarting it after an error; `running` says whether
+/// it is applying events (the gateway's readiness).
+pub(crate) async fn supervise(
     bus: Bus,
     ledger: Ledger,
     metrics: Metrics,
     params_dir: PathBuf,
+    running: Arc<AtomicBool>,
     shutdown: CancellationToken,
+) {
+    loop {
+        let result = run(&bus, &ledger, &metrics, &params_dir, &running, &shutdown).await;
+        running.store(false, Ordering::SeqCst);
+        match result {
+            Ok(()) => return,
+            Err(e) => {
+                error!(
+                    error = format!("{e:#}"),
+                    "the event loop stopped; restarting it (the gateway is not ready meanwhile)"
+                );
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Consume job events until `shutdown`, applying each to the ledger before acking it.
+async fn run(
+    bus: &Bus,
+    ledger: &Ledger,
+    metrics: &Metrics,
+    params_dir: &Path,
+    running: &AtomicBool,
+    shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
     let consumer = bus.events_consumer().await?;
     let mut messages = consumer.messages().await?;
+    running.store(true, Ordering::SeqCst);
     loop {
         let msg = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
@@ -107,13 +140,32 @@ pub async fn run(
             }
         };
         let parent = extract_context(msg.headers.as_ref());
-        match handle(&bus, &ledger, &metrics, &params_dir, &event, parent).await {
+        match handle(bus, ledger, metrics, params_dir, &event, parent).await {
             Ok(()) => {
                 let _ = msg.ack().await;
             }
             Err(e) => {
-                warn!(job_id = %event.job_id, error = format!("{e:#}"), "applying event failed; will retry");
-                let _ = msg.ack_with(AckKind::Nak(Some(Duration::from_millis(500)))).await;
+                let delivered = msg.info().map(|i| i.delivered.max(1) as u64).unwrap_or(1);
+                let error = format!("{e:#}");
+                if delivered >= EVENT_ATTEMPTS {
+                    let reason = format!(
+                        "the gateway could not apply an event of partition {} after {delivered} tries: {error}",
+                        event.partition
+                    );
+                    match fail_job(bus, ledger, metrics, &event.job_id, &reason).await {
+                        Ok(_) => {
+                            warn!(job_id = %event.job_id, %reason, "job failed");
+                            let _ = msg.ack_with(AckKind::Term).await;
+                            continue;
+                        }
+                        Err(e) => warn!(job_id = %event.job_id, error = format!("{e:#}"), "failing the job failed too"),
+                    }
+                }
+                warn!(job_id = %event.job_id, %error, delivered, "applying event failed; will retry");
+                // 0.5 s, 1 s, 2 s, ... up to a minute between tries
+                let pause = Duration::from_millis(500u64.saturating_mul(1 << delivered.min(7).saturating_sub(1)))
+                    .min(Duration::from_secs(60));
+                let _ = msg.ack_with(AckKind::Nak(Some(pause))).await;
             }
         }
     }
@@ -160,7 +212,7 @@ async fn handle(
             return Ok(());
         };
         if !record.state.is_terminal()
-            && record.kind().is_filecoin()
+            && snarkflow_circuits::verified_whole(record.kind())
             && record.proved_count() == record.partitions.len() as u32
         {
             record = verify_and_finish(bus, ledger, params_dir, &record, started, event.at_ms).await?;
@@ -168,16 +220,7 @@ async fn handle(
         metrics.observe_event(event);
         tracing::Span::current().record("job.done", record.state == JobState::Done);
         if previous != Some(record.state) && record.state.is_terminal() {
-            metrics.job_finished(&record);
-            info!(job_id = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job finished");
-            if record.state == JobState::Failed {
-                cleanup_partitions(bus, &record).await;
-            }
-            if let Some(input) = &record.input {
-                if let Err(e) = bus.delete_partition(&input.object).await {
-                    warn!(job_id = %record.id, error = %e, "could not delete the job input");
-                }
-            }
+            finished(bus, metrics, &record).await;
         }
         Ok(())
     }
@@ -185,8 +228,8 @@ async fn handle(
     .await
 }
 
-/// All partitions of a Filecoin job are proved: check the assembled proof with
-/// filecoin-proofs' verifier, then mark the job done — or failed, naming the partitions whose
+/// All partitions of a job its kind verifies whole are proved: check the assembled proof (for
+/// the Filecoin kinds with filecoin-proofs' verifiers), then mark the job done — or failed, naming the partitions whose
 /// proofs did not verify. A wrong proof is never reported as done.
 async fn verify_and_finish(
     bus: &Bus,
@@ -196,13 +239,16 @@ async fn verify_and_finish(
     started: Instant,
     at_ms: u64,
 ) -> anyhow::Result<JobRecord> {
-    let verdict = match &record.input {
-        None => Err(format!("{} job has no input to verify against", record.kind().as_str())),
-        Some(input) => {
-            let fetched = bus
-                .get_partition(&input.object, &input.sha256_hex)
-                .await
-                .with_context(|| format!("fetching the input of job {}", record.id))?;
+    let verdict = {
+        let fetched = match &record.input {
+            None => None,
+            Some(input) => Some(
+                bus.get_partition(&input.object, &input.sha256_hex)
+                    .await
+                    .with_context(|| format!("fetching the input of job {}", record.id))?,
+            ),
+        };
+        {
             let proofs = record
                 .partitions
                 .iter()
@@ -212,8 +258,15 @@ async fn verify_and_finish(
             let span = info_span!("verify", job_id = %record.id, verifier = "filecoin-proofs", worker = "gateway");
             tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
-                let input = snarkflow_filecoin::JobInput::from_json(&fetched.data).map_err(|e| e.to_string())?;
-                snarkflow_filecoin::verify_job(&spec, &input, &dir, &proofs).map_err(|e| {
+                let input = match fetched {
+                    Some(f) => Some(snarkflow_circuits::JobInput::from_json(&f.data).map_err(|e| e.to_string())?),
+                    None => None,
+                };
+                let verdict =
+                    snarkflow_circuits::verify_job(&spec, input.as_ref(), &dir, &proofs).unwrap_or_else(|| {
+                        Err(snarkflow_circuits::VerifyFailure::whole("this kind is not verified whole"))
+                    });
+                verdict.map_err(|e| {
                     if e.partitions.is_empty() {
                         format!("the assembled proof failed verification: {e}")
                     } else {
@@ -250,8 +303,50 @@ async fn verify_and_finish(
     Ok(updated.unwrap_or_else(|| record.clone()))
 }
 
+/// A job just became terminal: count it, say so, and delete what of it is left in the object
+/// store (partitions no prover will fetch any more, and its input).
+pub(crate) async fn finished(bus: &Bus, metrics: &Metrics, record: &JobRecord) {
+    metrics.job_finished(record);
+    info!(job_id = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job finished");
+    if record.state != JobState::Done {
+        cleanup_partitions(bus, record).await;
+    }
+    if let Some(input) = &record.input {
+        if let Err(e) = bus.delete_partition(&input.object).await {
+            warn!(job_id = %record.id, error = %e, "could not delete the job input");
+        }
+    }
+}
+
+/// Fail a job that is not finished yet, with `reason`; false when it already was.
+pub(crate) async fn fail_job(
+    bus: &Bus,
+    ledger: &Ledger,
+    metrics: &Metrics,
+    id: &str,
+    reason: &str,
+) -> anyhow::Result<bool> {
+    let mut failed_now = false;
+    let record = ledger
+        .update(id, |r| {
+            if r.state.is_terminal() {
+                return false;
+            }
+            r.state = JobState::Failed;
+            r.error = Some(reason.to_owned());
+            r.finished_at_ms = Some(snarkflow_bus::now_ms());
+            failed_now = true;
+            true
+        })
+        .await?;
+    if let (true, Some(record)) = (failed_now, record) {
+        finished(bus, metrics, &record).await;
+    }
+    Ok(failed_now)
+}
+
 /// Remove partitions of a finished job that no prover will fetch any more.
-pub async fn cleanup_partitions(bus: &Bus, record: &JobRecord) {
+pub(crate) async fn cleanup_partitions(bus: &Bus, record: &JobRecord) {
     for (i, p) in record.partitions.iter().enumerate() {
         if p.proof_hex.is_none() {
             if let Err(e) = bus.delete_partition(&wire::partition_object(&record.id, i as u32)).await {
@@ -283,6 +378,9 @@ mod tests {
             partitions: vec![PartitionRecord::default(); partitions],
             assemble_s: None,
             input: None,
+            tenant: None,
+            deadline_at_ms: None,
+            enqueued: true,
         }
     }
 

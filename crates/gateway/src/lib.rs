@@ -7,16 +7,21 @@
 //! Entry points: [`run`] (what `main` calls), [`serve`] (the same on a bound listener, for
 //! tests) and [`app`] (the router, for handler tests without a socket).
 
+mod auth;
 mod config;
+mod deadletter;
 mod error;
 mod events;
-mod ledger;
+mod fanout;
 mod metrics;
+mod quota;
 mod routes;
+mod sweep;
 mod validate;
 mod view;
 
 use anyhow::Context as _;
+pub use auth::{Auth, TokenStore, ANONYMOUS};
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -24,13 +29,14 @@ use axum::routing::get;
 use axum::Router;
 pub use config::Config;
 pub use error::ApiError;
-pub use ledger::Ledger;
+use hyper_util::rt::TokioTimer;
 pub use metrics::Metrics;
-use snarkflow_bus::Bus;
+pub use quota::{QuotaLimits, Quotas};
+use snarkflow_bus::{Bus, Ledger};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::info;
-pub use validate::{validate, ValidJob};
+use tracing::{info, warn};
+pub use validate::{validate, Policy, ValidJob};
 pub use view::JobView;
 
 /// Shared by every handler.
@@ -40,6 +46,14 @@ pub struct AppState {
     pub ledger: Ledger,
     pub metrics: Metrics,
     pub max_body_bytes: usize,
+    pub auth: Auth,
+    pub quotas: Quotas,
+    pub policy: std::sync::Arc<Policy>,
+    /// Longest a request may take, body included.
+    pub request_timeout: std::time::Duration,
+    /// Whether the event loop is applying events (the gateway is not ready while it is not:
+    /// no job could finish).
+    pub event_loop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Turn the body-limit rejection into our JSON 413 (axum's own is plain text).
@@ -62,9 +76,18 @@ async fn json_body_limit(limit: usize, req: Request, next: Next) -> Response {
     response
 }
 
+/// Answer 408 (JSON) when a request takes longer than `limit`, body upload included.
+async fn request_timeout(limit: std::time::Duration, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout(format!("the request took longer than {} s", limit.as_secs())).into_response(),
+    }
+}
+
 /// The HTTP router.
 pub fn app(state: AppState) -> Router {
     let limit = state.max_body_bytes;
+    let timeout = state.request_timeout;
     Router::new()
         .route("/v1/jobs", get(routes::jobs::list).post(routes::jobs::submit))
         .route("/v1/jobs/{id}", get(routes::jobs::get).delete(routes::jobs::cancel))
@@ -73,6 +96,18 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        // one span per request on every route (submit's own span joins the job's trace)
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            tracing::info_span!(
+                "http.request",
+                otel.kind = "server",
+                http.method = %req.method(),
+                http.target = %req.uri().path(),
+                tenant = tracing::field::Empty,
+                worker = "gateway",
+            )
+        }))
+        .layer(middleware::from_fn(move |req, next| request_timeout(timeout, req, next)))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(move |req, next| json_body_limit(limit, req, next)))
         .with_state(state)
@@ -83,41 +118,16 @@ pub fn app(state: AppState) -> Router {
 pub fn main() -> std::process::ExitCode {
     use clap::Parser as _;
     let config = Config::parse();
+    // before any thread exists: filecoin-proofs' verifiers read their directory from the
+    // environment, once
+    config.params.export_for_filecoin_proofs();
     let telemetry = config.telemetry.clone();
     snarkflow_service::main("gateway", &telemetry, |shutdown| run(config, shutdown))
 }
 
-/// How often queue depths and job counts are refreshed for `/metrics`. Counting jobs reads
-/// every ledger record, so this stays well above a scrape interval.
-const GAUGE_REFRESH: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Keep the queue-depth and jobs-by-state gauges current.
-async fn refresh_gauges(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) {
-    use snarkflow_wire::{JobKind, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
-    loop {
-        for (stage, stream) in [("synth", SYNTH_STREAM), ("prove", PROVE_STREAM), ("events", EVENTS_STREAM)] {
-            if let Ok(depth) = bus.pending(stream).await {
-                metrics.set_queue_depth(stage, depth);
-            }
-        }
-        if let Ok(records) = ledger.list(None, usize::MAX).await {
-            let mut counts = std::collections::BTreeMap::new();
-            for state in JobState::ALL {
-                for kind in JobKind::ALL {
-                    counts.insert((state.as_str(), kind.as_str()), 0);
-                }
-            }
-            for r in &records {
-                *counts.entry((r.state.as_str(), r.kind().as_str())).or_insert(0) += 1;
-            }
-            metrics.set_jobs(&counts);
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(GAUGE_REFRESH) => {}
-        }
-    }
-}
+/// A client must send its request headers within this time (slow-loris connections are
+/// dropped); the whole request is bounded by `--request-timeout-secs`.
+const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Bind `config.listen` and serve until `shutdown`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -129,33 +139,111 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 /// topology, start applying events, then accept requests. On shutdown: stop accepting,
 /// finish in-flight requests, stop the event loop (un-acked events are redelivered).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let bus = Bus::connect(config.nats.bus_config()).await?;
+    let bus_config = config.nats.bus_config("gateway")?;
+    let auth = if config.insecure_no_auth {
+        warn!("AUTHENTICATION IS OFF (--insecure-no-auth): anyone who reaches this gateway can submit, read and cancel every job");
+        Auth::Disabled
+    } else {
+        let path = config.tokens_file.clone().unwrap_or_else(snarkflow_service::tokens::default_tokens_file);
+        info!(tokens_file = %path.display(), "API tokens required");
+        Auth::Tokens(std::sync::Arc::new(TokenStore::open(path)?))
+    };
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                .await
+                .with_context(|| format!("loading the TLS certificate {} and key {}", cert.display(), key.display()))?,
+        ),
+        _ => None,
+    };
+    // Until NATS is reachable (and the credentials accepted) the port answers: /readyz says
+    // why the gateway is not ready, every API route 503.
+    let listener = listener.into_std()?;
+    let early = TcpListener::from_std(listener.try_clone()?)?;
+    let listener = TcpListener::from_std(listener)?;
+    let why = std::sync::Arc::new(std::sync::Mutex::new("connecting to NATS".to_owned()));
+    let connected = shutdown.child_token();
+    let early = tokio::spawn({
+        let server = axum::serve(early, routes::health::connecting(why.clone()))
+            .with_graceful_shutdown(connected.clone().cancelled_owned());
+        async move { server.await }
+    });
+    let waiting = move |reason: &str| *why.lock().expect("connecting reason") = reason.to_owned();
+    let bus = tokio::select! {
+        _ = shutdown.cancelled() => {
+            let _ = early.await;
+            return Ok(());
+        }
+        bus = Bus::connect_reporting(bus_config, &waiting) => bus?,
+    };
+    connected.cancel();
+    early.await.context("the connecting server panicked")?.context("serving http while connecting")?;
+    let params_dir = config.params.dir();
     let state = AppState {
-        ledger: Ledger::new(bus.clone()),
+        ledger: bus.ledger().clone(),
         bus: bus.clone(),
         metrics: Metrics::new(),
         max_body_bytes: config.max_body_bytes,
+        auth,
+        quotas: Quotas::new(QuotaLimits {
+            max_jobs: config.tenant_max_jobs,
+            max_partitions: config.tenant_max_partitions,
+            submits_per_minute: config.tenant_submits_per_minute,
+        }),
+        policy: std::sync::Arc::new(Policy {
+            enable_test_kinds: config.enable_test_kinds,
+            max_test_job_constraints: config.max_test_job_constraints,
+            params_dir: params_dir.clone(),
+        }),
+        request_timeout: std::time::Duration::from_secs(config.request_timeout_secs.max(1)),
+        event_loop: Default::default(),
     };
-    let params_dir = config.params_dir();
-    if let Err(e) = snarkflow_filecoin::use_parameter_dir(&params_dir) {
+    if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
         tracing::warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
     }
-    let events = tokio::spawn(events::run(
+    let events = tokio::spawn(events::supervise(
         bus.clone(),
         state.ledger.clone(),
         state.metrics.clone(),
         params_dir,
+        state.event_loop.clone(),
         shutdown.clone(),
     ));
-    tokio::spawn(refresh_gauges(bus, state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
-    info!(addr = %listener.local_addr()?, "gateway listening");
+    tokio::spawn(deadletter::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
+    tokio::spawn(sweep::run(
+        bus,
+        state.ledger.clone(),
+        state.metrics.clone(),
+        state.quotas.clone(),
+        std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
+        shutdown.clone(),
+    ));
+    let listener = listener.into_std()?;
+    info!(addr = %listener.local_addr()?, tls = tls.is_some(), "gateway listening");
+    let handle = axum_server::Handle::new();
     let http_shutdown = shutdown.clone();
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(async move { http_shutdown.cancelled().await })
-        .await
-        .context("serving http")?;
+    let stopper = handle.clone();
+    tokio::spawn(async move {
+        http_shutdown.cancelled().await;
+        // in-flight requests finish (a client uploading a C1 gets its answer)
+        stopper.graceful_shutdown(None);
+    });
+    let service = app(state).into_make_service();
+    match tls {
+        Some(tls) => {
+            let mut server = axum_server::from_tcp_rustls(listener, tls).handle(handle);
+            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+            server.serve(service).await
+        }
+        None => {
+            let mut server = axum_server::from_tcp(listener).handle(handle);
+            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+            server.serve(service).await
+        }
+    }
+    .context("serving http")?;
     shutdown.cancel();
-    events.await.context("event loop panicked")??;
+    events.await.context("event loop panicked")?;
     info!("gateway stopped");
     Ok(())
 }

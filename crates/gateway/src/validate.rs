@@ -2,14 +2,17 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-use snarkflow_filecoin::JobInput;
-use snarkflow_wire::{CircuitSpec, JobKind, Priority, MAX_DENSE_CONSTRAINTS, MAX_PARTITIONS, MAX_SHA256_BLOCKS};
+use serde_json::Value;
+use snarkflow_circuits::JobInput;
+use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::ApiError;
 
+/// Longest deadline a request may ask for: a week, the ledger's default retention.
+pub(crate) const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
+
 /// Longest accepted idempotency key.
-pub const MAX_IDEMPOTENCY_KEY: usize = 128;
+pub(crate) const MAX_IDEMPOTENCY_KEY: usize = 128;
 
 /// A job request that passed validation.
 #[derive(Debug, Clone)]
@@ -19,32 +22,70 @@ pub struct ValidJob {
     pub seed: u64,
     pub priority: Priority,
     pub idempotency_key: Option<String>,
-    /// The checked input of a Filecoin job.
+    /// Seconds after submission by which the job must finish, else it fails.
+    pub deadline_secs: u64,
+    /// The checked input of a kind that takes one.
     pub input: Option<Arc<JobInput>>,
+}
+
+/// What this gateway accepts beyond a well-formed request.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Accept the synthetic test kinds at all.
+    pub enable_test_kinds: bool,
+    /// Largest test-kind job, in constraints over all partitions.
+    pub max_test_job_constraints: u64,
+    /// Where the verifying keys of the kinds the gateway verifies are.
+    pub params_dir: std::path::PathBuf,
+}
+
+impl Policy {
+    /// Refuse what this gateway will not run: test kinds unless enabled, test jobs above the
+    /// size bound (one small request must not make hundreds of GiB of witnesses), and proofs
+    /// the gateway could not verify (no verifying key here: the job would fail at the end).
+    pub fn check(&self, job: &ValidJob) -> Result<(), ApiError> {
+        let kind = job.circuit.kind();
+        if let Some(per_partition) = snarkflow_circuits::test_constraints(&job.circuit) {
+            if !self.enable_test_kinds {
+                return Err(invalid(format!(
+                    "{} is a test kind and this gateway does not accept test kinds (start it with --enable-test-kinds)",
+                    kind.as_str()
+                )));
+            }
+            let total = per_partition.saturating_mul(u64::from(job.partitions));
+            if total > self.max_test_job_constraints {
+                return Err(invalid(format!(
+                    "this {} job is about {total} constraints over {} partitions; this gateway takes test jobs of at most {} (--max-test-job-constraints)",
+                    kind.as_str(),
+                    job.partitions,
+                    self.max_test_job_constraints
+                )));
+            }
+        }
+        if snarkflow_circuits::verified_whole(kind) {
+            let stem = snarkflow_circuits::param_file_stem(&job.circuit).map_err(|e| invalid(e.to_string()))?;
+            let vk = self.params_dir.join(format!("{stem}.vk"));
+            if !vk.exists() {
+                return Err(ApiError::NotServed(format!(
+                    "this gateway has no verifying key {} for {}, so it could not verify the proof; install the parameters there",
+                    vk.display(),
+                    job.circuit.circuit_id()
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::Invalid(msg.into())
 }
 
-fn uint(input: &Map<String, Value>, field: &str, min: u64, max: u64, default: Option<u64>) -> Result<u64, ApiError> {
-    match input.get(field) {
-        None | Some(Value::Null) => default.ok_or_else(|| invalid(format!("input.{field} is required"))),
-        Some(v) => {
-            let n = v.as_u64().ok_or_else(|| invalid(format!("input.{field} must be a non-negative integer")))?;
-            if n < min || n > max {
-                return Err(invalid(format!("input.{field} must be between {min} and {max}, got {n}")));
-            }
-            Ok(n)
-        }
-    }
-}
-
-/// Validate a `POST /v1/jobs` body.
+/// Validate a `POST /v1/jobs` body: the envelope here, the `input` by its kind's module.
 pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
     let obj = body.as_object().ok_or_else(|| ApiError::BadRequest("request body must be a JSON object".into()))?;
     for key in obj.keys() {
-        if !["kind", "input", "priority", "idempotency_key"].contains(&key.as_str()) {
+        if !["kind", "input", "priority", "idempotency_key", "deadline_secs"].contains(&key.as_str()) {
             return Err(invalid(format!("unknown field {key:?}")));
         }
     }
@@ -63,10 +104,8 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
         None => return Err(invalid("input is required")),
     };
     let priority = match obj.get("priority") {
-        None | Some(Value::Null) => kind.default_priority(),
-        Some(Value::String(s)) => Priority::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
+        None | Some(Value::Null) => snarkflow_circuits::default_priority(kind),
+        Some(Value::String(s)) => Priority::parse(s)
             .ok_or_else(|| invalid(format!("priority must be one of low, normal, high, critical; got {s:?}")))?,
         Some(_) => return Err(invalid("priority must be a string")),
     };
@@ -77,42 +116,23 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
             return Err(invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes")))
         }
     };
-    if kind.is_filecoin() {
-        let parsed = snarkflow_filecoin::parse_request(kind, input).map_err(|e| invalid(e.to_string()))?;
-        return Ok(ValidJob {
-            circuit: parsed.spec,
-            partitions: parsed.partitions,
-            seed: 0,
-            priority,
-            idempotency_key,
-            input: Some(Arc::new(parsed.input)),
-        });
-    }
-    let size_field = match kind {
-        JobKind::Sha256Chain => "blocks",
-        _ => "constraints",
-    };
-    for key in input.keys() {
-        if ![size_field, "partitions", "seed"].contains(&key.as_str()) {
-            return Err(invalid(format!(
-                "input.{key} is not a field of {kind_name} (fields: {size_field}, partitions, seed)"
-            )));
-        }
-    }
-    let circuit = match kind {
-        JobKind::Sha256Chain => {
-            CircuitSpec::Sha256Chain { blocks: uint(input, "blocks", 1, MAX_SHA256_BLOCKS.into(), None)? as u32 }
-        }
-        _ => CircuitSpec::DenseChain {
-            constraints: uint(input, "constraints", 1, MAX_DENSE_CONSTRAINTS.into(), None)? as u32,
+    let deadline_secs = match obj.get("deadline_secs") {
+        None | Some(Value::Null) => snarkflow_circuits::default_deadline_secs(kind),
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_DEADLINE_SECS).contains(&n) => n,
+            _ => return Err(invalid(format!("deadline_secs must be an integer from 1 to {MAX_DEADLINE_SECS}"))),
         },
     };
-    let partitions = uint(input, "partitions", 1, MAX_PARTITIONS.into(), Some(1))? as u32;
-    let seed = match input.get("seed") {
-        None | Some(Value::Null) => rand::random(),
-        Some(v) => v.as_u64().ok_or_else(|| invalid("input.seed must be a non-negative integer below 2^64"))?,
-    };
-    Ok(ValidJob { circuit, partitions, seed, priority, idempotency_key, input: None })
+    let parsed = snarkflow_circuits::parse_request(kind, input).map_err(|e| invalid(e.to_string()))?;
+    Ok(ValidJob {
+        circuit: parsed.spec,
+        partitions: parsed.partitions,
+        seed: parsed.seed,
+        priority,
+        idempotency_key,
+        deadline_secs,
+        input: parsed.input.map(Arc::new),
+    })
 }
 
 #[cfg(test)]

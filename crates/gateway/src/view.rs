@@ -53,6 +53,8 @@ pub struct JobView {
     pub circuit_id: String,
     pub state: &'static str,
     pub priority: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     pub seed: u64,
     pub partitions: PartitionCounts,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +98,7 @@ impl From<&JobRecord> for JobView {
             circuit_id: r.circuit.circuit_id(),
             state: r.state.as_str(),
             priority: r.priority.as_str(),
+            tenant: r.tenant.clone(),
             seed: r.seed,
             partitions: PartitionCounts {
                 total: p.len() as u32,

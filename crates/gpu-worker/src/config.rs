@@ -1,22 +1,22 @@
 //! gpu-worker configuration.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use clap::Parser;
-use snarkflow_service::{NatsArgs, TelemetryArgs};
+use snarkflow_runtime::MemoryBudgetArgs;
+use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
 
 /// snarkflow gpu-worker: proves synthesized partitions with parameters kept loaded.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "gpu-worker", version)]
 pub struct Config {
-    /// Name of this worker in events, spans and logs (default: host-pid).
+    /// Name of this worker in events, spans and logs (default: gpu-host-pid).
     #[arg(long, env = "SNARKFLOW_WORKER_ID")]
     pub worker_id: Option<String>,
-    /// Directory of Groth16 parameter files (`<circuit-id>.params`); default
-    /// `~/.cache/snarkflow/params`.
-    #[arg(long, env = "SNARKFLOW_PARAMS_DIR")]
-    pub params_dir: Option<PathBuf>,
+    /// Groth16 parameter files (`<circuit-id>.params`, filecoin-proofs' names for the
+    /// Filecoin kinds) and constraint shapes.
+    #[command(flatten)]
+    pub params: ParamsDir,
     /// Generate random (NOT trusted-setup) parameters for a test circuit whose file is
     /// missing, instead of failing its jobs. For development and tests only.
     #[arg(long, env = "SNARKFLOW_GENERATE_MISSING_PARAMS", default_value_t = false)]
@@ -34,6 +34,8 @@ pub struct Config {
     /// least 2), so the rebuild of the next partition does not starve the prover's CPU side.
     #[arg(long, env = "SNARKFLOW_REBUILD_THREADS")]
     pub rebuild_threads: Option<usize>,
+    #[command(flatten)]
+    pub memory: MemoryBudgetArgs,
     /// Use only this GPU (sets `CUDA_VISIBLE_DEVICES` for the process): one gpu-worker per GPU,
     /// each owning its device.
     #[arg(long, env = "SNARKFLOW_GPU")]
@@ -42,13 +44,11 @@ pub struct Config {
     /// Kernel work stays serialized: one partition on the device at a time. 0 = no overlap.
     #[arg(long, env = "SNARKFLOW_PREFETCH", default_value_t = 1)]
     pub prefetch: usize,
+    /// The GPUs CUDA shows this process (set by `--gpu`, or by the operator), for `/readyz`.
+    #[arg(long, env = "CUDA_VISIBLE_DEVICES", hide = true)]
+    pub cuda_visible_devices: Option<String>,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
-}
-
-pub(crate) fn default_worker_id() -> String {
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
-    format!("gpu-{host}-{}", std::process::id())
 }

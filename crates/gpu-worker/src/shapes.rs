@@ -12,7 +12,7 @@ use tracing::{info, warn};
 /// Shapes by circuit id: read from `<dir>/<circuit-id>.shape` when present (the hash is
 /// re-checked), else recorded from the circuit's public structure and written there.
 #[derive(Debug, Default)]
-pub struct ShapeStore {
+pub(crate) struct ShapeStore {
     dir: Option<PathBuf>,
     loaded: Mutex<BTreeMap<String, Arc<ConstraintShape>>>,
     recording: Mutex<()>,
@@ -20,7 +20,7 @@ pub struct ShapeStore {
 
 impl ShapeStore {
     /// A store that persists shapes in `dir` (next to the parameters).
-    pub fn new(dir: PathBuf) -> Self {
+    pub(crate) fn new(dir: PathBuf) -> Self {
         ShapeStore { dir: Some(dir), ..Default::default() }
     }
 
@@ -65,7 +65,7 @@ impl ShapeStore {
         }
     }
 
-    pub fn get(&self, spec: &CircuitSpec) -> Result<Arc<ConstraintShape>, String> {
+    pub(crate) fn get(&self, spec: &CircuitSpec) -> Result<Arc<ConstraintShape>, String> {
         let id = spec.circuit_id();
         if let Some(s) = self.loaded.lock().expect("shapes lock").get(&id) {
             return Ok(s.clone());
@@ -94,8 +94,14 @@ impl ShapeStore {
         Ok(shape)
     }
 
+    /// Constraint and variable (input + aux) counts of a loaded shape.
+    pub(crate) fn sizes(&self, spec: &CircuitSpec) -> Option<(u64, u64)> {
+        let loaded = self.loaded.lock().expect("shapes lock");
+        loaded.get(&spec.circuit_id()).map(|s| (s.num_constraints() as u64, (s.num_inputs + s.num_aux) as u64))
+    }
+
     /// `circuit-id:hash-prefix` of every loaded shape, for readiness.
-    pub fn loaded(&self) -> Vec<String> {
+    pub(crate) fn loaded(&self) -> Vec<String> {
         self.loaded.lock().expect("shapes lock").iter().map(|(id, s)| format!("{id}:{}", &s.hash_hex()[..16])).collect()
     }
 }

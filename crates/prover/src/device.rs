@@ -10,8 +10,6 @@ use std::time::Instant;
 
 use bellperson::groth16::prepare_verifying_key;
 use serde::Serialize;
-use snarkflow_circuits::PartitionCircuit;
-use snarkflow_wire::CircuitSpec;
 
 /// Constraints of the self-test circuit: enough for the GPU kernels to be used (the
 /// multiexp runs on the device above a few thousand terms), small enough to take well
@@ -136,12 +134,15 @@ pub fn probe() -> Result<DeviceReport, String> {
 }
 
 fn self_test() -> Result<(), String> {
-    let spec = CircuitSpec::DenseChain { constraints: SELF_TEST_CONSTRAINTS };
+    use crate::self_test::ProductChain;
+    let steps = SELF_TEST_CONSTRAINTS as usize;
     let mut rng = rand::rngs::OsRng;
-    let params = crate::generate_random(PartitionCircuit::blank(spec), &mut rng).map_err(|e| e.to_string())?;
-    let circuit = PartitionCircuit::with_witness(spec, rand::random(), 0);
-    let partition = snarkflow_synthesis::synthesize(circuit, &spec.circuit_id(), 0).map_err(|e| e.to_string())?;
-    let public = partition.public_inputs().to_vec();
+    let blank = ProductChain { steps, factors: None };
+    let params = crate::generate_random(blank, &mut rng).map_err(|e| e.to_string())?;
+    let circuit = ProductChain::random(steps, &mut rng);
+    let public = vec![circuit.output().expect("a witness has an output")];
+    let partition = snarkflow_synthesis::synthesize(circuit, "self-test", 0).map_err(|e| e.to_string())?;
+    debug_assert_eq!(partition.public_inputs(), &public[..], "the recorded output is the native one");
     let pvk = prepare_verifying_key(&params.vk);
     let loaded = crate::LoadedParams::from_parameters("self-test", params).map_err(|e| e.to_string())?;
     let proof = loaded.prove(partition, &mut rng).map_err(|e| e.to_string())?;

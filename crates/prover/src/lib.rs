@@ -10,6 +10,7 @@ pub mod device;
 mod groth16;
 mod paramgen;
 mod params;
+mod self_test;
 #[cfg(feature = "cuda-supraseal")]
 pub mod supraseal;
 

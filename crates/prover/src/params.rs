@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
-use snarkflow_synthesis::{RecordShape, SynthesizedPartition};
+use snarkflow_synthesis::{CircuitCatalog, SynthesizedPartition};
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
@@ -122,45 +122,37 @@ impl std::fmt::Debug for LoadedParams {
 #[derive(Debug)]
 pub struct ParamStore {
     dir: PathBuf,
+    catalog: Arc<dyn CircuitCatalog>,
     loaded: Mutex<BTreeMap<String, Arc<LoadedParams>>>,
     loading: Mutex<()>,
 }
 
 impl ParamStore {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        ParamStore { dir: dir.into(), loaded: Mutex::default(), loading: Mutex::default() }
-    }
-
-    /// The default when `SNARKFLOW_PARAMS_DIR` is not set: `$FIL_PROOFS_PARAMETER_CACHE`
-    /// when set (where operators keep their Filecoin parameters), else
-    /// `<user cache dir>/snarkflow/params` (e.g. `~/.cache/snarkflow/params`).
-    pub fn default_dir() -> PathBuf {
-        match std::env::var_os("FIL_PROOFS_PARAMETER_CACHE") {
-            Some(dir) if !dir.is_empty() => dir.into(),
-            _ => dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"),
-        }
+    /// A store over `dir`, naming files and recording shapes through `catalog`.
+    pub fn new(dir: impl Into<PathBuf>, catalog: Arc<dyn CircuitCatalog>) -> Self {
+        ParamStore { dir: dir.into(), catalog, loaded: Mutex::default(), loading: Mutex::default() }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    fn stem(spec: &CircuitSpec) -> String {
+    fn stem(&self, spec: &CircuitSpec) -> String {
         // a Filecoin spec whose identifier cannot be computed is not servable anyway; the
         // circuit id keeps the path printable in the error that follows
-        snarkflow_circuits::param_file_stem(spec).unwrap_or_else(|_| spec.circuit_id())
+        self.catalog.param_file_stem(spec).unwrap_or_else(|_| spec.circuit_id())
     }
 
     pub fn params_path(&self, spec: &CircuitSpec) -> PathBuf {
-        self.dir.join(format!("{}.params", Self::stem(spec)))
+        self.dir.join(format!("{}.params", self.stem(spec)))
     }
 
     pub fn vk_path(&self, spec: &CircuitSpec) -> PathBuf {
-        self.dir.join(format!("{}.vk", Self::stem(spec)))
+        self.dir.join(format!("{}.vk", self.stem(spec)))
     }
 
     pub fn meta_path(&self, spec: &CircuitSpec) -> PathBuf {
-        self.dir.join(format!("{}.meta", Self::stem(spec)))
+        self.dir.join(format!("{}.meta", self.stem(spec)))
     }
 
     /// Circuit ids loaded in memory, sorted.
@@ -231,9 +223,10 @@ impl ParamStore {
             "generating RANDOM Groth16 parameters: not a trusted setup, for tests and benchmarks only"
         );
         let started = Instant::now();
-        let shape = snarkflow_circuits::visit_blank(spec, RecordShape(&id))
-            .map_err(|e| ParamsError::Circuit { circuit_id: id.clone(), message: e.to_string() })?
-            .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
+        let shape = self
+            .catalog
+            .record_shape(spec)
+            .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
         let toxic = crate::ToxicWaste::random(&mut rand::rngs::OsRng);
         let params = crate::generate_from_shape(&shape, &toxic)
             .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
@@ -268,7 +261,7 @@ mod tests {
     #[test]
     fn missing_parameters_name_the_expected_file() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ParamStore::new(dir.path());
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
         let spec = CircuitSpec::DenseChain { constraints: 8 };
         let err = store.get(&spec, false).unwrap_err();
         assert!(err.to_string().contains("dense-chain-c8.params"), "{err}");
@@ -278,7 +271,7 @@ mod tests {
     #[test]
     fn missing_filecoin_parameters_name_filecoin_proofs_file() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ParamStore::new(dir.path());
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
         let spec = CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false };
         let err = store.get(&spec, false).unwrap_err().to_string();
         assert!(err.contains("porep-c2-32GiB"), "{err}");
@@ -292,7 +285,7 @@ mod tests {
     #[test]
     fn generated_parameters_are_cached_and_loaded_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ParamStore::new(dir.path());
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
         let spec = CircuitSpec::DenseChain { constraints: 8 };
         let first = store.get(&spec, true).unwrap();
         assert!(store.params_path(&spec).exists() && store.vk_path(&spec).exists());
@@ -300,7 +293,7 @@ mod tests {
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(store.loaded_ids(), vec!["dense-chain-c8".to_owned()]);
         // a fresh store reads the same file back
-        let again = ParamStore::new(dir.path()).get(&spec, false).unwrap();
+        let again = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, false).unwrap();
         assert_eq!(again.vk, first.vk);
         assert!(again.parameters().is_some());
     }

@@ -1,9 +1,12 @@
 //! Flags shared by every service; each binary flattens them into its own `Config`.
 
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 use std::time::Duration;
 
 use clap::Args;
-use snarkflow_bus::BusConfig;
+use snarkflow_bus::{BusConfig, NatsSecurity, Secret};
 use snarkflow_telemetry::{OtlpProtocol, TelemetryConfig};
 
 /// How to reach NATS and how redelivery behaves.
@@ -22,16 +25,81 @@ pub struct NatsArgs {
     /// is first created).
     #[arg(long, env = "SNARKFLOW_JOB_RETENTION_HOURS", default_value_t = BusConfig::DEFAULT_JOB_RETENTION.as_secs() / 3600)]
     pub job_retention_hours: u64,
+    /// Copies of every stream and bucket in a JetStream cluster (3 in a three-node cluster
+    /// survives losing a node); applied when they are first created. `--nats-url` takes the
+    /// cluster's URLs comma-separated.
+    #[arg(long, env = "SNARKFLOW_NATS_REPLICAS", default_value_t = 1)]
+    pub nats_replicas: usize,
+    /// NATS user name (with a password from --nats-password-file or SNARKFLOW_NATS_PASSWORD).
+    #[arg(long, env = "SNARKFLOW_NATS_USER")]
+    pub nats_user: Option<String>,
+    /// File holding the NATS user's password (first line).
+    #[arg(long, env = "SNARKFLOW_NATS_PASSWORD_FILE")]
+    pub nats_password_file: Option<PathBuf>,
+    /// The NATS user's password; prefer the file (a flag shows in the process list).
+    #[arg(long, env = "SNARKFLOW_NATS_PASSWORD", hide_env_values = true, hide = true)]
+    pub nats_password: Option<String>,
+    /// File holding a NATS server token.
+    #[arg(long, env = "SNARKFLOW_NATS_TOKEN_FILE")]
+    pub nats_token_file: Option<PathBuf>,
+    /// File holding an NATS nkey user seed (`SU...`).
+    #[arg(long, env = "SNARKFLOW_NATS_NKEY_FILE")]
+    pub nats_nkey_file: Option<PathBuf>,
+    /// NATS `.creds` file (JWT and seed, from nsc).
+    #[arg(long, env = "SNARKFLOW_NATS_CREDS")]
+    pub nats_creds: Option<PathBuf>,
+    /// PEM CA certificate to trust for the NATS server (turns TLS on).
+    #[arg(long, env = "SNARKFLOW_NATS_TLS_CA")]
+    pub nats_tls_ca: Option<PathBuf>,
+    /// PEM client certificate for mutual TLS with NATS (with --nats-tls-key).
+    #[arg(long, env = "SNARKFLOW_NATS_TLS_CERT")]
+    pub nats_tls_cert: Option<PathBuf>,
+    /// PEM private key of --nats-tls-cert.
+    #[arg(long, env = "SNARKFLOW_NATS_TLS_KEY")]
+    pub nats_tls_key: Option<PathBuf>,
+    /// Refuse a NATS connection that is not TLS (on whenever a TLS file is given).
+    #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS")]
+    pub nats_require_tls: bool,
+}
+
+/// The first line of a secret file, without its line ending.
+fn read_secret(path: &Path, what: &str) -> anyhow::Result<Secret> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the {what} file {}", path.display()))?;
+    let line = text.lines().next().unwrap_or("").trim();
+    anyhow::ensure!(!line.is_empty(), "the {what} file {} is empty", path.display());
+    Ok(Secret::new(line))
 }
 
 impl NatsArgs {
-    pub fn bus_config(&self) -> BusConfig {
-        BusConfig {
+    /// The bus settings for a service of `role` (`gateway`, `synth`, `gpu`): its reply
+    /// inboxes are `_INBOX_<role>.*`, which the per-role server permissions rely on. Reads
+    /// the secret files.
+    pub fn bus_config(&self, role: &str) -> anyhow::Result<BusConfig> {
+        let password = match (&self.nats_password_file, &self.nats_password) {
+            (Some(path), _) => Some(read_secret(path, "NATS password")?),
+            (None, Some(p)) => Some(Secret::new(p.clone())),
+            (None, None) => None,
+        };
+        let security = NatsSecurity {
+            user: self.nats_user.clone(),
+            password,
+            token: self.nats_token_file.as_deref().map(|p| read_secret(p, "NATS token")).transpose()?,
+            nkey_seed: self.nats_nkey_file.as_deref().map(|p| read_secret(p, "NATS nkey seed")).transpose()?,
+            creds_file: self.nats_creds.clone(),
+            tls_ca: self.nats_tls_ca.clone(),
+            tls_cert: self.nats_tls_cert.clone(),
+            tls_key: self.nats_tls_key.clone(),
+            require_tls: self.nats_require_tls,
+            inbox_prefix: Some(format!("_INBOX_{role}")),
+        };
+        Ok(BusConfig {
             ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
             max_deliver: self.max_deliver,
             job_retention: Duration::from_secs(self.job_retention_hours.max(1) * 3600),
+            security,
+            replicas: self.nats_replicas.max(1),
             ..BusConfig::new(self.url.clone())
-        }
+        })
     }
 }
 
@@ -57,5 +125,77 @@ impl TelemetryArgs {
             otlp_protocol: self.otlp_protocol,
             log_filter: self.log.clone(),
         }
+    }
+}
+
+/// Where Groth16 parameter files (and verifying keys) live. Filecoin kinds keep
+/// filecoin-proofs' own file names, so this can be an operator's `FIL_PROOFS_PARAMETER_CACHE`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ParamsDir {
+    /// Directory of Groth16 parameter files and verifying keys; default
+    /// `$FIL_PROOFS_PARAMETER_CACHE`, else `~/.cache/snarkflow/params`.
+    #[arg(long = "params-dir", env = "SNARKFLOW_PARAMS_DIR")]
+    pub explicit: Option<PathBuf>,
+    /// filecoin-proofs' own parameter directory setting, read from its environment variable.
+    #[arg(long = "fil-proofs-parameter-cache", env = "FIL_PROOFS_PARAMETER_CACHE", hide = true)]
+    pub fil_proofs_parameter_cache: Option<PathBuf>,
+}
+
+impl ParamsDir {
+    /// `--params-dir` / `SNARKFLOW_PARAMS_DIR`, else `$FIL_PROOFS_PARAMETER_CACHE` (where
+    /// operators already keep their parameters), else `<user cache dir>/snarkflow/params`.
+    pub fn dir(&self) -> PathBuf {
+        self.explicit
+            .clone()
+            .or_else(|| self.fil_proofs_parameter_cache.clone().filter(|d| !d.as_os_str().is_empty()))
+            .unwrap_or_else(|| dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"))
+    }
+
+    /// Point filecoin-proofs' own lookups (`verify_seal` and friends read
+    /// `FIL_PROOFS_PARAMETER_CACHE` once, at first use) at [`ParamsDir::dir`]. Call from `main`
+    /// before any thread exists: it changes the process environment.
+    pub fn export_for_filecoin_proofs(&self) -> PathBuf {
+        let dir = self.dir();
+        if let Some(theirs) = self.fil_proofs_parameter_cache.as_ref().filter(|t| **t != dir) {
+            eprintln!(
+                "warning: FIL_PROOFS_PARAMETER_CACHE is {} but the parameter directory is {}; filecoin-proofs will use {}",
+                theirs.display(),
+                dir.display(),
+                dir.display()
+            );
+        }
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        dir
+    }
+}
+
+/// A byte count as operators write it: `68719476736`, `64GiB`, `512MiB`, `1.5TiB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number.parse().map_err(|_| format!("{s:?} is not a byte count (e.g. 64GiB)"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        other => return Err(format!("unknown unit {other:?} in {s:?} (B, KiB, MiB, GiB, TiB)")),
+    };
+    Ok((number * scale as f64) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts_take_binary_units() {
+        assert_eq!(parse_bytes("1024"), Ok(1024));
+        assert_eq!(parse_bytes("64GiB"), Ok(64 << 30));
+        assert_eq!(parse_bytes("1.5 KiB"), Ok(1536));
+        assert!(parse_bytes("12GB").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("lots").is_err());
     }
 }

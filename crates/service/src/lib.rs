@@ -5,11 +5,12 @@
 
 mod args;
 mod status;
+pub mod tokens;
 
 use std::future::Future;
 use std::process::ExitCode;
 
-pub use args::{NatsArgs, TelemetryArgs};
+pub use args::{parse_bytes, NatsArgs, ParamsDir, TelemetryArgs};
 pub use status::{serve_status, spawn_status, Readiness};
 use tokio_util::sync::CancellationToken;
 

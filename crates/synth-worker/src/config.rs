@@ -3,13 +3,15 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
+use snarkflow_runtime::MemoryBudgetArgs;
 use snarkflow_service::{NatsArgs, TelemetryArgs};
+use snarkflow_wire::PartitionEncoding;
 
 /// snarkflow synth-worker: builds and synthesizes partition circuits.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "synth-worker", version)]
 pub struct Config {
-    /// Name of this worker in events, spans and logs (default: host-pid).
+    /// Name of this worker in events, spans and logs (default: synth-host-pid).
     #[arg(long, env = "SNARKFLOW_WORKER_ID")]
     pub worker_id: Option<String>,
     /// Partitions synthesized at once. Synthesis of one circuit is single-threaded, so one per
@@ -19,8 +21,10 @@ pub struct Config {
     /// How partitions travel to the provers: `compact` (the witness only; provers rebuild
     /// a, b, c from the circuit's shape) or `raw` (the full synthesized partition, ~4× the
     /// witness in field elements alone).
-    #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact", value_parser = ["compact", "raw"])]
-    pub wire_format: String,
+    #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact")]
+    pub wire_format: PartitionEncoding,
+    #[command(flatten)]
+    pub memory: MemoryBudgetArgs,
     /// Address for /healthz, /readyz and /metrics; unset serves none.
     #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
     pub status_listen: Option<SocketAddr>,
@@ -31,9 +35,4 @@ pub struct Config {
     pub nats: NatsArgs,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
-}
-
-pub(crate) fn default_worker_id(role: &str) -> String {
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_else(|_| "host".into());
-    format!("{role}-{host}-{}", std::process::id())
 }

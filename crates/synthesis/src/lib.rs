@@ -27,6 +27,17 @@ pub use witness::{synthesize_witness, PartitionWitness};
 use bellperson::Circuit;
 use blstrs::Scalar as Fr;
 
+/// What a parameter store needs to know about circuits it does not build itself: where a
+/// circuit's parameter files are named, and its constraint shape (from which random test
+/// parameters are generated). The proof kinds implement it (`snarkflow_circuits::Catalog`);
+/// a prover takes it as a value, so it links no circuit it only names files for.
+pub trait CircuitCatalog: Send + Sync + std::fmt::Debug {
+    /// File name (without extension) of the circuit's parameters and verifying key.
+    fn param_file_stem(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<String, String>;
+    /// The circuit's constraint shape, recorded from its blank circuit.
+    fn record_shape(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<ConstraintShape, String>;
+}
+
 /// Something that consumes a circuit of any concrete type. `Circuit::synthesize` is generic, so
 /// circuits cannot be boxed; code that builds circuits of many types (the synthetic kinds, the
 /// Filecoin kinds for every sector shape) hands each one to a visitor instead.
@@ -98,6 +109,13 @@ impl SynthesizedPartition {
     /// Public inputs as a verifier takes them (without the leading ONE).
     pub fn public_inputs(&self) -> &[Fr] {
         &self.input_assignment[1..]
+    }
+
+    /// The constraints `a·b = c` does not hold for (a, b, c being A·w, B·w, C·w), in order;
+    /// empty when the witness satisfies the circuit. Checked in parallel.
+    pub fn unsatisfied(&self) -> Vec<usize> {
+        use rayon::prelude::*;
+        (0..self.a.len()).into_par_iter().filter(|&i| self.a[i] * self.b[i] != self.c[i]).collect()
     }
 
     /// Checks the structural invariants a prover relies on; decoding calls it so that a

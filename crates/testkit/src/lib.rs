@@ -4,6 +4,8 @@
 //! The binary is `$NATS_SERVER_BIN` if set, else `nats-server` on `PATH` (Debian:
 //! `apt-get install nats-server`).
 
+pub mod pki;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +16,8 @@ pub struct NatsServer {
     child: Option<Child>,
     port: u16,
     store: tempfile::TempDir,
+    /// A configuration directory with `nats.conf`, for a server with users, permissions, TLS.
+    config: Option<tempfile::TempDir>,
 }
 
 fn binary() -> PathBuf {
@@ -28,24 +32,50 @@ impl NatsServer {
     /// Start a server; panics with install instructions when the binary is missing.
     pub fn start() -> NatsServer {
         let store = tempfile::tempdir().expect("temporary store directory");
-        let mut server = NatsServer { child: None, port: free_port(), store };
+        let mut server = NatsServer { child: None, port: free_port(), store, config: None };
+        server.spawn();
+        server
+    }
+
+    /// Start a server from configuration files (`(name, text)`; one named `nats.conf`, which
+    /// may include the others). The harness adds the JetStream block with its own store
+    /// directory, so the configuration must not have one; address and port are the harness's.
+    pub fn start_with_config(files: &[(&str, String)]) -> NatsServer {
+        let store = tempfile::tempdir().expect("temporary store directory");
+        let config = tempfile::tempdir().expect("temporary config directory");
+        for (name, text) in files {
+            let text = if *name == "nats.conf" {
+                format!("jetstream {{\n  store_dir: {:?}\n}}\n{text}", store.path().display().to_string())
+            } else {
+                text.clone()
+            };
+            std::fs::write(config.path().join(name), text).expect("writing the nats-server configuration");
+        }
+        assert!(config.path().join("nats.conf").exists(), "start_with_config needs a nats.conf");
+        let mut server = NatsServer { child: None, port: free_port(), store, config: Some(config) };
         server.spawn();
         server
     }
 
     fn spawn(&mut self) {
-        let child = Command::new(binary())
-            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
-            .arg(self.store.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN",
-                    binary()
-                )
-            });
+        let mut command = Command::new(binary());
+        match &self.config {
+            Some(dir) => command.arg("-c").arg(dir.path().join("nats.conf")).args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+            ]),
+            None => {
+                command.args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"]).arg(self.store.path())
+            }
+        };
+        let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| {
+            panic!(
+                "cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN",
+                binary()
+            )
+        });
         self.child = Some(child);
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -71,6 +101,37 @@ impl NatsServer {
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
+    }
+}
+
+/// A JetStream cluster of nats-servers on loopback, each with its own store; nodes can be
+/// killed and restarted one at a time.
+pub struct NatsCluster {
+    pub nodes: Vec<NatsServer>,
+}
+
+impl NatsCluster {
+    /// Start `size` nodes (3 for a cluster that survives the loss of one).
+    pub fn start(size: usize) -> NatsCluster {
+        let routes: Vec<u16> = (0..size).map(|_| free_port()).collect();
+        let route_list =
+            routes.iter().map(|p| format!("\"nats-route://127.0.0.1:{p}\"")).collect::<Vec<_>>().join(", ");
+        let nodes = routes
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                let conf = format!(
+                    "server_name: node-{i}\ncluster {{\n  name: snarkflow-test\n  listen: 127.0.0.1:{port}\n  routes: [{route_list}]\n}}\n"
+                );
+                NatsServer::start_with_config(&[("nats.conf", conf)])
+            })
+            .collect();
+        NatsCluster { nodes }
+    }
+
+    /// Every node's URL, comma-separated (what the services' `--nats-url` takes).
+    pub fn url(&self) -> String {
+        self.nodes.iter().map(NatsServer::url).collect::<Vec<_>>().join(",")
     }
 }
 

@@ -36,6 +36,11 @@ impl Priority {
             Priority::Critical => "critical",
         }
     }
+
+    /// `low`, `normal`, `high` or `critical`.
+    pub fn parse(s: &str) -> Option<Priority> {
+        Priority::ALL.into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 /// The circuit family a job proves.
@@ -74,22 +79,6 @@ impl JobKind {
             JobKind::SnapUpdate => "snap-update",
             JobKind::WindowPost => "window-post",
             JobKind::WinningPost => "winning-post",
-        }
-    }
-
-    /// Filecoin kinds take their input (C1 output, vanilla proofs) from the job, and their
-    /// assembled proof is checked with filecoin-proofs' verifier before the job is done.
-    pub fn is_filecoin(self) -> bool {
-        !matches!(self, JobKind::Sha256Chain | JobKind::DenseChain)
-    }
-
-    /// The priority a job of this kind gets when the request names none: a WinningPoSt
-    /// missed is a block reward lost, a WindowPoSt missed is a fault.
-    pub fn default_priority(self) -> Priority {
-        match self {
-            JobKind::WinningPost => Priority::Critical,
-            JobKind::WindowPost => Priority::High,
-            _ => Priority::Normal,
         }
     }
 
@@ -166,7 +155,7 @@ impl CircuitSpec {
             | CircuitSpec::SnapUpdate { sector_size }
             | CircuitSpec::WindowPost { sector_size }
             | CircuitSpec::WinningPost { sector_size } => Some(sector_size),
-            _ => None,
+            CircuitSpec::Sha256Chain { .. } | CircuitSpec::DenseChain { .. } => None,
         }
     }
 
@@ -324,6 +313,22 @@ pub struct JobRecord {
     /// have one.
     #[serde(default)]
     pub input: Option<InputRef>,
+    /// The tenant whose API token submitted the job (`None`: submitted with authentication
+    /// off, visible to admin tokens only once it is on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// When the job fails if it has not finished (milliseconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at_ms: Option<u64>,
+    /// Whether every partition's synthesis task has been published. A record left `false`
+    /// (the gateway stopped mid fan-out) is completed by the next ledger pass.
+    #[serde(default = "published")]
+    pub enqueued: bool,
+}
+
+/// Records written before `enqueued` existed were published before they were written.
+fn published() -> bool {
+    true
 }
 
 /// A job input stored in the object store: large (a 32 GiB C1 output is ~51 MB), so it

@@ -31,6 +31,29 @@ pub enum PartitionEncoding {
     CompactWitness,
 }
 
+impl PartitionEncoding {
+    /// The name in messages and stats: `raw-bincode` or `compact-witness`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartitionEncoding::RawBincode => "raw-bincode",
+            PartitionEncoding::CompactWitness => "compact-witness",
+        }
+    }
+}
+
+impl std::str::FromStr for PartitionEncoding {
+    type Err = String;
+
+    /// `compact` / `compact-witness` or `raw` / `raw-bincode`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "compact" | "compact-witness" => Ok(PartitionEncoding::CompactWitness),
+            "raw" | "raw-bincode" => Ok(PartitionEncoding::RawBincode),
+            other => Err(format!("unknown wire format {other:?}; expected compact or raw")),
+        }
+    }
+}
+
 /// A synthesized partition ready for proving; published by a synth-worker on the prove stream.
 /// The partition itself is in the object store under `object`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,12 +73,91 @@ pub struct ProveTask {
     pub published_at_ms: u64,
 }
 
-/// Which stage reported a failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The two work stages a partition passes through; each has its stream, lanes and workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     Synthesis,
     Proving,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 2] = [Stage::Synthesis, Stage::Proving];
+
+    /// `synthesis` or `proving`, for logs and error messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Synthesis => "synthesis",
+            Stage::Proving => "proving",
+        }
+    }
+
+    /// The short name in subjects, consumer names and metric names: `synth` or `prove`.
+    pub fn lane_name(self) -> &'static str {
+        match self {
+            Stage::Synthesis => "synth",
+            Stage::Proving => "prove",
+        }
+    }
+
+    /// The work-queue stream holding this stage's tasks.
+    pub fn stream(self) -> &'static str {
+        match self {
+            Stage::Synthesis => crate::SYNTH_STREAM,
+            Stage::Proving => crate::PROVE_STREAM,
+        }
+    }
+}
+
+/// What every work message says about the partition it is for; the worker runtime needs no
+/// more than this to pull, span, settle and report a task of either stage.
+pub trait PartitionTask {
+    /// The stage whose workers consume this task.
+    const STAGE: Stage;
+    fn job_id(&self) -> &str;
+    fn circuit(&self) -> CircuitSpec;
+    fn partition(&self) -> u32;
+    fn partitions(&self) -> u32;
+    /// The object this task owns (deleted when the task is dropped or fails for good).
+    fn object(&self) -> Option<&str>;
+}
+
+impl PartitionTask for SynthTask {
+    const STAGE: Stage = Stage::Synthesis;
+    fn job_id(&self) -> &str {
+        &self.job_id
+    }
+    fn circuit(&self) -> CircuitSpec {
+        self.circuit
+    }
+    fn partition(&self) -> u32 {
+        self.partition
+    }
+    fn partitions(&self) -> u32 {
+        self.partitions
+    }
+    fn object(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl PartitionTask for ProveTask {
+    const STAGE: Stage = Stage::Proving;
+    fn job_id(&self) -> &str {
+        &self.job_id
+    }
+    fn circuit(&self) -> CircuitSpec {
+        self.circuit
+    }
+    fn partition(&self) -> u32 {
+        self.partition
+    }
+    fn partitions(&self) -> u32 {
+        self.partitions
+    }
+    fn object(&self) -> Option<&str> {
+        Some(&self.object)
+    }
 }
 
 /// Progress and results of a job; published by workers on the events stream and applied to the

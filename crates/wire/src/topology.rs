@@ -4,7 +4,7 @@
 //! object store bucket + `snarkflow.prove.<priority>` (one message per synthesized partition) →
 //! `snarkflow.events.<job>` (progress, results, failures) → the gateway's job ledger (KV).
 
-use crate::Priority;
+use crate::{Priority, Stage};
 
 /// Work-queue stream holding partitions waiting for synthesis.
 pub const SYNTH_STREAM: &str = "SNARKFLOW_SYNTH";
@@ -23,14 +23,19 @@ pub const PARTITIONS_BUCKET: &str = "snarkflow_partitions";
 /// Durable consumer the gateway uses to apply job events.
 pub const EVENTS_CONSUMER: &str = "gateway-ledger";
 
+/// Subject of one priority lane of a stage: `snarkflow.synth.high`, `snarkflow.prove.low`.
+pub fn lane_subject(stage: Stage, priority: Priority) -> String {
+    format!("snarkflow.{}.{}", stage.lane_name(), priority.as_str())
+}
+
 /// Subject on which a partition to synthesize is published.
 pub fn synth_subject(priority: Priority) -> String {
-    format!("snarkflow.synth.{}", priority.as_str())
+    lane_subject(Stage::Synthesis, priority)
 }
 
 /// Subject on which a synthesized partition is announced to provers.
 pub fn prove_subject(priority: Priority) -> String {
-    format!("snarkflow.prove.{}", priority.as_str())
+    lane_subject(Stage::Proving, priority)
 }
 
 /// Subject for events of one job.
@@ -40,8 +45,8 @@ pub fn events_subject(job_id: &str) -> String {
 
 /// Durable consumer name for one priority lane of a work stream (`synth-high`, `prove-low`).
 /// Work-queue streams forbid overlapping consumers, so each lane has its own.
-pub fn lane_consumer(stage: &str, priority: Priority) -> String {
-    format!("{stage}-{}", priority.as_str())
+pub fn lane_consumer(stage: Stage, priority: Priority) -> String {
+    format!("{}-{}", stage.lane_name(), priority.as_str())
 }
 
 /// Object name of a synthesized partition in [`PARTITIONS_BUCKET`].
@@ -57,8 +62,8 @@ pub fn input_object(job_id: &str) -> String {
 /// De-duplication id for a message about one partition at one stage; JetStream drops a second
 /// publish with the same id within the stream's duplicate window, so a redelivered synthesis
 /// does not announce the partition twice.
-pub fn partition_msg_id(stage: &str, job_id: &str, partition: u32) -> String {
-    format!("{stage}:{job_id}:{partition}")
+pub fn partition_msg_id(stage: Stage, job_id: &str, partition: u32) -> String {
+    format!("{}:{job_id}:{partition}", stage.lane_name())
 }
 
 #[cfg(test)]
@@ -70,6 +75,7 @@ mod tests {
         let subjects: std::collections::HashSet<_> = Priority::ALL.iter().map(|p| synth_subject(*p)).collect();
         assert_eq!(subjects.len(), Priority::ALL.len());
         assert_eq!(synth_subject(Priority::Critical), "snarkflow.synth.critical");
-        assert_eq!(lane_consumer("prove", Priority::Low), "prove-low");
+        assert_eq!(lane_consumer(Stage::Proving, Priority::Low), "prove-low");
+        assert_eq!(partition_msg_id(Stage::Synthesis, "j", 3), "synth:j:3");
     }
 }

@@ -6,11 +6,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
-use snarkflow_bus::now_ms;
-use snarkflow_wire::{self as wire, JobRecord, JobState, PartitionRecord, SynthTask, SCHEMA_VERSION};
+use snarkflow_bus::{now_ms, KeyClaim};
+use snarkflow_service::tokens::Scope;
+use snarkflow_wire::{self as wire, JobRecord, JobState, PartitionRecord, SCHEMA_VERSION};
 use tracing::{info, info_span, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::auth::Caller;
 use crate::validate::{validate, ValidJob};
 use crate::view::JobView;
 use crate::{ApiError, AppState};
@@ -32,12 +34,16 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 
 /// `POST /v1/jobs`. The body is read as bytes and parsed here so that every failure maps to
 /// our JSON error (and so that nothing is written before the request is known good).
-pub async fn submit(
+pub(crate) async fn submit(
     State(state): State<AppState>,
+    caller: Result<Caller, ApiError>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    // the root of the job's trace (or a child of the client's traceparent), not of the
+    // per-request span every route gets
     let span = info_span!(
+        parent: None,
         "http.submit",
         otel.kind = "server",
         http.method = "POST",
@@ -45,6 +51,7 @@ pub async fn submit(
         job_id = tracing::field::Empty,
         job.kind = tracing::field::Empty,
         partitions = tracing::field::Empty,
+        tenant = tracing::field::Empty,
         worker = "gateway",
         host = %snarkflow_telemetry::host_name(),
     );
@@ -52,13 +59,35 @@ pub async fn submit(
     let parent = opentelemetry::global::get_text_map_propagator(|p| p.extract(&HttpHeaders(&headers)));
     span.set_parent(parent);
     let result = async {
+        let caller = caller?;
+        caller.require(Scope::Submit)?;
+        tracing::Span::current().record("tenant", caller.tenant());
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+        let explicit_priority = value.get("priority").is_some_and(|p| !p.is_null());
         // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work
-        let job = tokio::task::spawn_blocking(move || validate(&value))
+        let mut job = tokio::task::spawn_blocking(move || validate(&value))
             .await
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))??;
-        enqueue(&state, job).await
+        state.policy.check(&job)?;
+        if job.priority > caller.max_priority() {
+            if explicit_priority {
+                return Err(ApiError::Forbidden(format!(
+                    "this API token may submit at priority {} at most; the job asks for {}",
+                    caller.max_priority().as_str(),
+                    job.priority.as_str()
+                )));
+            }
+            // a kind's default above the token's ceiling is lowered to it
+            job.priority = caller.max_priority();
+        }
+        let tenant = caller.tenant().to_owned();
+        state.quotas.admit(&tenant, u64::from(job.partitions))?;
+        let queued = enqueue(&state, job, &tenant).await;
+        if queued.is_err() {
+            state.quotas.release(&tenant);
+        }
+        queued
     }
     .instrument(span)
     .await;
@@ -69,36 +98,26 @@ pub async fn submit(
 }
 
 fn error_code(e: &ApiError) -> &'static str {
-    match e {
-        ApiError::BadRequest(_) => "bad_request",
-        ApiError::Invalid(_) => "invalid_input",
-        ApiError::TooLarge(_) => "payload_too_large",
-        ApiError::Unavailable(_) => "unavailable",
-        _ => "other",
-    }
+    e.parts().1
 }
 
-async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+async fn enqueue(
+    state: &AppState,
+    job: ValidJob,
+    tenant: &str,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     let id = uuid::Uuid::new_v4().to_string();
     if let Some(key) = &job.idempotency_key {
-        let kv_key = wire_key(key);
-        if let Err(e) = state.bus.idempotency.create(&kv_key, id.clone().into()).await {
-            if e.kind() != async_nats::jetstream::kv::CreateErrorKind::AlreadyExists {
-                return Err(ApiError::Unavailable(format!("idempotency store: {e}")));
-            }
-            let existing = state
-                .bus
-                .idempotency
-                .get(&kv_key)
-                .await
-                .map_err(|e| ApiError::Unavailable(format!("idempotency store: {e}")))?
-                .ok_or_else(|| ApiError::Conflict("idempotency key is being reused concurrently; retry".into()))?;
-            let existing = String::from_utf8_lossy(&existing).into_owned();
+        if let KeyClaim::Existing(existing) = state.ledger.claim_key(&wire_key(tenant, key), &id).await? {
             let record = state.ledger.get(&existing).await?.ok_or_else(|| {
                 ApiError::Conflict(format!(
                     "idempotency key belongs to job {existing}, which is still being created; retry"
                 ))
             })?;
+            if !record.enqueued && !record.state.is_terminal() {
+                // the first attempt stopped mid fan-out: finish it
+                crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await?;
+            }
             tracing::Span::current().record("job_id", existing.as_str());
             return Ok((StatusCode::OK, Json(serde_json::json!({ "id": record.id, "state": record.state.as_str() }))));
         }
@@ -141,60 +160,64 @@ async fn enqueue(state: &AppState, job: ValidJob) -> Result<(StatusCode, Json<se
         partitions: vec![PartitionRecord::default(); job.partitions as usize],
         assemble_s: None,
         input: input.clone(),
+        tenant: Some(tenant.to_owned()),
+        deadline_at_ms: Some(now + job.deadline_secs * 1000),
+        enqueued: false,
     };
     state.ledger.create(&record).await.map_err(|e| ApiError::Unavailable(format!("{e:#}")))?;
-    for partition in 0..job.partitions {
-        let task = SynthTask {
-            schema: SCHEMA_VERSION,
-            job_id: id.clone(),
-            circuit: job.circuit,
-            priority: job.priority,
-            seed: job.seed,
-            partition,
-            partitions: job.partitions,
-            input: input.clone(),
-        };
-        let msg_id = wire::partition_msg_id("synth", &id, partition);
-        if let Err(e) = state.bus.publish(wire::synth_subject(job.priority), wire::encode(&task), Some(&msg_id)).await {
-            // The job exists but is not fully enqueued: fail it rather than leave it hanging.
-            let reason = format!("enqueueing partition {partition} failed: {e}");
-            let _ = state
-                .ledger
-                .update(&id, |r| {
-                    r.state = JobState::Failed;
-                    r.error = Some(reason.clone());
-                    r.finished_at_ms = Some(now_ms());
-                    true
-                })
-                .await;
-            return Err(ApiError::Unavailable(reason));
-        }
+    if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
+        // The job is recorded (durably) but not fully queued: the ledger pass finishes the
+        // fan-out once NATS takes messages again, so the job is accepted, not failed (a client
+        // told to retry would make a second job, or with its key find a failed one).
+        tracing::warn!(job_id = %id, error = %e, "queueing the job's tasks failed; the ledger pass will finish it");
     }
     state.metrics.job_submitted(job.circuit.kind().as_str());
     info!(job_id = %id, circuit_id = %job.circuit.circuit_id(), partitions = job.partitions, priority = job.priority.as_str(), "job queued");
     Ok((StatusCode::ACCEPTED, Json(serde_json::json!({ "id": id, "state": "queued" }))))
 }
 
-/// KV keys allow a limited alphabet; hex keeps any client key valid and distinct.
-fn wire_key(key: &str) -> String {
-    hex::encode(key.as_bytes())
+/// Idempotency keys are the tenant's own: the same key from two tenants names two jobs. KV
+/// keys allow a limited alphabet; hex keeps any client key valid and distinct.
+fn wire_key(tenant: &str, key: &str) -> String {
+    if tenant == crate::auth::ANONYMOUS {
+        // the form keys had before tenants, so their jobs are still found
+        return hex::encode(key.as_bytes());
+    }
+    format!("{}.{}", hex::encode(tenant.as_bytes()), hex::encode(key.as_bytes()))
 }
 
-async fn load(state: &AppState, id: &str) -> Result<JobRecord, ApiError> {
+/// The job, if it exists and `caller` may see it: another tenant's job is "not found", so
+/// its existence is not revealed.
+async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
+    let not_found = || ApiError::NotFound(format!("no job with id {id:?}"));
     if uuid::Uuid::parse_str(id).is_err() {
-        return Err(ApiError::NotFound(format!("no job with id {id:?}")));
+        return Err(not_found());
     }
-    state.ledger.get(id).await?.ok_or_else(|| ApiError::NotFound(format!("no job with id {id:?}")))
+    let record = state.ledger.get(id).await?.ok_or_else(not_found)?;
+    if !caller.owns(&record) {
+        return Err(not_found());
+    }
+    Ok(record)
 }
 
 /// `GET /v1/jobs/{id}`.
-pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<JobView>, ApiError> {
-    Ok(Json(JobView::from(&load(&state, &id).await?)))
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, ApiError> {
+    caller.require(Scope::Read)?;
+    Ok(Json(JobView::from(&load(&state, &caller, &id).await?)))
 }
 
 /// `GET /v1/jobs/{id}/proof`: the partition proofs concatenated in partition order.
-pub async fn proof(State(state): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    let record = load(&state, &id).await?;
+pub(crate) async fn proof(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    caller.require(Scope::Read)?;
+    let record = load(&state, &caller, &id).await?;
     if record.state != JobState::Done {
         return Err(ApiError::Conflict(format!("job {id} is {}, not done; no proof yet", record.state.as_str())));
     }
@@ -207,8 +230,13 @@ pub async fn proof(State(state): State<AppState>, Path(id): Path<String>) -> Res
 }
 
 /// `DELETE /v1/jobs/{id}`: cancel a job that has not finished.
-pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<JobView>, ApiError> {
-    load(&state, &id).await?;
+pub(crate) async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<JobView>, ApiError> {
+    caller.require(Scope::Cancel)?;
+    load(&state, &caller, &id).await?;
     let mut was = None;
     let record = state
         .ledger
@@ -228,24 +256,27 @@ pub async fn cancel(State(state): State<AppState>, Path(id): Path<String>) -> Re
             Err(ApiError::Conflict(format!("job {id} already finished ({})", s.as_str())))
         }
         _ => {
-            info!(job_id = %id, "job cancelled");
-            crate::events::cleanup_partitions(&state.bus, &record).await;
+            if was != Some(JobState::Cancelled) {
+                crate::events::finished(&state.bus, &state.metrics, &record).await;
+            }
             Ok(Json(JobView::from(&record)))
         }
     }
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     state: Option<String>,
     limit: Option<String>,
 }
 
 /// `GET /v1/jobs?state=&limit=`: newest first.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.require(Scope::Read)?;
     let filter = match q.state.as_deref() {
         None | Some("") => None,
         Some(s) => Some(JobState::parse(s).ok_or_else(|| {
@@ -265,6 +296,12 @@ pub async fn list(
             }
         },
     };
-    let jobs: Vec<JobView> = state.ledger.list(filter, limit).await?.iter().map(JobView::from).collect();
+    let jobs: Vec<JobView> = state
+        .ledger
+        .list_where(|r| filter.is_none_or(|s| r.state == s) && caller.owns(r), limit)
+        .await?
+        .iter()
+        .map(JobView::from)
+        .collect();
     Ok(Json(serde_json::json!({ "jobs": jobs })))
 }

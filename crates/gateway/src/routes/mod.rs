@@ -1,4 +1,4 @@
 //! HTTP handlers, one group per file.
 
-pub mod health;
-pub mod jobs;
+pub(crate) mod health;
+pub(crate) mod jobs;

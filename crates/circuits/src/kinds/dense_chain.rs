@@ -7,7 +7,7 @@ use ff::{Field, PrimeField};
 
 /// The chain's constant k. Part of the circuit's shape (it sits in the constraint
 /// coefficients), so it is fixed, not per job.
-pub fn chain_constant() -> Fr {
+pub(crate) fn chain_constant() -> Fr {
     Fr::from_u128(0x736e_6172_6b66_6c6f_775f_6465_6e73_6521)
 }
 
@@ -91,4 +91,10 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, DenseChain::with_witness(4, 7, 0).x0);
     }
+}
+
+super::synthetic_kind! {
+    /// The `dense-chain` proof kind: a load-test circuit whose witness derives from the job seed.
+    DenseChainKind, DenseChain, DenseChain { constraints }, "dense-chain", snarkflow_wire::MAX_DENSE_CONSTRAINTS,
+    constraints per unit: 1
 }

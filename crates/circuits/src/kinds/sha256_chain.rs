@@ -106,3 +106,9 @@ mod tests {
         assert_eq!(c.digest().unwrap(), [9u8; 32]);
     }
 }
+
+super::synthetic_kind! {
+    /// The `sha256-chain` proof kind: a load-test circuit whose witness derives from the job seed.
+    Sha256ChainKind, Sha256Chain, Sha256Chain { blocks }, "sha256-chain", snarkflow_wire::MAX_SHA256_BLOCKS,
+    constraints per unit: 27_000
+}

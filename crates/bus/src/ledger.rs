@@ -1,0 +1,209 @@
+//! The job ledger: one JSON [`JobRecord`] per job in a JetStream KV bucket, changed only by
+//! compare-and-set, so concurrent writers (several gateways, the event loop and a cancel)
+//! never lose an update, and a gateway restart loses nothing. Idempotency keys live beside it.
+//!
+//! The gateway writes the ledger; workers only ask whether a job is still live
+//! ([`Ledger::is_live`]).
+
+use std::time::Duration;
+
+use async_nats::jetstream::kv::{self, Operation};
+use futures::StreamExt;
+use snarkflow_wire::{self as wire, JobRecord, JobState};
+
+use crate::{nats_err, BusError};
+
+/// Attempts of one compare-and-set update before giving up (each loses only to a concurrent
+/// writer, so a handful is plenty).
+const CAS_ATTEMPTS: usize = 16;
+
+/// How long a listing waits for the next record before taking the ones it has.
+const LIST_IDLE: Duration = Duration::from_secs(5);
+
+/// Where job records and idempotency keys live; cheap to clone.
+#[derive(Clone)]
+pub struct Ledger {
+    jobs: kv::Store,
+    idempotency: kv::Store,
+    js: async_nats::jetstream::Context,
+    /// An idempotency key naming no job this long after it was claimed is taken over.
+    key_orphan_after: Duration,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").finish_non_exhaustive()
+    }
+}
+
+/// What claiming an idempotency key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyClaim {
+    /// The key is new and now names the given job.
+    Claimed,
+    /// The key already names this job.
+    Existing(String),
+}
+
+fn undecodable(id: &str) -> impl FnOnce(wire::DecodeError) -> BusError + '_ {
+    move |e| BusError::Undecodable { what: format!("job record {id}"), reason: e.to_string() }
+}
+
+impl Ledger {
+    pub(crate) fn new(
+        jobs: kv::Store,
+        idempotency: kv::Store,
+        js: async_nats::jetstream::Context,
+        key_orphan_after: Duration,
+    ) -> Self {
+        Ledger { jobs, idempotency, js, key_orphan_after }
+    }
+
+    /// Store a new job; fails if the id exists.
+    pub async fn create(&self, record: &JobRecord) -> Result<(), BusError> {
+        self.jobs
+            .create(&record.id, wire::encode(record).into())
+            .await
+            .map_err(nats_err(format!("creating job {}", record.id)))?;
+        Ok(())
+    }
+
+    async fn entry(&self, id: &str) -> Result<Option<(JobRecord, u64)>, BusError> {
+        let entry = self.jobs.entry(id).await.map_err(nats_err(format!("reading job {id}")))?;
+        match entry {
+            Some(e) if e.operation == Operation::Put => {
+                let record = wire::decode(&e.value).map_err(undecodable(id))?;
+                Ok(Some((record, e.revision)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<JobRecord>, BusError> {
+        Ok(self.entry(id).await?.map(|(r, _)| r))
+    }
+
+    /// Whether a worker should still work on `id`: the job exists and has not ended. A record
+    /// that cannot be decoded counts as not live (nothing could finish it).
+    pub async fn is_live(&self, id: &str) -> Result<bool, BusError> {
+        match self.get(id).await {
+            Ok(record) => Ok(record.is_some_and(|r| !r.state.is_terminal())),
+            Err(BusError::Undecodable { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Point idempotency key `key` at job `id` unless it already points somewhere.
+    pub async fn claim_key(&self, key: &str, id: &str) -> Result<KeyClaim, BusError> {
+        match self.idempotency.create(key, id.to_owned().into()).await {
+            Ok(_) => Ok(KeyClaim::Claimed),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                let entry = self.idempotency.entry(key).await.map_err(nats_err("reading an idempotency key"))?;
+                let Some(entry) = entry.filter(|e| e.operation == Operation::Put) else {
+                    // deleted between our create and read: a concurrent claim is in progress
+                    return Err(BusError::Conflict("idempotency key is being reused concurrently; retry".into()));
+                };
+                let existing = String::from_utf8_lossy(&entry.value).into_owned();
+                if self.get(&existing).await?.is_some() {
+                    return Ok(KeyClaim::Existing(existing));
+                }
+                // The key names no job. Young, its job is still being created (the caller says
+                // "retry"); old, the submit that claimed it stopped before writing the job, and
+                // the key is taken over instead of answering 409 until it expires.
+                let age_secs = (crate::now_ms() / 1000).saturating_sub(entry.created.unix_timestamp().max(0) as u64);
+                if Duration::from_secs(age_secs) < self.key_orphan_after {
+                    return Ok(KeyClaim::Existing(existing));
+                }
+                match self.idempotency.update(key, id.to_owned().into(), entry.revision).await {
+                    Ok(_) => Ok(KeyClaim::Claimed),
+                    Err(_) => Err(BusError::Conflict("idempotency key is being reused concurrently; retry".into())),
+                }
+            }
+            Err(e) => Err(nats_err("claiming an idempotency key")(e)),
+        }
+    }
+
+    /// How long records stay after their last change, as the bucket has it.
+    pub async fn retention(&self) -> Result<Duration, BusError> {
+        let mut stream =
+            self.js.get_stream(format!("KV_{}", wire::JOBS_BUCKET)).await.map_err(nats_err("opening the ledger"))?;
+        Ok(stream.info().await.map_err(nats_err("reading the ledger's settings"))?.config.max_age)
+    }
+
+    /// Apply `change` with compare-and-set. `change` returns whether it changed anything;
+    /// returns the record after the change (`None` if the job does not exist).
+    pub async fn update<F>(&self, id: &str, mut change: F) -> Result<Option<JobRecord>, BusError>
+    where
+        F: FnMut(&mut JobRecord) -> bool,
+    {
+        for _ in 0..CAS_ATTEMPTS {
+            let Some((mut record, revision)) = self.entry(id).await? else {
+                return Ok(None);
+            };
+            if !change(&mut record) {
+                return Ok(Some(record));
+            }
+            record.updated_at_ms = crate::now_ms();
+            match self.jobs.update(id, wire::encode(&record).into(), revision).await {
+                Ok(_) => return Ok(Some(record)),
+                Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err(e) => return Err(nats_err(format!("updating job {id}"))(e)),
+            }
+        }
+        Err(BusError::Conflict(format!("job {id}: too many concurrent updates")))
+    }
+
+    /// Jobs, newest first, optionally of one state: one pass over the bucket's latest values
+    /// (an ordered consumer delivering the last record per key), not a read per key.
+    pub async fn list(&self, state: Option<JobState>, limit: usize) -> Result<Vec<JobRecord>, BusError> {
+        self.list_where(|r| state.is_none_or(|s| r.state == s), limit).await
+    }
+
+    /// Jobs that `keep` accepts, newest first, at most `limit`.
+    pub async fn list_where(
+        &self,
+        keep: impl Fn(&JobRecord) -> bool,
+        limit: usize,
+    ) -> Result<Vec<JobRecord>, BusError> {
+        let stream = format!("KV_{}", wire::JOBS_BUCKET);
+        let stored = self
+            .js
+            .get_stream(&stream)
+            .await
+            .map_err(nats_err("listing jobs"))?
+            .info()
+            .await
+            .map_err(nats_err("listing jobs"))?
+            .state
+            .messages;
+        if stored == 0 {
+            return Ok(Vec::new());
+        }
+        // by key: a record updated during the pass arrives again, newer (the later one wins)
+        let mut latest_by_key: std::collections::HashMap<String, JobRecord> = Default::default();
+        let mut latest = self.jobs.watch_with_history(">").await.map_err(nats_err("listing jobs"))?;
+        loop {
+            // the last pending entry says delta 0; the timeout only ends a pass whose records
+            // all expired between the count above and the watch
+            let entry = match tokio::time::timeout(LIST_IDLE, latest.next()).await {
+                Ok(Some(entry)) => entry.map_err(nats_err("listing jobs"))?,
+                Ok(None) | Err(_) => break,
+            };
+            if entry.operation == Operation::Put {
+                let record: JobRecord = wire::decode(&entry.value).map_err(undecodable(&entry.key))?;
+                latest_by_key.insert(entry.key, record);
+            } else {
+                latest_by_key.remove(&entry.key);
+            }
+            if entry.delta == 0 {
+                break;
+            }
+        }
+        let mut records: Vec<JobRecord> = latest_by_key.into_values().filter(|r| keep(r)).collect();
+        records.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        records.truncate(limit);
+        Ok(records)
+    }
+}

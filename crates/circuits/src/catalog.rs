@@ -1,0 +1,28 @@
+//! The proof kinds as a parameter store sees them.
+
+use std::sync::Arc;
+
+use snarkflow_synthesis::{CircuitCatalog, ConstraintShape, RecordShape};
+use snarkflow_wire::CircuitSpec;
+
+/// Every kind's parameter file names and blank circuits, for `snarkflow_prover::ParamStore`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Catalog;
+
+impl CircuitCatalog for Catalog {
+    fn param_file_stem(&self, spec: &CircuitSpec) -> Result<String, String> {
+        crate::param_file_stem(spec).map_err(|e| e.to_string())
+    }
+
+    fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, String> {
+        let id = spec.circuit_id();
+        crate::visit_blank(spec, RecordShape(&id))
+            .map_err(|e| format!("building the {id} circuit: {e}"))?
+            .map_err(|e| format!("recording the shape of {id}: {e}"))
+    }
+}
+
+/// The catalog as a parameter store takes it.
+pub fn catalog() -> Arc<dyn CircuitCatalog> {
+    Arc::new(Catalog)
+}

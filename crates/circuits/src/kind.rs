@@ -1,0 +1,107 @@
+//! What a proof kind is: everything snarkflow needs to know about one kind, in one place.
+
+use std::path::Path;
+
+use blstrs::Scalar as Fr;
+use serde_json::{Map, Value};
+use snarkflow_filecoin::{JobInput, VerifyFailure};
+use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+
+/// A problem with a job of some kind, in words meant for whoever sent it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct KindError(pub String);
+
+impl KindError {
+    pub fn new(msg: impl Into<String>) -> Self {
+        KindError(msg.into())
+    }
+}
+
+impl From<snarkflow_filecoin::FilecoinError> for KindError {
+    fn from(e: snarkflow_filecoin::FilecoinError) -> Self {
+        KindError(e.0)
+    }
+}
+
+/// A request's `input` that passed every check of its kind.
+#[derive(Debug, Clone)]
+pub struct ParsedRequest {
+    pub spec: CircuitSpec,
+    pub partitions: u32,
+    /// Witness seed of the synthetic kinds (0 for the others).
+    pub seed: u64,
+    /// The input object of the kinds that take one.
+    pub input: Option<JobInput>,
+}
+
+/// One proof kind. Each is a module of `crate::kinds`, registered in `crate::registry`;
+/// nothing else matches on kinds to decide what a kind does.
+pub trait ProofKind {
+    const KIND: JobKind;
+    /// The priority of a job whose request names none.
+    const DEFAULT_PRIORITY: Priority;
+    /// Seconds after submission by which a job whose request names no deadline must finish;
+    /// past it the gateway fails the job (a proof that late is worth nothing to its owner, and
+    /// a job never stays open forever).
+    const DEFAULT_DEADLINE_SECS: u64;
+    /// Whether jobs carry an input object (C1 output, vanilla proofs) that workers fetch.
+    const TAKES_INPUT: bool;
+    /// Whether the gateway checks the assembled proof ([`ProofKind::verify`]) before a job is
+    /// `done`; the gpu-workers verify every partition proof of every kind regardless.
+    const VERIFIED_WHOLE: bool;
+
+    /// Check a request's `input` object completely and turn it into a job.
+    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError>;
+
+    /// The circuit of `spec` without a witness (parameter generation, constraint shapes).
+    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError>;
+
+    /// Partition `partition` of a job, witness included, from the job's seed or input.
+    fn visit_partition<V: CircuitVisitor>(
+        spec: &CircuitSpec,
+        seed: u64,
+        partition: u32,
+        input: Option<&JobInput>,
+        visitor: V,
+    ) -> Result<V::Output, KindError>;
+
+    /// File name (without extension) of the circuit's Groth16 parameters and verifying key.
+    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError>;
+
+    /// The assembled proof checked from the job alone, before the job is `done`; `None` when
+    /// not [`ProofKind::VERIFIED_WHOLE`].
+    fn verify(
+        spec: &CircuitSpec,
+        input: Option<&JobInput>,
+        params_dir: &Path,
+        partition_proofs: &[Vec<u8>],
+    ) -> Option<Result<(), VerifyFailure>>;
+
+    /// For a test kind (a synthetic load circuit, not a Filecoin proof), about how many
+    /// constraints one partition of `spec` has; `None` for the real kinds. Gateways accept
+    /// test kinds only when told to, and bound their size.
+    fn test_constraints(_spec: &CircuitSpec) -> Option<u64> {
+        None
+    }
+
+    /// Public inputs of every partition, computed from the job alone.
+    fn public_inputs(
+        spec: &CircuitSpec,
+        seed: u64,
+        partitions: u32,
+        input: Option<&JobInput>,
+    ) -> Result<Vec<Vec<Fr>>, KindError>;
+}
+
+/// The error for a spec or input handed to a kind it does not belong to (a registry bug, or a
+/// stored job whose input is of another kind).
+pub(crate) fn not_mine(kind: JobKind, what: impl std::fmt::Debug) -> KindError {
+    KindError(format!("{what:?} does not belong to a {} job", kind.as_str()))
+}
+
+/// The input a kind that takes one needs.
+pub(crate) fn needs_input(kind: JobKind, input: Option<&JobInput>) -> Result<&JobInput, KindError> {
+    input.ok_or_else(|| KindError(format!("a {} job needs its input", kind.as_str())))
+}

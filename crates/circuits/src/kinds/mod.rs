@@ -1,0 +1,176 @@
+//! One module per proof kind.
+
+/// `impl ProofKind` for a synthetic kind: a circuit type `$Circuit` with `blank(size)` and
+/// `with_witness(size, seed, partition)`, one size field, no input, verified by the provers.
+macro_rules! synthetic_kind {
+    (
+        $(#[$doc:meta])* $Kind:ident, $Circuit:ident, $Variant:ident { $field:ident }, $name:literal, $max:expr,
+        constraints per unit: $per_unit:expr
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub(crate) struct $Kind;
+
+        impl crate::ProofKind for $Kind {
+            const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::$Variant;
+            const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::Normal;
+            const DEFAULT_DEADLINE_SECS: u64 = 3600;
+            const TAKES_INPUT: bool = false;
+            const VERIFIED_WHOLE: bool = false;
+
+            fn parse(
+                input: &serde_json::Map<String, serde_json::Value>,
+            ) -> Result<crate::ParsedRequest, crate::KindError> {
+                let r = super::synthetic_request($name, stringify!($field), $max, input)?;
+                Ok(crate::ParsedRequest {
+                    spec: snarkflow_wire::CircuitSpec::$Variant { $field: r.size },
+                    partitions: r.partitions,
+                    seed: r.seed,
+                    input: None,
+                })
+            }
+
+            fn visit_blank<V: snarkflow_synthesis::CircuitVisitor>(
+                spec: &snarkflow_wire::CircuitSpec,
+                visitor: V,
+            ) -> Result<V::Output, crate::KindError> {
+                let $field = super::synthetic_size(spec, Self::KIND)?;
+                Ok(visitor.visit($Circuit::blank($field)))
+            }
+
+            fn visit_partition<V: snarkflow_synthesis::CircuitVisitor>(
+                spec: &snarkflow_wire::CircuitSpec,
+                seed: u64,
+                partition: u32,
+                _input: Option<&crate::JobInput>,
+                visitor: V,
+            ) -> Result<V::Output, crate::KindError> {
+                let $field = super::synthetic_size(spec, Self::KIND)?;
+                Ok(visitor.visit($Circuit::with_witness($field, seed, partition)))
+            }
+
+            fn param_file_stem(spec: &snarkflow_wire::CircuitSpec) -> Result<String, crate::KindError> {
+                Ok(spec.circuit_id())
+            }
+
+            fn test_constraints(spec: &snarkflow_wire::CircuitSpec) -> Option<u64> {
+                super::synthetic_size(spec, Self::KIND).ok().map(|size| u64::from(size) * $per_unit)
+            }
+
+            fn verify(
+                _spec: &snarkflow_wire::CircuitSpec,
+                _input: Option<&crate::JobInput>,
+                _params_dir: &std::path::Path,
+                _partition_proofs: &[Vec<u8>],
+            ) -> Option<Result<(), snarkflow_filecoin::VerifyFailure>> {
+                None
+            }
+
+            fn public_inputs(
+                spec: &snarkflow_wire::CircuitSpec,
+                seed: u64,
+                partitions: u32,
+                _input: Option<&crate::JobInput>,
+            ) -> Result<Vec<Vec<blstrs::Scalar>>, crate::KindError> {
+                super::synthetic_size(spec, Self::KIND)?;
+                Ok(super::synthetic_public_inputs(spec, seed, partitions))
+            }
+        }
+    };
+}
+pub(crate) use synthetic_kind;
+
+pub(crate) mod dense_chain;
+pub(crate) mod porep;
+mod post;
+pub(crate) mod sha256_chain;
+pub(crate) mod snap;
+pub(crate) mod window_post;
+pub(crate) mod winning_post;
+
+use serde_json::{Map, Value};
+use snarkflow_wire::MAX_PARTITIONS;
+
+use crate::kind::KindError;
+
+/// What a synthetic kind's request says: its one size field, partitions and seed.
+pub(crate) struct SyntheticRequest {
+    pub size: u32,
+    pub partitions: u32,
+    pub seed: u64,
+}
+
+fn uint(input: &Map<String, Value>, field: &str, min: u64, max: u64, default: Option<u64>) -> Result<u64, KindError> {
+    match input.get(field) {
+        None | Some(Value::Null) => default.ok_or_else(|| KindError(format!("input.{field} is required"))),
+        Some(v) => {
+            let n = v.as_u64().ok_or_else(|| KindError(format!("input.{field} must be a non-negative integer")))?;
+            if n < min || n > max {
+                return Err(KindError(format!("input.{field} must be between {min} and {max}, got {n}")));
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// Parse `{<size_field>, partitions?, seed?}` for a synthetic kind; a missing seed is random.
+pub(crate) fn synthetic_request(
+    kind: &str,
+    size_field: &str,
+    max_size: u32,
+    input: &Map<String, Value>,
+) -> Result<SyntheticRequest, KindError> {
+    for key in input.keys() {
+        if ![size_field, "partitions", "seed"].contains(&key.as_str()) {
+            return Err(KindError(format!(
+                "input.{key} is not a field of {kind} (fields: {size_field}, partitions, seed)"
+            )));
+        }
+    }
+    let size = uint(input, size_field, 1, max_size.into(), None)? as u32;
+    let partitions = uint(input, "partitions", 1, MAX_PARTITIONS.into(), Some(1))? as u32;
+    let seed = match input.get("seed") {
+        None | Some(Value::Null) => rand::random(),
+        Some(v) => {
+            v.as_u64().ok_or_else(|| KindError("input.seed must be a non-negative integer below 2^64".into()))?
+        }
+    };
+    Ok(SyntheticRequest { size, partitions, seed })
+}
+
+/// The one size of a synthetic spec of `kind`.
+pub(crate) fn synthetic_size(
+    spec: &snarkflow_wire::CircuitSpec,
+    kind: snarkflow_wire::JobKind,
+) -> Result<u32, KindError> {
+    use snarkflow_wire::{CircuitSpec, JobKind};
+    match (kind, *spec) {
+        (JobKind::Sha256Chain, CircuitSpec::Sha256Chain { blocks }) => Ok(blocks),
+        (JobKind::DenseChain, CircuitSpec::DenseChain { constraints }) => Ok(constraints),
+        (
+            JobKind::Sha256Chain
+            | JobKind::DenseChain
+            | JobKind::PorepC2
+            | JobKind::SnapUpdate
+            | JobKind::WindowPost
+            | JobKind::WinningPost,
+            CircuitSpec::Sha256Chain { .. }
+            | CircuitSpec::DenseChain { .. }
+            | CircuitSpec::PorepC2 { .. }
+            | CircuitSpec::SnapUpdate { .. }
+            | CircuitSpec::WindowPost { .. }
+            | CircuitSpec::WinningPost { .. },
+        ) => Err(crate::kind::not_mine(kind, spec)),
+    }
+}
+
+/// Public inputs of every partition of a synthetic job, computed natively.
+pub(crate) fn synthetic_public_inputs(
+    spec: &snarkflow_wire::CircuitSpec,
+    seed: u64,
+    partitions: u32,
+) -> Vec<Vec<blstrs::Scalar>> {
+    (0..partitions)
+        .map(|p| crate::PartitionCircuit::with_witness(*spec, seed, p).public_inputs().expect("a witness has inputs"))
+        .collect()
+}

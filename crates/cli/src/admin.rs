@@ -1,0 +1,97 @@
+//! `snarkflow admin`: the gateway's API tokens, managed in its tokens file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use snarkflow_service::tokens::{default_tokens_file, parse_priority, Scope, TokenFile};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AdminCommand {
+    /// API tokens: create (printed once), list, revoke. The gateway notices changes to the
+    /// file within a second.
+    Token {
+        /// The gateway's tokens file (default `~/.config/snarkflow/tokens.json`).
+        #[arg(long, global = true, env = "SNARKFLOW_TOKENS_FILE")]
+        tokens_file: Option<PathBuf>,
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Create a token; the token itself is the last line of output and is not stored.
+    Create {
+        /// The tenant whose jobs the token submits and sees.
+        #[arg(long)]
+        tenant: String,
+        /// Comma-separated: submit, read, cancel, admin (admin: everything, every tenant).
+        #[arg(long, default_value = "submit,read,cancel")]
+        scopes: String,
+        /// The most urgent priority the token may submit at (low, normal, high, critical).
+        #[arg(long, default_value = "normal")]
+        max_priority: String,
+    },
+    /// List tokens (ids, tenants, scopes; never the tokens).
+    List,
+    /// Revoke a token by its id (the 8 hex digits after `sfk_`).
+    Revoke { id: String },
+}
+
+fn scope_names(scopes: &[Scope]) -> String {
+    scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+}
+
+pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
+    let AdminCommand::Token { tokens_file, command } = command;
+    let path = tokens_file.unwrap_or_else(default_tokens_file);
+    let mut file = TokenFile::load(&path)?;
+    match command {
+        TokenCommand::Create { tenant, scopes, max_priority } => {
+            let scopes = Scope::parse_list(&scopes)?;
+            let max_priority = parse_priority(&max_priority)?;
+            let (token, record) = file.create(
+                &tenant,
+                scopes,
+                max_priority,
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0),
+            )?;
+            file.save(&path)?;
+            println!(
+                "created token {} for tenant {} (scopes {}, priority up to {}) in {}; it is shown once:",
+                record.id,
+                record.tenant,
+                scope_names(&record.scopes),
+                record.max_priority.as_str(),
+                path.display()
+            );
+            println!("{token}");
+        }
+        TokenCommand::List => {
+            println!("{:<10} {:<20} {:<24} {:<10} created", "id", "tenant", "scopes", "priority");
+            for t in &file.tokens {
+                println!(
+                    "{:<10} {:<20} {:<24} {:<10} {}",
+                    t.id,
+                    t.tenant,
+                    scope_names(&t.scopes),
+                    t.max_priority.as_str(),
+                    t.created_at_ms
+                );
+            }
+        }
+        TokenCommand::Revoke { id } => {
+            let id = id.trim_start_matches("sfk_").split('_').next().unwrap_or_default().to_owned();
+            if !file.revoke(&id) {
+                anyhow::bail!("no token with id {id:?} in {}", path.display());
+            }
+            file.save(&path)?;
+            println!("revoked token {id}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,128 @@
+//! How the command line names a circuit: a synthetic kind and its size, or a Filecoin kind
+//! and its input (a C1 file, or a request `input` JSON file).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context as _};
+use serde_json::{json, Value};
+use snarkflow_wire::{CircuitSpec, JobKind};
+
+/// Where a Filecoin job's `input` comes from (submit, bench hop).
+#[derive(Debug, clap::Args)]
+pub(crate) struct FilecoinInputArgs {
+    /// porep-c2: the C1 file as Curio/lotus-bench write it (`{"SectorNum", "Phase1Out",
+    /// "SectorSize"}`), or the bare C1 JSON (then give --sector-num).
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    /// porep-c2: the storage provider's actor id (1000 for f01000).
+    #[arg(long)]
+    miner_id: Option<u64>,
+    #[arg(long)]
+    sector_num: Option<u64>,
+    /// Other Filecoin kinds: a JSON file holding the request's whole `input` object.
+    #[arg(long, conflicts_with = "c1")]
+    input: Option<PathBuf>,
+}
+
+impl FilecoinInputArgs {
+    /// The request `input`, or `None` when neither --c1 nor --input was given.
+    pub(crate) fn request_input(&self) -> anyhow::Result<Option<Value>> {
+        if let Some(c1) = &self.c1 {
+            return porep_input(c1, self.miner_id, self.sector_num).map(Some);
+        }
+        match &self.input {
+            Some(path) => {
+                let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                Ok(Some(serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", path.display()))?))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// The circuit of a job or benchmark: a synthetic kind and its size, or a Filecoin kind and its input.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CircuitArgs {
+    /// sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post.
+    #[arg(long)]
+    pub(crate) kind: String,
+    #[command(flatten)]
+    pub(crate) filecoin: FilecoinInputArgs,
+    /// sha256-chain: SHA-256 compressions per partition.
+    #[arg(long)]
+    pub(crate) blocks: Option<u32>,
+    /// dense-chain: constraints per partition.
+    #[arg(long)]
+    pub(crate) constraints: Option<u32>,
+}
+
+impl CircuitArgs {
+    /// The circuit, the parsed Filecoin input (checked as the gateway checks it) and how many
+    /// partitions that input has (`u32::MAX` for the synthetic kinds: any seed is one).
+    pub(crate) fn resolve(&self) -> anyhow::Result<(CircuitSpec, Option<snarkflow_circuits::JobInput>, u32)> {
+        match JobKind::parse(&self.kind) {
+            Some(k) if snarkflow_circuits::takes_input(k) => {
+                let request = self
+                    .filecoin
+                    .request_input()?
+                    .with_context(|| format!("{} needs --c1 FILE --miner-id N or --input FILE", self.kind))?;
+                let obj = request.as_object().context("the input is not a JSON object")?;
+                let parsed = snarkflow_circuits::parse_request(k, obj)?;
+                Ok((parsed.spec, parsed.input, parsed.partitions))
+            }
+            _ => Ok((spec_of(&self.kind, self.blocks, self.constraints)?, None, u32::MAX)),
+        }
+    }
+}
+
+pub(crate) fn filecoin_spec_of(
+    kind: JobKind,
+    sector_size: Option<&str>,
+    synthetic: bool,
+) -> anyhow::Result<CircuitSpec> {
+    let size = sector_size.with_context(|| format!("--sector-size is required for {}", kind.as_str()))?;
+    let sector_size = snarkflow_wire::parse_sector_size(size)
+        .with_context(|| format!("unknown sector size {size:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"))?;
+    Ok(match kind {
+        JobKind::PorepC2 => CircuitSpec::PorepC2 { sector_size, synthetic },
+        JobKind::SnapUpdate => CircuitSpec::SnapUpdate { sector_size },
+        JobKind::WindowPost => CircuitSpec::WindowPost { sector_size },
+        JobKind::WinningPost => CircuitSpec::WinningPost { sector_size },
+        JobKind::Sha256Chain | JobKind::DenseChain => bail!("{} has no sector size", kind.as_str()),
+    })
+}
+
+/// The request `input` for `porep-c2` from a C1 file: the envelope is passed through
+/// unchanged; a bare C1 JSON goes as `c1_raw` with its sector number.
+pub(crate) fn porep_input(
+    c1: &std::path::Path,
+    miner_id: Option<u64>,
+    sector_num: Option<u64>,
+) -> anyhow::Result<Value> {
+    let text = std::fs::read(c1).with_context(|| format!("reading {}", c1.display()))?;
+    let file: Value = serde_json::from_slice(&text).with_context(|| format!("{} is not JSON", c1.display()))?;
+    let miner_id = miner_id.context("--miner-id is required with --c1")?;
+    if file.get("Phase1Out").is_some() {
+        Ok(json!({ "miner_id": miner_id, "c1": file }))
+    } else {
+        let sector_num = sector_num.context("--sector-num is required for a bare C1 JSON (no envelope)")?;
+        Ok(json!({ "miner_id": miner_id, "sector_num": sector_num, "c1_raw": file }))
+    }
+}
+
+pub(crate) fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow::Result<CircuitSpec> {
+    match JobKind::parse(kind) {
+        Some(JobKind::Sha256Chain) => {
+            Ok(CircuitSpec::Sha256Chain { blocks: blocks.context("--blocks is required for sha256-chain")? })
+        }
+        Some(JobKind::DenseChain) => Ok(CircuitSpec::DenseChain {
+            constraints: constraints.context("--constraints is required for dense-chain")?,
+        }),
+        Some(k @ (JobKind::PorepC2 | JobKind::SnapUpdate | JobKind::WindowPost | JobKind::WinningPost)) => {
+            bail!("{} needs --sector-size", k.as_str())
+        }
+        None => {
+            bail!("unknown kind {kind:?} (sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post)")
+        }
+    }
+}

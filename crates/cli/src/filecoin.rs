@@ -1,0 +1,141 @@
+//! `snarkflow filecoin`: Filecoin inputs for tests and benchmarks, made without lotus.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _};
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum FilecoinCommand {
+    /// Seal sectors of random data (add piece, PC1, PC2, C1) and write, per sector, the C1
+    /// envelope as Curio/lotus-bench write it (`c1.json`) and request inputs for
+    /// `window-post`, `winning-post` and `snap-update` jobs on it.
+    Seal {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        #[arg(long, default_value_t = 1000)]
+        miner_id: u64,
+        /// First sector number; sector i gets first + i.
+        #[arg(long, default_value_t = 1)]
+        sector_num: u64,
+        /// Sectors to seal (distinct data, tickets and seeds).
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Skip the PoSt and SnapDeals inputs.
+        #[arg(long)]
+        c1_only: bool,
+    },
+    /// A TEST FIXTURE for a committed-capacity sector of any size (32 GiB and 64 GiB
+    /// included) without sealing it, from sparse trees: a PoRep C1 output (SDR labels wherever
+    /// a challenge looks) as the Curio/lotus-bench envelope `DIR/c1.json`, or a PoSt job input.
+    /// It passes filecoin-proofs' vanilla verification and proves with the real circuit.
+    Fixture {
+        /// `porep-c2` (interactive PoRep; writes `c1.json`, the envelope), `window-post` or
+        /// `winning-post` (write `<kind>.json`, a job's `input` with vanilla proofs).
+        #[arg(long, default_value = "porep-c2")]
+        proof: String,
+        #[arg(long, default_value = "32GiB")]
+        sector_size: String,
+        #[arg(long, default_value_t = 1000)]
+        miner_id: u64,
+        #[arg(long, default_value_t = 1)]
+        sector_num: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        FilecoinCommand::Seal { out, sector_size, miner_id, sector_num, count, c1_only } => {
+            let size = snarkflow_wire::parse_sector_size(&sector_size)
+                .with_context(|| format!("unknown sector size {sector_size:?}"))?;
+            let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
+            let proof: filecoin_proofs_api::RegisteredSealProof =
+                serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
+            tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+                for i in 0..count {
+                    let num = sector_num + i;
+                    let dir = out.join(format!("sector-{num}"));
+                    let started = std::time::Instant::now();
+                    let sealed = snarkflow_filecoin::fixtures::seal_sector(&dir, proof, miner_id, num, num)?;
+                    std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.envelope())?)?;
+                    if !c1_only {
+                        let randomness = [num as u8 & 0x3f; 32];
+                        std::fs::write(
+                            dir.join("window-post.json"),
+                            serde_json::to_vec(&sealed.post_request_input(true, randomness)?)?,
+                        )?;
+                        std::fs::write(
+                            dir.join("winning-post.json"),
+                            serde_json::to_vec(&sealed.post_request_input(false, randomness)?)?,
+                        )?;
+                        std::fs::write(
+                            dir.join("snap-update.json"),
+                            serde_json::to_vec(&sealed.snap_request_input(&dir.join("snap"), num + 1_000_000)?)?,
+                        )?;
+                    }
+                    println!("{} sealed in {:.1} s", dir.display(), started.elapsed().as_secs_f64());
+                }
+                Ok(())
+            })
+            .await??;
+            Ok(ExitCode::SUCCESS)
+        }
+        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, out } => {
+            let size = snarkflow_wire::parse_sector_size(&sector_size)
+                .with_context(|| format!("unknown sector size {sector_size:?}"))?;
+            let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
+            let started = std::time::Instant::now();
+            let (file, document) = match proof.as_str() {
+                "porep-c2" => {
+                    let registered: filecoin_proofs_api::RegisteredSealProof =
+                        serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
+                    let envelope = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
+                        let prover_id = snarkflow_filecoin::prover_id(miner_id);
+                        let mut rng = rand::thread_rng();
+                        let c1 = snarkflow_filecoin::sparse::porep_c1(registered, prover_id, sector_num, &mut rng)?;
+                        Ok(snarkflow_filecoin::porep::c1_envelope(&c1, sector_num))
+                    })
+                    .await??;
+                    ("c1.json", envelope)
+                }
+                "window-post" | "winning-post" => {
+                    let kind = if proof == "window-post" {
+                        snarkflow_filecoin::PostKind::Window
+                    } else {
+                        snarkflow_filecoin::PostKind::Winning
+                    };
+                    let input = tokio::task::spawn_blocking(move || {
+                        let sectors = [sector_num];
+                        snarkflow_filecoin::sparse_post::post_request(
+                            kind,
+                            size,
+                            miner_id,
+                            &sectors,
+                            &mut rand::thread_rng(),
+                        )
+                    })
+                    .await??;
+                    (if proof == "window-post" { "window-post.json" } else { "winning-post.json" }, input)
+                }
+                other => bail!("--proof {other}: fixtures are made for porep-c2, window-post and winning-post"),
+            };
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join(file);
+            let bytes = serde_json::to_vec(&document)?;
+            std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+            println!(
+                "{} ({} bytes, {:.1} s): {proof} for {name} CC sector {sector_num} of miner {miner_id}, vanilla-verified; TEST FIXTURE",
+                path.display(),
+                bytes.len(),
+                started.elapsed().as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Chaos: jobs of every kind in flight while a driver SIGKILLs and restarts, at random, the
+//! synth-workers, the gpu-worker, the gateway (mid fan-out included) and nodes of a three-node
+//! NATS cluster, plus one outage of the cluster's quorum while jobs are being submitted.
+//! Clients retry with their idempotency key, as Curio does. At the end it prints and asserts:
+//! jobs submitted, done, failed (with reasons), lost (0), done proofs verified (all), objects
+//! left (0), duplicate jobs for one key (0).
+//!
+//! Size from the environment: `SNARKFLOW_CHAOS_JOBS` (default 10) and
+//! `SNARKFLOW_CHAOS_SECS` (default 40) — `just chaos` runs a longer one.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use filecoin_proofs_api::RegisteredSealProof;
+use rand::Rng as _;
+use serde_json::{json, Value};
+use snarkflow_bus::{Bus, BusConfig};
+use snarkflow_e2e::{api_client, filecoin_env, gateway_auth_flags, gpu_worker_args, params_dir, verify_job_proof};
+use snarkflow_prover::ParamStore;
+use snarkflow_testkit::NatsCluster;
+use snarkflow_wire::{CircuitSpec, JobKind};
+
+const MINER: u64 = 1000;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A service run as a child process that the driver kills and restarts.
+struct Service {
+    name: String,
+    bin: &'static str,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl Service {
+    fn new(name: &str, bin: &'static str, args: Vec<String>) -> Service {
+        let mut service = Service { name: name.into(), bin, args, child: None };
+        service.start();
+        service
+    }
+
+    fn start(&mut self) {
+        if self.child.is_none() {
+            let child = Command::new(self.bin)
+                .args(&self.args)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", self.bin));
+            self.child = Some(child);
+        }
+    }
+
+    /// SIGKILL: no drain, no goodbye.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The requests: every kind, Filecoin ones at 2 KiB from sparse fixtures.
+fn requests(count: usize) -> Vec<Value> {
+    let mut rng = rand::thread_rng();
+    let prover_id = snarkflow_filecoin::prover_id(MINER);
+    (0..count)
+        .map(|n| match n % 5 {
+            0 => json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 3, "seed": n}}),
+            1 => json!({"kind": "sha256-chain", "input": {"blocks": 1, "partitions": 2, "seed": n}}),
+            2 => {
+                let sector = 100 + n as u64;
+                let c1 = snarkflow_filecoin::sparse::porep_c1(RegisteredSealProof::StackedDrg2KiBV1_1, prover_id, sector, &mut rng)
+                    .unwrap();
+                json!({"kind": "porep-c2", "input": {"miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&c1, sector)}})
+            }
+            3 => json!({"kind": "window-post", "input": snarkflow_filecoin::sparse_post::post_request(
+                snarkflow_filecoin::PostKind::Window, 2048, MINER, &[1, 2], &mut rng).unwrap()}),
+            _ => json!({"kind": "winning-post", "input": snarkflow_filecoin::sparse_post::post_request(
+                snarkflow_filecoin::PostKind::Winning, 2048, MINER, &[3], &mut rng).unwrap()}),
+        })
+        .enumerate()
+        .map(|(n, mut r)| {
+            r["idempotency_key"] = format!("chaos-{n}").into();
+            r
+        })
+        .collect()
+}
+
+/// Submit until the gateway answers with an id (retrying, same key, through kills and
+/// outages); `None` if it never does within `patience`.
+async fn submit(http: &reqwest::Client, base: &str, request: &Value, patience: Duration) -> Option<String> {
+    let deadline = Instant::now() + patience;
+    while Instant::now() < deadline {
+        if let Ok(r) = http.post(format!("{base}/v1/jobs")).json(request).send().await {
+            if r.status().is_success() {
+                if let Ok(v) = r.json::<Value>().await {
+                    return v["id"].as_str().map(str::to_owned);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    None
+}
+
+/// Check a done job's proof independently: synthetic kinds against their recomputed public
+/// inputs, Filecoin kinds with filecoin-proofs' verifiers on the job's own input.
+fn verify(job: &Value, request: &Value, proof: &[u8]) -> anyhow::Result<()> {
+    let kind = JobKind::parse(request["kind"].as_str().unwrap()).unwrap();
+    if snarkflow_circuits::test_constraints(
+        &CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().unwrap()).unwrap(),
+    )
+    .is_some()
+    {
+        return verify_job_proof(job, proof);
+    }
+    let parsed = snarkflow_circuits::parse_request(kind, request["input"].as_object().unwrap())?;
+    let proofs: Vec<Vec<u8>> = proof.chunks(192).map(<[u8]>::to_vec).collect();
+    snarkflow_circuits::verify_job(&parsed.spec, parsed.input.as_ref(), &params_dir(), &proofs)
+        .ok_or_else(|| anyhow::anyhow!("{} is not verified whole", kind.as_str()))?
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+// Not in the default run yet: the suite finds what it was written to find. Its runs this
+// session (10 jobs, 30-40 s of kills on the 2-core VM) took 17-19 min and, in the last one,
+// lost 2 jobs and left 4 objects under repeated NATS node kills (issue 13's note). `just
+// chaos` runs it.
+#[ignore = "long, and still red under NATS node kills: run with `just chaos`"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chaos() {
+    snarkflow_e2e::init_test_logging();
+    filecoin_env();
+    let jobs = env_or("SNARKFLOW_CHAOS_JOBS", 10) as usize;
+    let chaos_for = Duration::from_secs(env_or("SNARKFLOW_CHAOS_SECS", 30));
+    let t0 = Instant::now();
+    let phase = |what: &str| println!("chaos: {what} at {:.0} s", t0.elapsed().as_secs_f64());
+    for spec in [
+        CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false },
+        CircuitSpec::WindowPost { sector_size: 2048 },
+        CircuitSpec::WinningPost { sector_size: 2048 },
+    ] {
+        tokio::task::spawn_blocking(move || {
+            ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    let requests = tokio::task::spawn_blocking(move || requests(jobs)).await.unwrap();
+
+    phase("parameters and inputs ready");
+    let cluster = Arc::new(Mutex::new(NatsCluster::start(3)));
+    let url = cluster.lock().unwrap().url();
+    let nats = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["--nats-url", &url, "--nats-replicas", "3", "--ack-wait-secs", "3"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let listen = format!("127.0.0.1:{}", free_port());
+    let base = format!("http://{listen}");
+    let params = params_dir().display().to_string();
+    let mut gateway_args = nats(&["--listen", &listen, "--params-dir", &params, "--ledger-pass-secs", "2"]);
+    gateway_args.extend(gateway_auth_flags());
+    let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
+    gpu_args.extend(["--nats-replicas", "3"].map(String::from));
+    let services = Arc::new(Mutex::new(vec![
+        Service::new("gateway", env!("CARGO_BIN_EXE_e2e-gateway"), gateway_args),
+        Service::new("synth-1", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-1"])),
+        Service::new("synth-2", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-2"])),
+        Service::new("gpu-1", env!("CARGO_BIN_EXE_e2e-gpu-worker"), gpu_args),
+    ]));
+    let http = api_client();
+
+    // the driver: kill something every 1-3 s, bring it back 0.2-1.5 s later
+    let stop = tokio_util::sync::CancellationToken::new();
+    let driver = {
+        let (services, cluster, stop) = (services.clone(), cluster.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut kills: HashMap<String, u32> = HashMap::new();
+            let mut outage_done = false;
+            let started = Instant::now();
+            while !stop.is_cancelled() {
+                let (pause, victim, down) = {
+                    let mut rng = rand::thread_rng();
+                    (rng.gen_range(1000..3000), rng.gen_range(0..7), rng.gen_range(200..1500))
+                };
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                if !outage_done && started.elapsed() > Duration::from_secs(8) {
+                    // the cluster loses its quorum for a few seconds while submits go on
+                    outage_done = true;
+                    *kills.entry("nats quorum".into()).or_default() += 1;
+                    {
+                        let mut c = cluster.lock().unwrap();
+                        c.nodes[0].stop();
+                        c.nodes[1].stop();
+                    }
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    let mut c = cluster.lock().unwrap();
+                    c.nodes[0].restart();
+                    c.nodes[1].restart();
+                    continue;
+                }
+                if victim < 4 {
+                    let name = {
+                        let mut s = services.lock().unwrap();
+                        s[victim].kill();
+                        s[victim].name.clone()
+                    };
+                    *kills.entry(name).or_default() += 1;
+                    tokio::time::sleep(Duration::from_millis(down)).await;
+                    services.lock().unwrap()[victim].start();
+                } else {
+                    let node = victim - 4;
+                    cluster.lock().unwrap().nodes[node].stop();
+                    *kills.entry(format!("nats node {node}")).or_default() += 1;
+                    tokio::time::sleep(Duration::from_millis(down)).await;
+                    cluster.lock().unwrap().nodes[node].restart();
+                }
+            }
+            kills
+        })
+    };
+
+    // the clients: submissions spread over the chaos window
+    let spacing = chaos_for / (jobs as u32).max(1);
+    let mut submitted: Vec<(usize, Option<String>)> = Vec::new();
+    for (n, request) in requests.iter().enumerate() {
+        submitted.push((n, submit(&http, &base, request, Duration::from_secs(120)).await));
+        tokio::time::sleep(spacing).await;
+    }
+    let remaining = chaos_for.saturating_sub(spacing * jobs as u32);
+    tokio::time::sleep(remaining).await;
+    stop.cancel();
+    let kills = driver.await.unwrap();
+    {
+        let mut s = services.lock().unwrap();
+        s.iter_mut().for_each(Service::start);
+    }
+
+    phase("chaos over, every service back");
+    // every job ends
+    let mut done = 0;
+    let mut failed = Vec::new();
+    let mut verified = 0;
+    let mut lost = Vec::new();
+    for (n, id) in &submitted {
+        let Some(id) = id else {
+            lost.push(format!("request {n}: never accepted"));
+            continue;
+        };
+        // every job should end; 900 s after the chaos is the limit given here
+        let job = snarkflow_e2e::wait_job(&http, &base, id, Duration::from_secs(900)).await.ok();
+        let Some(job) = job else {
+            lost.push(format!("job {id} never finished"));
+            continue;
+        };
+        match job["state"].as_str() {
+            Some("done") => {
+                done += 1;
+                let proof = http.get(format!("{base}/v1/jobs/{id}/proof")).send().await.unwrap().bytes().await.unwrap();
+                match verify(&job, &requests[*n], &proof) {
+                    Ok(()) => verified += 1,
+                    Err(e) => panic!("job {id} is done but its proof does not verify: {e}"),
+                }
+            }
+            _ => failed.push(format!("{} {id}: {}", job["kind"], job["error"].as_str().unwrap_or("cancelled"))),
+        }
+    }
+    phase("every job ended");
+    // a retry with the same key names the same job: no duplicates
+    let mut duplicates = 0;
+    for (n, id) in &submitted {
+        if let Some(id) = id {
+            let again = submit(&http, &base, &requests[*n], Duration::from_secs(60)).await;
+            if again.as_deref() != Some(id.as_str()) {
+                duplicates += 1;
+            }
+        }
+    }
+    phase("duplicates checked");
+    // nothing of a finished job stays in the object store (the ledger pass collects leftovers)
+    let bus = Bus::connect(BusConfig { replicas: 3, ..BusConfig::new(url.clone()) }).await.unwrap();
+    let leak_deadline = Instant::now() + Duration::from_secs(60);
+    let mut left = bus.object_names().await.unwrap();
+    while !left.is_empty() && Instant::now() < leak_deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        left = bus.object_names().await.unwrap();
+    }
+
+    phase("object store checked");
+    println!("chaos: {jobs} jobs over {} s; kills: {kills:?}", chaos_for.as_secs());
+    println!(
+        "submitted {} | done {done} | failed {} | lost {} | done proofs verified {verified} | objects left {} | duplicate jobs {duplicates}",
+        submitted.len(),
+        failed.len(),
+        lost.len(),
+        left.len()
+    );
+    for f in &failed {
+        println!("  failed: {f}");
+    }
+    assert!(lost.is_empty(), "lost jobs: {lost:?}");
+    assert_eq!(verified, done, "every done proof verifies");
+    assert!(left.is_empty(), "objects left behind: {left:?}");
+    assert_eq!(duplicates, 0, "a retried key made another job");
+    drop(services);
+}

@@ -1,0 +1,183 @@
+//! Every job ends and nothing is left behind: deadlines, a fan-out its gateway left half
+//! done, tasks no worker survives (dead letters), and the object store after jobs end.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use snarkflow_bus::{now_ms, Bus, BusConfig};
+use snarkflow_e2e::{start_gateway_with, verify_job_proof, Stack};
+use snarkflow_testkit::NatsServer;
+use snarkflow_wire::{CircuitSpec, JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Replace the stack's gateway with one that runs its ledger pass every second.
+async fn fast_ledger_pass(stack: &mut Stack) {
+    stack.gateway.take().unwrap().stop().await.unwrap();
+    let (gateway, base) = start_gateway_with(&stack.nats.url(), &["--ledger-pass-secs", "1"]).await.unwrap();
+    stack.gateway = Some(gateway);
+    stack.base = base;
+}
+
+async fn objects(stack: &Stack) -> Vec<String> {
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    bus.object_names().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_past_its_deadline_fails_saying_so_and_leaves_nothing_behind() {
+    let mut stack = Stack::start().await.unwrap();
+    fast_ledger_pass(&mut stack).await;
+    // no prover: the partitions are synthesized, then wait
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let id = stack
+        .submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}, "deadline_secs": 3}))
+        .await
+        .unwrap();
+    let job = stack.wait_finished(&id, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(job["state"], "failed", "{job}");
+    let error = job["error"].as_str().unwrap();
+    assert!(error.contains("missed its deadline of 3 s"), "{error}");
+    assert!(objects(&stack).await.is_empty(), "the synthesized partitions were deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fan_out_its_gateway_left_half_done_is_finished() {
+    let mut stack = Stack::start().await.unwrap();
+    fast_ledger_pass(&mut stack).await;
+    // what a gateway that stopped right after writing the record leaves: a record, no tasks
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    let id = uuid_like();
+    let created = now_ms() - 60_000;
+    let record = JobRecord {
+        schema: SCHEMA_VERSION,
+        id: id.clone(),
+        circuit: CircuitSpec::DenseChain { constraints: 256 },
+        priority: Priority::Normal,
+        seed: 7,
+        state: JobState::Queued,
+        error: None,
+        trace_id: None,
+        idempotency_key: None,
+        created_at_ms: created,
+        updated_at_ms: created,
+        finished_at_ms: None,
+        partitions: vec![PartitionRecord::default(); 2],
+        assemble_s: None,
+        input: None,
+        tenant: Some("ops".into()),
+        deadline_at_ms: Some(created + 3_600_000),
+        enqueued: false,
+    };
+    bus.ledger().create(&record).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    verify_job_proof(&job, &stack.proof(&id).await.unwrap().1).unwrap();
+    assert!(objects(&stack).await.is_empty(), "a done job leaves no object behind");
+}
+
+fn uuid_like() -> String {
+    let n: u128 = rand::random();
+    let h = format!("{n:032x}");
+    format!("{}-{}-4{}-a{}-{}", &h[..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_no_worker_survives_fails_its_job() {
+    snarkflow_e2e::init_test_logging();
+    let nats = NatsServer::start();
+    // two deliveries allowed (the harness's ack wait: 3 s); no workers, just a "worker" that dies
+    // holding the task each time (pulls it and never answers)
+    let (gateway, base) = start_gateway_with(&nats.url(), &["--max-deliver", "2"]).await.unwrap();
+    let http = snarkflow_e2e::api_client();
+    let submitted: serde_json::Value = http
+        .post(format!("{base}/v1/jobs"))
+        .json(&json!({"kind": "dense-chain", "input": {"constraints": 64}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = submitted["id"].as_str().unwrap().to_owned();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client);
+    let lane: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream(snarkflow_wire::SYNTH_STREAM)
+        .await
+        .unwrap()
+        .get_consumer(&snarkflow_wire::lane_consumer(snarkflow_wire::Stage::Synthesis, Priority::Normal))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let job = loop {
+        // pull (and drop) whatever is due; once deliveries are used up, this pull is what makes
+        // the server give up on the task
+        use futures::StreamExt as _;
+        let mut batch = lane.fetch().max_messages(1).expires(Duration::from_millis(1500)).messages().await.unwrap();
+        while batch.next().await.is_some() {}
+        let job: serde_json::Value =
+            http.get(format!("{base}/v1/jobs/{id}")).send().await.unwrap().json().await.unwrap();
+        if job["state"] == "failed" {
+            break job;
+        }
+        assert!(Instant::now() < deadline, "the job never failed: {job}");
+    };
+    let error = job["error"].as_str().unwrap();
+    assert!(error.contains("handed to a worker 2 times"), "{error}");
+    let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+    assert_eq!(bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0, "the dead task left the queue");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn objects_live_as_long_as_their_job() {
+    let mut stack = Stack::start().await.unwrap();
+    fast_ledger_pass(&mut stack).await;
+    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 64}})).await.unwrap();
+    assert_eq!(stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap()["state"], "done");
+    // a partition stored after its job ended (a redelivered synthesis finishing late)
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    let late = snarkflow_wire::partition_object(&id, 0);
+    bus.put_partition(&late, b"late partition").await.unwrap();
+    assert_eq!(objects(&stack).await, vec![late]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !objects(&stack).await.is_empty() {
+        assert!(Instant::now() < deadline, "the finished job's leftover object was never deleted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_three_node_cluster_loses_a_node_and_no_job() {
+    snarkflow_e2e::init_test_logging();
+    let mut cluster = snarkflow_testkit::NatsCluster::start(3);
+    let url = cluster.url();
+    let replicated = ["--nats-replicas", "3"];
+    let (gateway, base) = start_gateway_with(&url, &replicated).await.unwrap();
+    let synth = snarkflow_e2e::start_synth_worker_with(&url, "synth-c", &replicated).unwrap();
+    let gpu = snarkflow_e2e::start_gpu_worker_with(&url, "gpu-c", &replicated).unwrap();
+    let http = snarkflow_e2e::api_client();
+    let mut ids = Vec::new();
+    for seed in 0..4 {
+        let body = json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2, "seed": seed}});
+        let v: serde_json::Value =
+            http.post(format!("{base}/v1/jobs")).json(&body).send().await.unwrap().json().await.unwrap();
+        ids.push(v["id"].as_str().unwrap_or_else(|| panic!("{v}")).to_owned());
+    }
+    // a node goes away while the jobs are in flight
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.nodes[1].stop();
+    for id in &ids {
+        let job = snarkflow_e2e::wait_job(&http, &base, id, Duration::from_secs(300)).await.unwrap();
+        assert_eq!(job["state"], "done", "{job}");
+        let proof = http.get(format!("{base}/v1/jobs/{id}/proof")).send().await.unwrap().bytes().await.unwrap();
+        verify_job_proof(&job, &proof).unwrap();
+    }
+    cluster.nodes[1].restart();
+    for service in [gpu, synth, gateway] {
+        service.stop().await.unwrap();
+    }
+}

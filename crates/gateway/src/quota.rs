@@ -1,0 +1,170 @@
+//! Per-tenant limits: jobs and unproved partitions in flight, and a submit rate.
+//!
+//! In-flight counts come from the periodic ledger pass (the same one the job gauges use)
+//! plus what this gateway admitted since that pass began, so a burst of submits between two
+//! passes is counted. With several gateways each one also sees the others' jobs at the next
+//! pass: a tenant can overshoot by at most what the other gateways admit in one pass.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use snarkflow_wire::JobRecord;
+
+use crate::ApiError;
+
+/// The limits every tenant gets (0: no limit).
+#[derive(Debug, Clone, Copy)]
+pub struct QuotaLimits {
+    pub max_jobs: u64,
+    pub max_partitions: u64,
+    pub submits_per_minute: u32,
+}
+
+#[derive(Debug, Default)]
+struct Usage {
+    /// From the last ledger pass.
+    jobs: u64,
+    partitions: u64,
+    /// Admitted here since the pass that produced the counts above began.
+    admitted: Vec<(Instant, u64)>,
+    /// Token bucket of submits.
+    tokens: f64,
+    refilled: Option<Instant>,
+}
+
+/// The quota book of one gateway.
+#[derive(Clone)]
+pub struct Quotas {
+    limits: QuotaLimits,
+    usage: Arc<Mutex<HashMap<String, Usage>>>,
+}
+
+/// Seconds a client is told to wait when a tenant is at its in-flight limit.
+const IN_FLIGHT_RETRY_SECS: u64 = 15;
+
+impl Quotas {
+    pub fn new(limits: QuotaLimits) -> Self {
+        Quotas { limits, usage: Arc::default() }
+    }
+
+    /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429).
+    pub fn admit(&self, tenant: &str, partitions: u64) -> Result<(), ApiError> {
+        let limits = self.limits;
+        let mut book = self.usage.lock().expect("quota book");
+        let usage = book.entry(tenant.to_owned()).or_default();
+        let now = Instant::now();
+        if limits.submits_per_minute > 0 {
+            let capacity = f64::from(limits.submits_per_minute);
+            let per_second = capacity / 60.0;
+            let elapsed = usage.refilled.map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(f64::INFINITY);
+            usage.tokens = (usage.tokens + elapsed * per_second).min(capacity);
+            usage.refilled = Some(now);
+            if usage.tokens < 1.0 {
+                let wait = ((1.0 - usage.tokens) / per_second).ceil().max(1.0) as u64;
+                return Err(ApiError::TooManyRequests {
+                    message: format!(
+                        "tenant {tenant:?} is over its rate of {} submits per minute; retry in {wait} s",
+                        limits.submits_per_minute
+                    ),
+                    retry_after_secs: wait,
+                });
+            }
+        }
+        let admitted_jobs = usage.admitted.len() as u64;
+        let admitted_partitions: u64 = usage.admitted.iter().map(|(_, p)| p).sum();
+        if limits.max_jobs > 0 && usage.jobs + admitted_jobs >= limits.max_jobs {
+            return Err(ApiError::TooManyRequests {
+                message: format!(
+                    "tenant {tenant:?} has {} jobs queued or running, its limit; retry when some finish",
+                    usage.jobs + admitted_jobs
+                ),
+                retry_after_secs: IN_FLIGHT_RETRY_SECS,
+            });
+        }
+        let partitions_after = usage.partitions + admitted_partitions + partitions;
+        if limits.max_partitions > 0 && partitions_after > limits.max_partitions {
+            return Err(ApiError::TooManyRequests {
+                message: format!(
+                    "tenant {tenant:?} has {} partitions in flight; {partitions} more would pass its limit of {}",
+                    usage.partitions + admitted_partitions,
+                    limits.max_partitions
+                ),
+                retry_after_secs: IN_FLIGHT_RETRY_SECS,
+            });
+        }
+        if limits.submits_per_minute > 0 {
+            usage.tokens -= 1.0;
+        }
+        usage.admitted.push((now, partitions));
+        Ok(())
+    }
+
+    /// An admitted submit that did not create its job after all (it failed later).
+    pub fn release(&self, tenant: &str) {
+        if let Some(usage) = self.usage.lock().expect("quota book").get_mut(tenant) {
+            usage.admitted.pop();
+        }
+    }
+
+    /// Replace the in-flight counts with a ledger pass that began at `began`.
+    pub fn refresh(&self, began: Instant, records: &[JobRecord]) {
+        let mut counts: HashMap<&str, (u64, u64)> = HashMap::new();
+        for r in records.iter().filter(|r| !r.state.is_terminal()) {
+            let tenant = r.tenant.as_deref().unwrap_or(crate::auth::ANONYMOUS);
+            let entry = counts.entry(tenant).or_default();
+            entry.0 += 1;
+            entry.1 += r.partitions.iter().filter(|p| p.proof_hex.is_none()).count() as u64;
+        }
+        let mut book = self.usage.lock().expect("quota book");
+        for (tenant, usage) in book.iter_mut() {
+            let (jobs, partitions) = counts.remove(tenant.as_str()).unwrap_or_default();
+            usage.jobs = jobs;
+            usage.partitions = partitions;
+            usage.admitted.retain(|(at, _)| *at >= began);
+        }
+        for (tenant, (jobs, partitions)) in counts {
+            book.insert(tenant.to_owned(), Usage { jobs, partitions, ..Default::default() });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quotas(max_jobs: u64, max_partitions: u64, submits_per_minute: u32) -> Quotas {
+        Quotas::new(QuotaLimits { max_jobs, max_partitions, submits_per_minute })
+    }
+
+    fn retry_after(e: ApiError) -> u64 {
+        match e {
+            ApiError::TooManyRequests { retry_after_secs, .. } => retry_after_secs,
+            other => panic!("expected 429, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_rate_allows_a_burst_then_asks_to_wait() {
+        let q = quotas(0, 0, 2);
+        q.admit("a", 1).unwrap();
+        q.admit("a", 1).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1).unwrap_err()), 30, "one submit per 30 s refills");
+        q.admit("b", 1).unwrap();
+    }
+
+    #[test]
+    fn in_flight_limits_count_admissions_until_a_ledger_pass_sees_them() {
+        let q = quotas(2, 10, 0);
+        q.admit("a", 4).unwrap();
+        assert!(q.admit("a", 7).is_err(), "4 + 7 partitions > 10");
+        q.admit("a", 6).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
+        // a pass that began before the admissions keeps counting them; a later empty pass frees them
+        let before = Instant::now() - std::time::Duration::from_secs(60);
+        q.refresh(before, &[]);
+        assert!(q.admit("a", 1).is_err());
+        q.refresh(Instant::now(), &[]);
+        q.admit("a", 1).unwrap();
+    }
+}

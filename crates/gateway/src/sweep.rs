@@ -1,0 +1,120 @@
+//! The ledger pass: every `--ledger-pass-secs`, one read of the whole ledger that refreshes
+//! the queue-depth and jobs gauges and the tenants' in-flight counts, fails jobs past their
+//! deadline, and finishes fan-outs a stopped gateway left half done. Any number of gateways
+//! may run it; every change it makes is a compare-and-set on the record.
+
+use std::time::{Duration, Instant};
+
+use snarkflow_bus::{now_ms, Bus, Ledger};
+use snarkflow_wire::{JobKind, JobRecord, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::{Metrics, Quotas};
+
+/// A record not marked enqueued this long after it was created lost its gateway mid fan-out
+/// (a live submit finishes in milliseconds).
+const FANOUT_GRACE: Duration = Duration::from_secs(30);
+
+/// Run the ledger pass every `every` until `shutdown`.
+pub(crate) async fn run(
+    bus: Bus,
+    ledger: Ledger,
+    metrics: Metrics,
+    quotas: Quotas,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        for (stage, stream) in [("synth", SYNTH_STREAM), ("prove", PROVE_STREAM), ("events", EVENTS_STREAM)] {
+            if let Ok(depth) = bus.pending(stream).await {
+                metrics.set_queue_depth(stage, depth);
+            }
+        }
+        let began = Instant::now();
+        match ledger.list(None, usize::MAX).await {
+            Ok(records) => {
+                quotas.refresh(began, &records);
+                count_jobs(&metrics, &records);
+                sweep(&bus, &ledger, &metrics, &records).await;
+                collect_garbage(&bus, &records).await;
+            }
+            Err(e) => warn!(error = %e, "reading the ledger failed; the next pass retries"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
+
+fn count_jobs(metrics: &Metrics, records: &[JobRecord]) {
+    let mut counts = std::collections::BTreeMap::new();
+    for state in JobState::ALL {
+        for kind in JobKind::ALL {
+            counts.insert((state.as_str(), kind.as_str()), 0);
+        }
+    }
+    for r in records {
+        *counts.entry((r.state.as_str(), r.kind().as_str())).or_insert(0) += 1;
+    }
+    metrics.set_jobs(&counts);
+}
+
+/// Delete objects whose job is over or gone: object lifetimes follow their jobs, not a clock.
+/// What a job's own clean-up missed (a delete that failed, a gateway that stopped first, a
+/// partition stored after its job ended) goes here.
+async fn collect_garbage(bus: &Bus, records: &[JobRecord]) {
+    let objects = match bus.objects().await {
+        Ok(objects) => objects,
+        Err(e) => return warn!(error = %e, "listing objects failed; the next pass retries"),
+    };
+    // A pass can miss records (a listing cut short while NATS is unsteady) and a single read
+    // can miss one too (a lagging replica answers), so only a record seen finished lets an
+    // object go; objects of jobs never seen are left to the bucket's max_age.
+    let finished: std::collections::HashSet<&str> =
+        records.iter().filter(|r| r.state.is_terminal()).map(|r| r.id.as_str()).collect();
+    for (name, _modified_ms) in objects {
+        let job = name.split('/').next().unwrap_or_default();
+        if !finished.contains(job) {
+            continue;
+        }
+        match bus.delete_partition(&name).await {
+            Ok(()) => info!(object = %name, "deleted an object its job no longer needs"),
+            Err(e) => warn!(object = %name, error = %e, "deleting a leftover object failed; the next pass retries"),
+        }
+    }
+}
+
+/// Fail overdue jobs; finish half-done fan-outs.
+async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobRecord]) {
+    let now = now_ms();
+    for record in records.iter().filter(|r| !r.state.is_terminal()) {
+        if let Some(deadline) = record.deadline_at_ms.filter(|d| now > *d) {
+            let reason = format!(
+                "missed its deadline of {} s after submission ({} of {} partitions proved, {})",
+                deadline.saturating_sub(record.created_at_ms) / 1000,
+                record.proved_count(),
+                record.partitions.len(),
+                record.state.as_str()
+            );
+            match crate::events::fail_job(bus, ledger, metrics, &record.id, &reason).await {
+                Ok(true) => warn!(job_id = %record.id, %reason, "job failed by the ledger pass"),
+                Ok(false) => {}
+                Err(e) => {
+                    warn!(job_id = %record.id, error = format!("{e:#}"), "failing an overdue job failed; the next pass retries")
+                }
+            }
+            continue;
+        }
+        let age = Duration::from_millis(now.saturating_sub(record.created_at_ms));
+        if !record.enqueued && age > FANOUT_GRACE {
+            match crate::fanout::publish_tasks(bus, ledger, record).await {
+                Ok(()) => {
+                    info!(job_id = %record.id, partitions = record.partitions.len(), "finished a fan-out its gateway left half done")
+                }
+                Err(e) => warn!(job_id = %record.id, error = %e, "finishing a fan-out failed; the next pass retries"),
+            }
+        }
+    }
+}

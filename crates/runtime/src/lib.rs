@@ -1,0 +1,52 @@
+//! The worker runtime: the one loop both snarkflow workers run.
+//!
+//! A worker is a [`Stage`] (what to do with one task) plugged into [`run`], which owns
+//! everything else, once: `1 + n` slots pulling the stage's priority lanes (most urgent first),
+//! decoding (an undecodable task fails its job when it names one, and is terminated), the
+//! handling span joined to the job's trace, in-progress heartbeats, the check that the job is
+//! still live, the partition's "started" event, settling the message by the failure's class
+//! (`snarkflow_bus::settle`), outcome metrics, and the ordered drain on shutdown (stop
+//! pulling, give in-flight work `drain` to finish, then hand it back).
+//!
+//! [`WorkerHost`] is what a worker process has before its stage exists: its id, the status
+//! endpoint (`/healthz`, `/readyz`, `/metrics`) and the metrics every worker exports.
+//!
+//! This crate knows nothing of circuits, provers or devices.
+
+mod budget;
+mod host;
+mod slots;
+mod stage;
+
+pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
+pub use host::{default_worker_id, WorkerHost};
+pub use slots::{run, RunError, SlotConfig};
+pub use snarkflow_bus::{Failure, Outcome};
+pub use stage::{fetch_object, Fatal, Stage, TaskContext};
+
+#[doc(hidden)]
+pub mod __private {
+    pub use snarkflow_telemetry::host_name;
+    pub use snarkflow_wire::PartitionTask;
+    pub use tracing::info_span;
+}
+
+/// A span for one step of one partition, carrying the attributes every span of a partition
+/// has (job, kind, partition, worker, host), plus any extra fields given.
+#[macro_export]
+macro_rules! partition_span {
+    ($name:literal, $task:expr, $worker:expr $(, $($extra:tt)*)?) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::PartitionTask as _;
+        $crate::__private::info_span!(
+            $name,
+            job_id = %$task.job_id(),
+            job.kind = $task.circuit().kind().as_str(),
+            partition = i64::from($task.partition()),
+            partitions = i64::from($task.partitions()),
+            worker = %$worker,
+            host = %$crate::__private::host_name(),
+            $($($extra)*)?
+        )
+    }};
+}

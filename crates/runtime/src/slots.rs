@@ -1,0 +1,211 @@
+//! The slot loop: pull, handle, settle, until shutdown; then drain.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Failure, Lanes, Message, Outcome, TaskRef};
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Stage as WorkStage};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn, Instrument};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::{Fatal, MemoryBudget, Stage, TaskContext, WorkerHost};
+
+/// How many tasks a worker handles at once and how it stops.
+#[derive(Debug, Clone)]
+pub struct SlotConfig {
+    /// Slots pulling and handling tasks concurrently (at least 1).
+    pub slots: usize,
+    /// Time in-flight tasks get to finish after shutdown before they are handed back.
+    pub drain: Duration,
+    /// Memory the tasks in flight may hold together (their stage's estimates).
+    pub memory: MemoryBudget,
+}
+
+/// Why a worker stopped other than by shutdown.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Bus(#[from] BusError),
+    #[error("{}", .0.0)]
+    Fatal(Fatal),
+}
+
+/// How long a slot waits after a failed pull before pulling again.
+const PULL_RETRY: Duration = Duration::from_secs(1);
+
+/// Run `stage` on `bus` until `shutdown` (or a [`Fatal`] from the stage): the host reports
+/// ready while slots pull; on shutdown it reports draining, slots stop pulling, and in-flight
+/// tasks get `config.drain` before they are handed back (nak'ed, so another worker takes them
+/// at once).
+pub async fn run<S: Stage>(
+    host: WorkerHost,
+    bus: Bus,
+    stage: Arc<S>,
+    config: SlotConfig,
+    shutdown: CancellationToken,
+) -> Result<(), RunError> {
+    debug_assert_eq!(host.stage, S::Task::STAGE, "a worker host runs the stage it was made for");
+    let lanes = Arc::new(bus.lanes(S::Task::STAGE).await?);
+    // `stop` ends pulling (shutdown or fatal); `abandon` ends in-flight work after the drain
+    let stop = shutdown.child_token();
+    let abandon = CancellationToken::new();
+    let fatal: Arc<Mutex<Option<Fatal>>> = Default::default();
+    let drain = {
+        let (shutdown, abandon, host, drain) = (shutdown.clone(), abandon.clone(), host.clone(), config.drain);
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            host.readiness.set(false, serde_json::json!({ "worker": host.id, "state": "draining" }));
+            tokio::time::sleep(drain).await;
+            abandon.cancel();
+        })
+    };
+    info!(
+        worker = %host.id, stage = S::Task::STAGE.as_str(), slots = config.slots.max(1),
+        memory_budget = %crate::gib(config.memory.bytes()), "worker taking work"
+    );
+    let mut slots = tokio::task::JoinSet::new();
+    for _ in 0..config.slots.max(1) {
+        let slot = Slot {
+            host: host.clone(),
+            bus: bus.clone(),
+            lanes: lanes.clone(),
+            stage: stage.clone(),
+            abandon: abandon.clone(),
+            memory: config.memory.clone(),
+        };
+        let (stop, fatal) = (stop.clone(), fatal.clone());
+        slots.spawn(async move {
+            if let Err(e) = slot.pull_until(&stop).await {
+                fatal.lock().expect("fatal lock").get_or_insert(e);
+                stop.cancel();
+            }
+        });
+    }
+    while slots.join_next().await.is_some() {}
+    drain.abort();
+    if let Some(fatal) = fatal.lock().expect("fatal lock").take() {
+        return Err(RunError::Fatal(fatal));
+    }
+    info!(worker = %host.id, "worker stopped");
+    Ok(())
+}
+
+/// The span a task is handled under: one per task, named by its stage.
+fn handle_span<T: PartitionTask>(task: &T, worker: &str) -> tracing::Span {
+    let circuit_id = task.circuit().circuit_id();
+    match T::STAGE {
+        WorkStage::Synthesis => crate::partition_span!(
+            "synth.handle", task, worker, otel.kind = "consumer", circuit_id = %circuit_id,
+            backend = tracing::field::Empty, bytes = tracing::field::Empty
+        ),
+        WorkStage::Proving => crate::partition_span!(
+            "gpu.handle", task, worker, otel.kind = "consumer", circuit_id = %circuit_id,
+            backend = tracing::field::Empty, bytes = tracing::field::Empty
+        ),
+    }
+}
+
+struct Slot<S: Stage> {
+    host: WorkerHost,
+    bus: Bus,
+    lanes: Arc<Lanes>,
+    stage: Arc<S>,
+    abandon: CancellationToken,
+    memory: MemoryBudget,
+}
+
+impl<S: Stage> Slot<S> {
+    async fn pull_until(&self, stop: &CancellationToken) -> Result<(), Fatal> {
+        loop {
+            self.stage.before_pull(stop).await?;
+            match self.lanes.next(stop).await {
+                Ok(Some((_, msg))) => self.handle(msg).await,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    warn!(error = %e, stage = S::Task::STAGE.as_str(), "pulling work failed; retrying");
+                    tokio::select! {
+                        _ = stop.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(PULL_RETRY) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn handle(&self, msg: Message) {
+        let task: S::Task = match wire::decode(&msg.payload) {
+            Ok(task) => task,
+            Err(e) => return self.undecodable(&msg, e).await,
+        };
+        let parent = extract_context(msg.headers.as_ref());
+        let span = handle_span(&task, &self.host.id);
+        span.set_parent(parent.clone());
+        let _heartbeat = self.lanes.heartbeat(&msg);
+        self.host.in_flight.inc();
+        let cx = TaskContext { host: self.host.clone(), bus: self.bus.clone(), parent };
+        let result = tokio::select! {
+            r = self.process_live(task.clone(), cx).instrument(span.clone()) => r,
+            _ = self.abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
+        };
+        self.host.in_flight.dec();
+        let task_ref = TaskRef {
+            job_id: task.job_id(),
+            partition: task.partition(),
+            stage: S::Task::STAGE,
+            object: task.object(),
+        };
+        let outcome = snarkflow_bus::settle(&self.bus, &self.lanes, &msg, task_ref, result).instrument(span).await;
+        self.host.outcomes.with_label_values(&[outcome]).inc();
+    }
+
+    /// The stage's work, for a job that is still live and a partition that exists.
+    async fn process_live(&self, task: S::Task, cx: TaskContext) -> Result<Outcome, Failure> {
+        if !self.bus.ledger().is_live(task.job_id()).await? {
+            info!(job_id = %task.job_id(), partition = task.partition(), "job finished or unknown; dropping the task");
+            if let Some(object) = task.object() {
+                self.bus.delete_partition(object).await?;
+            }
+            return Ok("skipped");
+        }
+        if task.partition() >= task.partitions() {
+            return Err(Failure::Permanent(format!(
+                "partition {} of {} does not exist",
+                task.partition(),
+                task.partitions()
+            )));
+        }
+        let needed = self.stage.estimated_bytes(&task).unwrap_or(self.memory.bytes());
+        let _admission = self.memory.admit(needed).await.map_err(|e| Failure::Permanent(e.to_string()))?;
+        let worker = self.host.id.clone();
+        let started = match S::Task::STAGE {
+            WorkStage::Synthesis => JobEventBody::SynthesisStarted { worker },
+            WorkStage::Proving => JobEventBody::ProvingStarted { worker },
+        };
+        let event = JobEvent::new(task.job_id(), task.partition(), now_ms(), started);
+        self.bus.publish(wire::events_subject(task.job_id()), wire::encode(&event), None).await?;
+        self.stage.process(task, cx).await
+    }
+
+    /// A message that is not a task of this stage. If it names a job, the job fails with the
+    /// reason (nothing else could ever finish that partition); either way it is terminated.
+    async fn undecodable(&self, msg: &Message, error: wire::DecodeError) {
+        let stage = S::Task::STAGE;
+        let named = serde_json::from_slice::<serde_json::Value>(&msg.payload).ok().and_then(|v| {
+            let job_id = v.get("job_id")?.as_str()?.to_owned();
+            let partition = v.get("partition").and_then(|p| p.as_u64()).and_then(|p| u32::try_from(p).ok());
+            Some((job_id, partition.unwrap_or(0)))
+        });
+        let Some((job_id, partition)) = named else {
+            warn!(error = %error, subject = %msg.subject, "terminating an undecodable {} task that names no job", stage.as_str());
+            let _ = msg.ack_with(AckKind::Term).await;
+            self.host.outcomes.with_label_values(&["undecodable"]).inc();
+            return;
+        };
+        let task_ref = TaskRef { job_id: &job_id, partition, stage, object: None };
+        let reason = format!("undecodable {} task: {error}", stage.as_str());
+        let outcome =
+            snarkflow_bus::settle(&self.bus, &self.lanes, msg, task_ref, Err(Failure::Permanent(reason))).await;
+        self.host.outcomes.with_label_values(&[outcome]).inc();
+    }
+}

@@ -1,0 +1,355 @@
+//! The worker runtime against a real nats-server, with a stage whose behaviour each test
+//! sets: heartbeats, the last-delivery rule, undecodable tasks, tasks of finished jobs, and
+//! the drain on shutdown.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use snarkflow_bus::{Bus, BusConfig};
+use snarkflow_runtime::{Failure, Outcome, SlotConfig, Stage, TaskContext, WorkerHost};
+use snarkflow_testkit::NatsServer;
+use snarkflow_wire::{
+    self as wire, CircuitSpec, JobEvent, JobEventBody, JobRecord, JobState, PartitionRecord, Priority, SynthTask,
+    SCHEMA_VERSION,
+};
+use tokio_util::sync::CancellationToken;
+
+/// What the test stage does with every task.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Work this long, then succeed.
+    SucceedAfter(Duration),
+    /// Fail transiently at once.
+    Transient,
+}
+
+struct TestStage {
+    behaviour: Behaviour,
+    calls: AtomicUsize,
+    /// What every task is estimated to need.
+    estimate: u64,
+    running: AtomicUsize,
+    most_running: AtomicUsize,
+    /// The jobs of the tasks handed to the stage, in order.
+    seen: Mutex<Vec<String>>,
+}
+
+impl Stage for TestStage {
+    type Task = SynthTask;
+
+    fn estimated_bytes(&self, _task: &SynthTask) -> Option<u64> {
+        Some(self.estimate)
+    }
+
+    async fn process(&self, task: SynthTask, _cx: TaskContext) -> Result<Outcome, Failure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.seen.lock().unwrap().push(task.job_id);
+        let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_running.fetch_max(running, Ordering::SeqCst);
+        let result = match self.behaviour {
+            Behaviour::SucceedAfter(d) => {
+                tokio::time::sleep(d).await;
+                Ok("done")
+            }
+            Behaviour::Transient => Err(Failure::Transient("the test says so".into())),
+        };
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+}
+
+struct Harness {
+    nats: NatsServer,
+    bus: Bus,
+    stage: Arc<TestStage>,
+    shutdown: CancellationToken,
+    worker: tokio::task::JoinHandle<Result<(), snarkflow_runtime::RunError>>,
+}
+
+async fn start(behaviour: Behaviour, max_deliver: i64, drain: Duration) -> Harness {
+    start_with(behaviour, max_deliver, drain, 1, 0, 1 << 30).await
+}
+
+async fn start_with(
+    behaviour: Behaviour,
+    max_deliver: i64,
+    drain: Duration,
+    slots: usize,
+    estimate: u64,
+    budget: u64,
+) -> Harness {
+    let nats = NatsServer::start();
+    let config = BusConfig { ack_wait: Duration::from_secs(1), max_deliver, ..BusConfig::new(nats.url()) };
+    let bus = Bus::connect(config).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let host = WorkerHost::start(wire::Stage::Synthesis, "test-worker".into(), None, shutdown.clone()).await.unwrap();
+    let stage = Arc::new(TestStage {
+        behaviour,
+        calls: AtomicUsize::new(0),
+        estimate,
+        running: AtomicUsize::new(0),
+        most_running: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    });
+    let worker = tokio::spawn(snarkflow_runtime::run(
+        host,
+        bus.clone(),
+        stage.clone(),
+        SlotConfig { slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget) },
+        shutdown.clone(),
+    ));
+    Harness { nats, bus, stage, shutdown, worker }
+}
+
+fn task(job_id: &str) -> SynthTask {
+    task_of(job_id, 0, 1)
+}
+
+fn task_of(job_id: &str, partition: u32, partitions: u32) -> SynthTask {
+    SynthTask {
+        schema: SCHEMA_VERSION,
+        job_id: job_id.into(),
+        circuit: CircuitSpec::DenseChain { constraints: 8 },
+        priority: Priority::Normal,
+        seed: 1,
+        partition,
+        partitions,
+        input: None,
+    }
+}
+
+async fn create_job(bus: &Bus, id: &str) {
+    create_job_of(bus, id, 1).await
+}
+
+async fn create_job_of(bus: &Bus, id: &str, partitions: usize) {
+    let record = JobRecord {
+        schema: SCHEMA_VERSION,
+        id: id.into(),
+        circuit: CircuitSpec::DenseChain { constraints: 8 },
+        priority: Priority::Normal,
+        seed: 1,
+        state: JobState::Queued,
+        error: None,
+        trace_id: None,
+        idempotency_key: None,
+        created_at_ms: 1,
+        updated_at_ms: 1,
+        finished_at_ms: None,
+        partitions: vec![PartitionRecord::default(); partitions],
+        assemble_s: None,
+        input: None,
+        tenant: None,
+        deadline_at_ms: None,
+        enqueued: true,
+    };
+    bus.ledger().create(&record).await.unwrap();
+}
+
+async fn publish(bus: &Bus, payload: Vec<u8>) {
+    bus.publish(wire::synth_subject(Priority::Normal), payload, None).await.unwrap();
+}
+
+/// Events published so far (the events stream is drained by this call).
+async fn events(bus: &Bus, wait: Duration) -> Vec<JobEvent> {
+    let consumer = bus.events_consumer().await.unwrap();
+    let mut batch = consumer.fetch().max_messages(100).expires(wait).messages().await.unwrap();
+    let mut out = Vec::new();
+    while let Some(Ok(msg)) = batch.next().await {
+        out.push(wire::decode(&msg.payload).unwrap());
+        msg.ack().await.unwrap();
+    }
+    out
+}
+
+async fn wait_until(what: &str, timeout: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_long_work_from_being_redelivered() {
+    // three ack waits of work: without in-progress heartbeats the broker would redeliver it
+    let h = start(Behaviour::SucceedAfter(Duration::from_millis(3500)), 5, Duration::from_secs(5)).await;
+    create_job(&h.bus, "job-long").await;
+    publish(&h.bus, wire::encode(&task("job-long"))).await;
+    let bus = h.bus.clone();
+    wait_until("the task is acked", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 1, "handled once, never redelivered meanwhile");
+    let started: Vec<_> = events(&h.bus, Duration::from_secs(1)).await.into_iter().map(|e| e.body).collect();
+    assert!(matches!(started[..], [JobEventBody::SynthesisStarted { .. }]), "{started:?}");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_failure_on_the_last_delivery_fails_the_job() {
+    let h = start(Behaviour::Transient, 2, Duration::from_secs(5)).await;
+    create_job(&h.bus, "job-flaky").await;
+    publish(&h.bus, wire::encode(&task("job-flaky"))).await;
+    let bus = h.bus.clone();
+    wait_until("the task is settled for good", Duration::from_secs(30), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 2, "one try per allowed delivery");
+    let failed: Vec<String> = events(&h.bus, Duration::from_secs(1))
+        .await
+        .into_iter()
+        .filter_map(|e| match e.body {
+            JobEventBody::PartitionFailed { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, vec!["gave up after 2 deliveries: the test says so".to_owned()]);
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_task_fails_the_job_it_names() {
+    let h = start(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5)).await;
+    create_job(&h.bus, "job-garbled").await;
+    publish(&h.bus, br#"{"schema": 1, "job_id": "job-garbled", "partition": 0, "circuit": 7}"#.to_vec()).await;
+    // and one that names no job at all: terminated, nothing else
+    publish(&h.bus, b"not json".to_vec()).await;
+    let bus = h.bus.clone();
+    wait_until("both messages are settled", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 0, "the stage never sees them");
+    let events = events(&h.bus, Duration::from_secs(1)).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].job_id, "job-garbled");
+    match &events[0].body {
+        JobEventBody::PartitionFailed { stage, message } => {
+            assert_eq!(*stage, wire::Stage::Synthesis);
+            assert!(message.starts_with("undecodable synthesis task: "), "{message}");
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_of_unknown_or_finished_jobs_are_dropped_unprocessed() {
+    let h = start(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5)).await;
+    publish(&h.bus, wire::encode(&task("no-such-job"))).await;
+    let bus = h.bus.clone();
+    wait_until("the task is acked", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 0);
+    assert!(events(&h.bus, Duration::from_millis(500)).await.is_empty(), "nothing is announced for it");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_hands_work_back_after_the_drain_deadline() {
+    let h = start(Behaviour::SucceedAfter(Duration::from_secs(600)), 5, Duration::from_millis(500)).await;
+    create_job(&h.bus, "job-stuck").await;
+    publish(&h.bus, wire::encode(&task("job-stuck"))).await;
+    let stage = h.stage.clone();
+    wait_until("the task is picked up", Duration::from_secs(20), async || stage.calls.load(Ordering::SeqCst) == 1)
+        .await;
+    let stopping = Instant::now();
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+    assert!(stopping.elapsed() < Duration::from_secs(10), "the worker stopped after the drain, not the work");
+    assert_eq!(h.bus.pending(wire::SYNTH_STREAM).await.unwrap(), 1, "the task is still there for another worker");
+    let failed = events(&h.bus, Duration::from_millis(500))
+        .await
+        .into_iter()
+        .any(|e| matches!(e.body, JobEventBody::PartitionFailed { .. }));
+    assert!(!failed, "handing work back does not fail the job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_for_one_partition_never_holds_two() {
+    // two slots, two partitions, a budget of 1.5 partitions: they run one after the other
+    let h = start_with(
+        Behaviour::SucceedAfter(Duration::from_millis(700)),
+        5,
+        Duration::from_secs(5),
+        2,
+        600 << 20,
+        900 << 20,
+    )
+    .await;
+    create_job_of(&h.bus, "job-big", 2).await;
+    for partition in 0..2 {
+        publish(&h.bus, wire::encode(&task_of("job-big", partition, 2))).await;
+    }
+    let bus = h.bus.clone();
+    wait_until("both partitions are done", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 1, "never two partitions in the budget at once");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_larger_than_the_budget_fails_its_job_without_running() {
+    let h = start_with(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5), 1, 2 << 30, 1 << 30).await;
+    create_job(&h.bus, "job-huge").await;
+    publish(&h.bus, wire::encode(&task("job-huge"))).await;
+    let bus = h.bus.clone();
+    wait_until("the task is settled", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 0, "never admitted");
+    let failed: Vec<String> = events(&h.bus, Duration::from_secs(1))
+        .await
+        .into_iter()
+        .filter_map(|e| match e.body {
+            JobEventBody::PartitionFailed { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        vec!["the partition needs about 2.0 GiB of memory but this worker's --memory-budget is 1.0 GiB".to_owned()]
+    );
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_in_flight_across_a_broker_restart_are_made_again() {
+    // slot 1 works on a long task; slot 2's pull waits at the broker meanwhile (the broker
+    // holds a pull while another message of the consumer awaits its ack). The broker
+    // restarts and forgets that pull: slot 2 must pull again, not wait for a reply that
+    // will never come.
+    let mut h = start_with(Behaviour::SucceedAfter(Duration::from_secs(60)), 5, Duration::ZERO, 2, 0, 1 << 30).await;
+    create_job(&h.bus, "job-long").await;
+    publish(&h.bus, wire::encode(&task("job-long"))).await;
+    let stage = h.stage.clone();
+    wait_until("the long task is picked up", Duration::from_secs(20), async || stage.calls.load(Ordering::SeqCst) == 1)
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.nats.restart();
+    create_job(&h.bus, "job-after").await;
+    publish(&h.bus, wire::encode(&task("job-after"))).await;
+    wait_until("the second slot takes the task published after the restart", Duration::from_secs(20), async || {
+        stage.seen.lock().unwrap().iter().any(|job| job == "job-after")
+    })
+    .await;
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One-time setup for `docker compose`: NATS passwords per role (deploy/nats/auth.conf and
+# deploy/nats/<role>.password, git-ignored) and an admin API token for the gateway
+# (.state/compose-tokens/tokens.json; the token itself in .state/api-token, which the CLI
+# reads). Safe to run again: what exists is kept.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if [ ! -f deploy/nats/auth.conf ]; then
+    bash deploy/scripts/nats-credentials.sh deploy/nats
+fi
+mkdir -p .state/compose-tokens
+if [ ! -s .state/api-token ] || [ ! -s .state/compose-tokens/tokens.json ]; then
+    cli=target/debug/snarkflow
+    [ -x "$cli" ] || cargo build -p snarkflow-cli
+    (umask 077; "$cli" admin token create --tokens-file .state/compose-tokens/tokens.json \
+        --tenant local --scopes admin --max-priority critical | tail -n 1 >.state/api-token)
+    # the gateway container reads the file as another user
+    chmod 644 .state/compose-tokens/tokens.json
+    echo "admin API token in .state/api-token"
+fi
