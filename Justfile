@@ -8,6 +8,8 @@ state := justfile_directory() / ".state"
 bin := justfile_directory() / "target/debug"
 nats_port := env_var_or_default("SNARKFLOW_NATS_PORT", "4222")
 gateway_listen := env_var_or_default("SNARKFLOW_GATEWAY_LISTEN", "127.0.0.1:8080")
+# cuzk's gRPC interface, for Curio's [Cuzk] Address (docs/curio.md)
+grpc_listen := env_var_or_default("SNARKFLOW_GRPC_LISTEN", "127.0.0.1:9820")
 # an operator's FIL_PROOFS_PARAMETER_CACHE is where its real parameters are: it wins over our default
 params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var_or_default("FIL_PROOFS_PARAMETER_CACHE", env_var("HOME") / ".cache/snarkflow/params"))
 
@@ -43,12 +45,12 @@ up: build
         echo "created a local admin API token in .state/api-token"
     fi
     # a local development stack: the synthetic test kinds are on
-    start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --enable-test-kinds
+    start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --grpc-listen {{grpc_listen}} --enable-test-kinds
     start synth-worker "{{bin}}/synth-worker" --status-listen 127.0.0.1:9101
     start gpu-worker "{{bin}}/gpu-worker" --status-listen 127.0.0.1:9102 --generate-missing-params
     just _wait-ready http://{{gateway_listen}}/readyz gateway
     just _wait-ready http://127.0.0.1:9102/readyz gpu-worker
-    echo "snarkflow is up: gateway http://{{gateway_listen}}"
+    echo "snarkflow is up: gateway http://{{gateway_listen}}, cuzk gRPC for Curio on {{grpc_listen}}"
 
 # stop everything `just up` started
 down:

@@ -123,6 +123,41 @@ impl Ledger {
         }
     }
 
+    /// Point idempotency key `key`, which names job `from`, at job `to` instead (a failed or
+    /// cancelled job's key taken over by a new job). `false` if the key no longer names `from`
+    /// (another submit took it over first).
+    pub async fn retake_key(&self, key: &str, from: &str, to: &str) -> Result<bool, BusError> {
+        let entry = self.idempotency.entry(key).await.map_err(nats_err("reading an idempotency key"))?;
+        let Some(entry) = entry.filter(|e| e.operation == Operation::Put && e.value.as_ref() == from.as_bytes()) else {
+            return Ok(false);
+        };
+        Ok(self.idempotency.update(key, to.to_owned().into(), entry.revision).await.is_ok())
+    }
+
+    /// The job's record once it has ended, or as it is when `timeout` (if any) has passed;
+    /// `None` if there is no such job. Woken by the record's changes (a KV watch), and
+    /// re-read every few seconds in case a change was missed across a reconnect.
+    pub async fn wait_finished(&self, id: &str, timeout: Option<Duration>) -> Result<Option<JobRecord>, BusError> {
+        const REREAD: Duration = Duration::from_secs(5);
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut changes = self.jobs.watch(id).await.map_err(nats_err(format!("watching job {id}")))?;
+        loop {
+            let Some(record) = self.get(id).await? else {
+                return Ok(None);
+            };
+            let now = tokio::time::Instant::now();
+            if record.state.is_terminal() || deadline.is_some_and(|d| now >= d) {
+                return Ok(Some(record));
+            }
+            let until = deadline.map_or(now + REREAD, |d| d.min(now + REREAD));
+            if let Ok(None) = tokio::time::timeout_at(until, changes.next()).await {
+                // the watch ended (connection lost): read again after a pause, then watch anew
+                tokio::time::sleep_until(until).await;
+                changes = self.jobs.watch(id).await.map_err(nats_err(format!("watching job {id}")))?;
+            }
+        }
+    }
+
     /// How long records stay after their last change, as the bucket has it.
     pub async fn retention(&self) -> Result<Duration, BusError> {
         let mut stream =

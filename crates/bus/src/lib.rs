@@ -7,6 +7,7 @@
 //! ([`Heartbeat`]), and the partition object store with digest checks ([`Bus::put_partition`],
 //! [`Bus::get_partition`]), and the job ledger ([`Ledger`]).
 
+mod control;
 mod lanes;
 mod ledger;
 mod objects;

@@ -305,6 +305,11 @@ impl Bus {
         &self.config
     }
 
+    /// The core NATS client (control requests).
+    pub(crate) fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
     /// The job ledger and idempotency keys.
     pub fn ledger(&self) -> &Ledger {
         &self.ledger

@@ -210,6 +210,44 @@ pub fn filecoin_env() {
     snarkflow_filecoin::check_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
 }
 
+/// A client of cuzk's gRPC interface, generated from the gateway's `.proto` by this crate's
+/// own build (client side only), as Curio's is from cuzk's.
+#[allow(unreachable_pub, clippy::all)]
+pub mod cuzk {
+    tonic::include_proto!("cuzk.v1");
+}
+
+/// A `cuzk.v1.ProvingEngine` client with Curio's message limits.
+pub type CuzkClient = cuzk::proving_engine_client::ProvingEngineClient<tonic::transport::Channel>;
+
+fn cuzk_client(channel: tonic::transport::Channel) -> CuzkClient {
+    const CURIO_LIMIT: usize = 256 * 1024 * 1024;
+    CuzkClient::new(channel).max_decoding_message_size(CURIO_LIMIT).max_encoding_message_size(CURIO_LIMIT)
+}
+
+/// Connect to the gRPC interface at `host:port`, plaintext as Curio does.
+pub async fn cuzk_tcp(addr: &str) -> anyhow::Result<CuzkClient> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?.connect().await?;
+    Ok(cuzk_client(channel))
+}
+
+/// Connect to the gRPC interface on a Unix socket.
+pub async fn cuzk_unix(path: &std::path::Path) -> anyhow::Result<CuzkClient> {
+    let path = path.to_owned();
+    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+        }))
+        .await?;
+    Ok(cuzk_client(channel))
+}
+
+/// A TCP port free right now on 127.0.0.1 (for a listener given by address, like --grpc-listen).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
 /// A nats-server and one of each service.
 pub struct Stack {
     pub nats: NatsServer,
@@ -227,9 +265,18 @@ impl Stack {
 
     /// A stack whose synth-worker gets extra flags (e.g. `--wire-format raw`).
     pub async fn start_with(synth_flags: &[&str]) -> anyhow::Result<Stack> {
+        Self::start_full(&[], synth_flags).await
+    }
+
+    /// A stack whose gateway gets extra flags (e.g. `--grpc-listen ...`).
+    pub async fn start_with_gateway(gateway_flags: &[&str]) -> anyhow::Result<Stack> {
+        Self::start_full(gateway_flags, &[]).await
+    }
+
+    async fn start_full(gateway_flags: &[&str], synth_flags: &[&str]) -> anyhow::Result<Stack> {
         init_test_logging();
         let nats = NatsServer::start();
-        let (gateway, base) = start_gateway(&nats.url()).await?;
+        let (gateway, base) = start_gateway_with(&nats.url(), gateway_flags).await?;
         let synth = vec![start_synth_worker_with(&nats.url(), "synth-1", synth_flags)?];
         let gpu = vec![start_gpu_worker(&nats.url(), "gpu-1")?];
         Ok(Stack { nats, gateway: Some(gateway), base, synth, gpu, http: api_client() })

@@ -70,6 +70,7 @@ async fn a_fan_out_its_gateway_left_half_done_is_finished() {
         tenant: Some("ops".into()),
         deadline_at_ms: Some(created + 3_600_000),
         enqueued: false,
+        request_sha256: None,
     };
     bus.ledger().create(&record).await.unwrap();
     let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();

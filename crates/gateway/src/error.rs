@@ -34,6 +34,9 @@ pub enum ApiError {
     /// The job is in a state where the request makes no sense (e.g. proof before done).
     #[error("{0}")]
     Conflict(String),
+    /// An idempotency key already names a job made from a different request.
+    #[error("{0}")]
+    KeyReused(String),
     /// A dependency (NATS) is unavailable; retrying later may succeed.
     #[error("{0}")]
     Unavailable(String),
@@ -66,16 +69,18 @@ impl ApiError {
             ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             ApiError::NotServed(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_served"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
+            ApiError::KeyReused(_) => (StatusCode::CONFLICT, "idempotency_key_reused"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, code) = self.parts();
-        let message = match &self {
+impl ApiError {
+    /// What the client is told (HTTP body or gRPC status): the message, except for internal
+    /// and dependency failures, which are logged in full and answered without detail.
+    pub(crate) fn public_message(&self) -> String {
+        match self {
             ApiError::Internal(e) => {
                 tracing::error!(error = format!("{e:#}"), "internal error");
                 "internal error".to_owned()
@@ -85,7 +90,14 @@ impl IntoResponse for ApiError {
                 "the job system is temporarily unavailable; retry later".to_owned()
             }
             other => other.to_string(),
-        };
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.parts();
+        let message = self.public_message();
         let mut response =
             (status, Json(serde_json::json!({ "error": { "code": code, "message": message } }))).into_response();
         let headers = response.headers_mut();

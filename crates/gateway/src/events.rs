@@ -381,6 +381,7 @@ mod tests {
             tenant: None,
             deadline_at_ms: None,
             enqueued: true,
+            request_sha256: None,
         }
     }
 

@@ -13,6 +13,8 @@ mod deadletter;
 mod error;
 mod events;
 mod fanout;
+pub mod grpc;
+mod jobs;
 mod metrics;
 mod quota;
 mod routes;
@@ -218,6 +220,18 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
         shutdown.clone(),
     ));
+    // cuzk's gRPC interface for Curio, beside the HTTP API; a listener that cannot start
+    // stops the gateway (exit non-zero), as the HTTP one does
+    let grpc = config.grpc_listen.clone().map(|listen| {
+        let (state, tenant, stop) = (state.clone(), config.grpc_tenant.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let served = grpc::serve(listen, state, tenant, stop.clone()).await;
+            if served.is_err() {
+                stop.cancel();
+            }
+            served
+        })
+    });
     let listener = listener.into_std()?;
     info!(addr = %listener.local_addr()?, tls = tls.is_some(), "gateway listening");
     let handle = axum_server::Handle::new();
@@ -244,6 +258,9 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     .context("serving http")?;
     shutdown.cancel();
     events.await.context("event loop panicked")?;
+    if let Some(grpc) = grpc {
+        grpc.await.context("the gRPC server panicked")??;
+    }
     info!("gateway stopped");
     Ok(())
 }

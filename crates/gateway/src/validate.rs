@@ -26,6 +26,9 @@ pub struct ValidJob {
     pub deadline_secs: u64,
     /// The checked input of a kind that takes one.
     pub input: Option<Arc<JobInput>>,
+    /// SHA-256 (hex) of the kind and the input as submitted (keys sorted): what an
+    /// idempotency key's retry must repeat. Priority and deadline are not part of it.
+    pub fingerprint: String,
 }
 
 /// What this gateway accepts beyond a well-formed request.
@@ -124,6 +127,7 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
         },
     };
     let parsed = snarkflow_circuits::parse_request(kind, input).map_err(|e| invalid(e.to_string()))?;
+    let fingerprint = request_fingerprint(kind, input);
     Ok(ValidJob {
         circuit: parsed.spec,
         partitions: parsed.partitions,
@@ -132,7 +136,15 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
         idempotency_key,
         deadline_secs,
         input: parsed.input.map(Arc::new),
+        fingerprint,
     })
+}
+
+/// SHA-256 of `{"input": ..., "kind": ...}` serialized with sorted keys.
+fn request_fingerprint(kind: JobKind, input: &serde_json::Map<String, Value>) -> String {
+    use sha2::Digest as _;
+    let canonical = serde_json::json!({ "kind": kind.as_str(), "input": input });
+    hex::encode(sha2::Sha256::digest(serde_json::to_vec(&canonical).expect("JSON values serialize")))
 }
 
 #[cfg(test)]
@@ -157,6 +169,16 @@ mod tests {
         assert_eq!(job.circuit, CircuitSpec::DenseChain { constraints: 1024 });
         assert_eq!((job.partitions, job.seed, job.priority), (3, 5, Priority::High));
         assert_eq!(job.idempotency_key.as_deref(), Some("k1"));
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_kind_and_input_whatever_the_key_order_or_priority() {
+        let a = validate(&json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 1}})).unwrap();
+        let b = validate(&json!({"input": {"seed": 1, "constraints": 8}, "kind": "dense-chain", "priority": "low"}))
+            .unwrap();
+        let c = validate(&json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 2}})).unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_ne!(a.fingerprint, c.fingerprint);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 use prometheus::{IntCounter, IntGaugeVec, Opts};
 use snarkflow_prover::device::DeviceReport;
 use snarkflow_runtime::{Failure, Fatal, WorkerHost};
+use snarkflow_wire::CurrentProof;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -39,6 +40,20 @@ pub(crate) struct Device {
     detail: Detail,
     device_info: IntGaugeVec,
     device_errors: IntCounter,
+    /// The partition on the device now (reported to the gateway's GetStatus).
+    current: Mutex<Option<CurrentProof>>,
+}
+
+/// The device, held for one partition; clears [`Device`]'s current partition when dropped.
+pub(crate) struct Held<'a> {
+    _lock: MutexGuard<'a, ()>,
+    current: &'a Mutex<Option<CurrentProof>>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        *self.current.lock().expect("current partition") = None;
+    }
 }
 
 impl Device {
@@ -67,6 +82,7 @@ impl Device {
             detail,
             device_info,
             device_errors,
+            current: Mutex::new(None),
         }
     }
 
@@ -169,12 +185,19 @@ impl Device {
 
     /// Take the device for one partition; `Err` when it failed while this slot prepared
     /// (a slot already waiting for work when the device failed must not use it).
-    pub(crate) fn acquire(&self) -> Result<MutexGuard<'_, ()>, Failure> {
+    pub(crate) fn acquire(&self, proof: CurrentProof) -> Result<Held<'_>, Failure> {
         let guard = self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if self.failed.load(Ordering::SeqCst) {
             return Err(Failure::Transient("the device failed and is being probed again".into()));
         }
-        Ok(guard)
+        *self.current.lock().expect("current partition") = Some(proof);
+        Ok(Held { _lock: guard, current: &self.current })
+    }
+
+    /// The last successful probe's report and the partition on the device now.
+    pub(crate) fn snapshot(&self) -> (Option<DeviceReport>, Option<CurrentProof>) {
+        let report = self.state.lock().expect("device state").0.clone();
+        (report, self.current.lock().expect("current partition").clone())
     }
 
     /// A device error while proving: take the worker out until a probe passes, and hand the

@@ -9,6 +9,7 @@
 //! one is proved; the device lock keeps one partition on the device at a time.
 
 mod config;
+mod control;
 mod device;
 mod prepare;
 mod prove;
@@ -68,6 +69,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         rayon::ThreadPoolBuilder::new().num_threads(rebuild_threads).thread_name(|i| format!("rebuild-{i}")).build()?;
     let stage =
         prove::Proving::new(&host, device.clone(), rebuild_pool, params, shapes, config.generate_missing_params);
+    tokio::spawn(control::serve(bus.clone(), stage.clone(), host.clone(), shutdown.clone()));
     device.report_readiness(true, "ready");
     info!(worker = %id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
     let memory = config.memory.budget();

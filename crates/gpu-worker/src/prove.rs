@@ -9,7 +9,7 @@ use prometheus::{CounterVec, IntCounter, IntGaugeVec, Opts};
 use snarkflow_prover::{LoadedParams, ParamStore, ParamsError};
 use snarkflow_runtime::{partition_span, Failure, Outcome, Stage, TaskContext, WorkerHost};
 use snarkflow_synthesis::SynthesizedPartition;
-use snarkflow_wire::{self as wire, JobEvent, JobEventBody, ProveStats, ProveTask};
+use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveStats, ProveTask};
 use tracing::{info, Instrument};
 
 use crate::device::Device;
@@ -95,6 +95,21 @@ impl Proving {
         Ok(loaded)
     }
 
+    /// Load `spec`'s parameters and constraint shape (a PreloadSRS from the gateway).
+    pub(crate) fn load(&self, spec: &CircuitSpec) -> Result<(), String> {
+        self.params.get(spec, self.generate_missing_params).map_err(|e| e.to_string())?;
+        self.shapes.get(spec).map_err(|e| e.to_string())?;
+        self.mark_loaded_params();
+        Ok(())
+    }
+
+    /// Drop `spec`'s parameters (an EvictSRS); proofs in flight keep theirs until they end.
+    pub(crate) fn evict(&self, spec: &CircuitSpec) -> bool {
+        let was = self.params.evict(spec);
+        self.metrics.params_loaded.with_label_values(&[&spec.circuit_id()]).set(0);
+        was
+    }
+
     /// Prove on the device (holding it) and verify against the verifying key.
     fn prove(
         &self,
@@ -106,7 +121,11 @@ impl Proving {
         let public_inputs = partition.public_inputs().to_vec();
         let constraints = partition.num_constraints() as u64;
         // one partition on the device at a time (the next one waits here, prepared)
-        let _device = self.device.acquire()?;
+        let _device = self.device.acquire(wire::CurrentProof {
+            job_id: task.job_id.clone(),
+            kind: task.circuit.kind(),
+            partition: task.partition,
+        })?;
         let (label, name) = self.device.label_and_name();
         let span = partition_span!(
             "prove", task, worker, backend = snarkflow_prover::BACKEND, gpu.device = %label, gpu.name = %name, constraints

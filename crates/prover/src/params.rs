@@ -160,6 +160,22 @@ impl ParamStore {
         self.loaded.lock().expect("params lock").keys().cloned().collect()
     }
 
+    /// Whether `spec`'s parameters are loaded in memory.
+    pub fn is_loaded(&self, spec: &CircuitSpec) -> bool {
+        self.loaded.lock().expect("params lock").contains_key(&spec.circuit_id())
+    }
+
+    /// Size of `spec`'s parameter file (0 when absent).
+    pub fn file_bytes(&self, spec: &CircuitSpec) -> u64 {
+        std::fs::metadata(self.params_path(spec)).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Drop `spec`'s loaded parameters (proofs in flight keep them until they finish);
+    /// whether they were loaded.
+    pub fn evict(&self, spec: &CircuitSpec) -> bool {
+        self.loaded.lock().expect("params lock").remove(&spec.circuit_id()).is_some()
+    }
+
     /// The loaded parameters for `spec`, reading them from disk on first use; with
     /// `generate_missing`, random parameters are generated and cached when no file exists.
     pub fn get(&self, spec: &CircuitSpec, generate_missing: bool) -> Result<Arc<LoadedParams>, ParamsError> {

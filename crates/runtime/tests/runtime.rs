@@ -144,6 +144,7 @@ async fn create_job_of(bus: &Bus, id: &str, partitions: usize) {
         tenant: None,
         deadline_at_ms: None,
         enqueued: true,
+        request_sha256: None,
     };
     bus.ledger().create(&record).await.unwrap();
 }

@@ -324,6 +324,10 @@ pub struct JobRecord {
     /// (the gateway stopped mid fan-out) is completed by the next ledger pass.
     #[serde(default = "published")]
     pub enqueued: bool,
+    /// SHA-256 (hex) of the request's kind and input: an idempotency key reused for a
+    /// different request is refused by comparing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
 }
 
 /// Records written before `enqueued` existed were published before they were written.

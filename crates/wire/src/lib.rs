@@ -5,10 +5,12 @@
 //! version. It knows nothing of tokio, NATS clients, HTTP or bellperson, so every service and
 //! every tool can depend on it without pulling those in.
 
+mod control;
 mod job;
 mod messages;
 mod topology;
 
+pub use control::*;
 pub use job::*;
 pub use messages::*;
 pub use topology::*;

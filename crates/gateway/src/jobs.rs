@@ -1,0 +1,228 @@
+//! What a job request does, whichever API it came through (HTTP or cuzk's gRPC): submit
+//! (policy, the caller's priority ceiling, quotas, idempotency, input stored, record written,
+//! tasks published), look up, cancel, and the finished proof's bytes.
+
+use snarkflow_bus::{now_ms, KeyClaim};
+use snarkflow_service::tokens::Scope;
+use snarkflow_wire::{self as wire, JobRecord, JobState, PartitionRecord, SCHEMA_VERSION};
+use tracing::info;
+
+use crate::auth::Caller;
+use crate::validate::ValidJob;
+use crate::{ApiError, AppState};
+
+/// The job a submit made, or found under its idempotency key.
+#[derive(Debug, Clone)]
+pub(crate) struct Submitted {
+    pub id: String,
+    pub state: JobState,
+    /// The idempotency key named this job already (nothing new was queued).
+    pub existing: bool,
+}
+
+/// Submit `job` for `caller`. A priority above the caller's ceiling is refused when the request
+/// named it (`explicit_priority`) and lowered to the ceiling when it is the kind's default.
+pub(crate) async fn submit(
+    state: &AppState,
+    caller: &Caller,
+    mut job: ValidJob,
+    explicit_priority: bool,
+) -> Result<Submitted, ApiError> {
+    caller.require(Scope::Submit)?;
+    state.policy.check(&job)?;
+    if job.priority > caller.max_priority() {
+        if explicit_priority {
+            return Err(ApiError::Forbidden(format!(
+                "this API token may submit at priority {} at most; the job asks for {}",
+                caller.max_priority().as_str(),
+                job.priority.as_str()
+            )));
+        }
+        job.priority = caller.max_priority();
+    }
+    let tenant = caller.tenant().to_owned();
+    state.quotas.admit(&tenant, u64::from(job.partitions))?;
+    let queued = enqueue(state, job, &tenant).await;
+    if !matches!(&queued, Ok(Submitted { existing: false, .. })) {
+        state.quotas.release(&tenant);
+    }
+    queued
+}
+
+/// The job an idempotency key names, when a new submit should return it rather than make
+/// another: the same request (a retry) whose job has not failed or been cancelled. A key
+/// reused for a different request is refused (never another job's proof); a key whose job
+/// failed or was cancelled is taken over by a new job (a retry after a failure proves again).
+async fn keyed_job(state: &AppState, key: &str, job: &ValidJob, id: &str) -> Result<Option<JobRecord>, ApiError> {
+    for _ in 0..4 {
+        let existing = match state.ledger.claim_key(key, id).await? {
+            KeyClaim::Claimed => return Ok(None),
+            KeyClaim::Existing(existing) => existing,
+        };
+        let record = state.ledger.get(&existing).await?.ok_or_else(|| {
+            ApiError::Conflict(format!("idempotency key belongs to job {existing}, which is still being created; retry"))
+        })?;
+        if record.request_sha256.as_ref().is_some_and(|h| *h != job.fingerprint) {
+            return Err(ApiError::KeyReused(format!(
+                "idempotency key {:?} was used for a different request (job {existing}); use a new key for a new request",
+                job.idempotency_key.as_deref().unwrap_or_default()
+            )));
+        }
+        if !matches!(record.state, JobState::Failed | JobState::Cancelled) {
+            return Ok(Some(record));
+        }
+        if state.ledger.retake_key(key, &existing, id).await? {
+            info!(key, old_job = %existing, job_id = %id, "idempotency key of a {} job taken over by a new job", record.state.as_str());
+            return Ok(None);
+        }
+        // another submit took it over first: look again
+    }
+    Err(ApiError::Conflict("idempotency key is being reused concurrently; retry".into()))
+}
+
+async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submitted, ApiError> {
+    let id = uuid::Uuid::new_v4().to_string();
+    if let Some(key) = &job.idempotency_key {
+        if let Some(record) = keyed_job(state, &wire_key(tenant, key), &job, &id).await? {
+            if !record.enqueued && !record.state.is_terminal() {
+                // the first attempt stopped mid fan-out: finish it
+                crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await?;
+            }
+            tracing::Span::current().record("job_id", record.id.as_str());
+            return Ok(Submitted { id: record.id, state: record.state, existing: true });
+        }
+    }
+    let span = tracing::Span::current();
+    span.record("job_id", id.as_str());
+    span.record("job.kind", job.circuit.kind().as_str());
+    span.record("partitions", i64::from(job.partitions));
+    // The input (C1 output, vanilla proofs) goes to the object store before anything refers to it.
+    let input = match &job.input {
+        None => None,
+        Some(input) => {
+            let object = wire::input_object(&id);
+            let input = input.clone();
+            let bytes = tokio::task::spawn_blocking(move || input.to_json())
+                .await
+                .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
+            let stored = state
+                .bus
+                .put_partition(&object, &bytes)
+                .await
+                .map_err(|e| ApiError::Unavailable(format!("storing the job input: {e}")))?;
+            Some(wire::InputRef { object, sha256_hex: stored.sha256_hex, bytes: stored.bytes })
+        }
+    };
+    let now = now_ms();
+    let record = JobRecord {
+        schema: SCHEMA_VERSION,
+        id: id.clone(),
+        circuit: job.circuit,
+        priority: job.priority,
+        seed: job.seed,
+        state: JobState::Queued,
+        error: None,
+        trace_id: snarkflow_telemetry::current_trace_id(),
+        idempotency_key: job.idempotency_key.clone(),
+        created_at_ms: now,
+        updated_at_ms: now,
+        finished_at_ms: None,
+        partitions: vec![PartitionRecord::default(); job.partitions as usize],
+        assemble_s: None,
+        input,
+        tenant: Some(tenant.to_owned()),
+        deadline_at_ms: Some(now + job.deadline_secs * 1000),
+        enqueued: false,
+        request_sha256: Some(job.fingerprint.clone()),
+    };
+    state.ledger.create(&record).await.map_err(|e| ApiError::Unavailable(format!("{e:#}")))?;
+    if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
+        // The job is recorded (durably) but not fully queued: the ledger pass finishes the
+        // fan-out once NATS takes messages again, so the job is accepted, not failed (a client
+        // told to retry would make a second job, or with its key find a failed one).
+        tracing::warn!(job_id = %id, error = %e, "queueing the job's tasks failed; the ledger pass will finish it");
+    }
+    state.metrics.job_submitted(job.circuit.kind().as_str());
+    info!(job_id = %id, circuit_id = %job.circuit.circuit_id(), partitions = job.partitions, priority = job.priority.as_str(), "job queued");
+    Ok(Submitted { id, state: JobState::Queued, existing: false })
+}
+
+/// Idempotency keys are the tenant's own: the same key from two tenants names two jobs. KV
+/// keys allow a limited alphabet; hex keeps any client key valid and distinct.
+fn wire_key(tenant: &str, key: &str) -> String {
+    if tenant == crate::auth::ANONYMOUS {
+        // the form keys had before tenants, so their jobs are still found
+        return hex::encode(key.as_bytes());
+    }
+    format!("{}.{}", hex::encode(tenant.as_bytes()), hex::encode(key.as_bytes()))
+}
+
+/// The job, if it exists and `caller` may see it: another tenant's job is "not found", so
+/// its existence is not revealed.
+pub(crate) async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
+    let not_found = || ApiError::NotFound(format!("no job with id {id:?}"));
+    if uuid::Uuid::parse_str(id).is_err() {
+        return Err(not_found());
+    }
+    let record = state.ledger.get(id).await?.ok_or_else(not_found)?;
+    if !caller.owns(&record) {
+        return Err(not_found());
+    }
+    Ok(record)
+}
+
+/// Wait until the job has ended, or `timeout` (when given) has passed; its record then.
+pub(crate) async fn wait(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    timeout: Option<std::time::Duration>,
+) -> Result<JobRecord, ApiError> {
+    caller.require(Scope::Read)?;
+    load(state, caller, id).await?;
+    state.ledger.wait_finished(id, timeout).await?.ok_or_else(|| ApiError::NotFound(format!("no job with id {id:?}")))
+}
+
+/// Cancel a job that has not finished; the record after, and the state it was in.
+pub(crate) async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Result<(JobRecord, JobState), ApiError> {
+    caller.require(Scope::Cancel)?;
+    load(state, caller, id).await?;
+    let mut was = None;
+    let record = state
+        .ledger
+        .update(id, |r| {
+            was = Some(r.state);
+            if r.state.is_terminal() {
+                return false;
+            }
+            r.state = JobState::Cancelled;
+            r.finished_at_ms = Some(now_ms());
+            true
+        })
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no job with id {id:?}")))?;
+    let was = was.unwrap_or(record.state);
+    match was {
+        JobState::Cancelled => Ok((record, was)),
+        s if s.is_terminal() => Err(ApiError::Conflict(format!("job {id} already finished ({})", s.as_str()))),
+        _ => {
+            crate::events::finished(&state.bus, &state.metrics, &record).await;
+            Ok((record, was))
+        }
+    }
+}
+
+/// A done job's proof: the partition proofs concatenated in partition order, as
+/// filecoin-proofs returns them for the kind.
+pub(crate) fn proof_bytes(record: &JobRecord) -> Result<Vec<u8>, ApiError> {
+    let id = &record.id;
+    if record.state != JobState::Done {
+        return Err(ApiError::Conflict(format!("job {id} is {}, not done; no proof yet", record.state.as_str())));
+    }
+    let mut bytes = Vec::with_capacity(record.partitions.len() * wire::PARTITION_PROOF_BYTES);
+    for (i, p) in record.partitions.iter().enumerate() {
+        let hex_proof = p.proof_hex.as_deref().ok_or_else(|| anyhow::anyhow!("done job {id} lacks partition {i}"))?;
+        bytes.extend(hex::decode(hex_proof).map_err(|e| anyhow::anyhow!("job {id} partition {i}: {e}"))?);
+    }
+    Ok(bytes)
+}
