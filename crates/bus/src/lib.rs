@@ -42,11 +42,26 @@ pub enum BusError {
     /// A setting that can never work (contradictory or unreadable credentials).
     #[error("{0}")]
     Config(String),
+    /// A stream, bucket or the object store is at its size limit (or the server is out of
+    /// storage): nothing was written; space returns as jobs finish.
+    #[error("{0}")]
+    Full(String),
 }
+
+/// What JetStream says when a write does not fit (a stream's max_bytes with discard new, or
+/// the server's storage).
+const FULL_MARKERS: [&str; 3] = ["maximum bytes exceeded", "insufficient resources", "maximum messages exceeded"];
 
 pub(crate) fn nats_err<E: Into<async_nats::Error>>(op: impl Into<String>) -> impl FnOnce(E) -> BusError {
     let op = op.into();
-    move |e| BusError::Nats { op, source: e.into() }
+    move |e| {
+        let source: async_nats::Error = e.into();
+        let text = source.to_string().to_lowercase();
+        if FULL_MARKERS.iter().any(|m| text.contains(m)) {
+            return BusError::Full(format!("{op}: NATS storage is full ({source})"));
+        }
+        BusError::Nats { op, source }
+    }
 }
 
 /// Milliseconds since the Unix epoch (timestamps in messages and records).

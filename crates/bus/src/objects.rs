@@ -35,14 +35,44 @@ pub struct Fetched {
 
 impl Bus {
     /// Store a serialized partition under `name` (chunked by the object store).
+    ///
+    /// A put that would not fit under the store's size limit is refused before anything is
+    /// written ([`BusError::Full`]): a put the server cuts off half way leaves chunks no name
+    /// points at, which only the store's age limit removes.
     pub async fn put_partition(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
         let started = Instant::now();
+        self.check_object_room(name, data.len() as u64).await?;
         let sha256_hex = hex::encode(Sha256::digest(data));
         let meta =
             ObjectMetadata { name: name.to_owned(), chunk_size: Some(self.config.chunk_size), ..Default::default() };
         let mut reader = data;
         self.partitions.put(meta, &mut reader).await.map_err(nats_err(format!("storing partition {name}")))?;
         Ok(Stored { bytes: data.len() as u64, sha256_hex, seconds: started.elapsed().as_secs_f64() })
+    }
+
+    /// Refuse an object of `bytes` the store has no room for.
+    async fn check_object_room(&self, name: &str, bytes: u64) -> Result<(), BusError> {
+        let stream = format!("OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET);
+        let op = format!("storing {name}");
+        let info = self
+            .js()
+            .get_stream(&stream)
+            .await
+            .map_err(nats_err(op.clone()))?
+            .info()
+            .await
+            .map_err(nats_err(op))?
+            .clone();
+        let Ok(max) = u64::try_from(info.config.max_bytes) else {
+            return Ok(()); // -1: no limit
+        };
+        let used = info.state.bytes;
+        if used.saturating_add(bytes) > max {
+            return Err(BusError::Full(format!(
+                "the object store is full: {name} ({bytes} bytes) does not fit beside the {used} bytes it holds (limit {max} bytes, --nats-max-object-bytes); space returns as jobs finish"
+            )));
+        }
+        Ok(())
     }
 
     /// Fetch a partition and check it against the digest its producer announced; a

@@ -38,7 +38,7 @@ impl From<BusError> for Failure {
             BusError::Corrupt { .. } | BusError::NotFound(_) | BusError::Undecodable { .. } | BusError::Config(_) => {
                 Failure::Permanent(e.to_string())
             }
-            BusError::Nats { .. } | BusError::Conflict(_) => Failure::Transient(e.to_string()),
+            BusError::Nats { .. } | BusError::Conflict(_) | BusError::Full(_) => Failure::Transient(e.to_string()),
         }
     }
 }

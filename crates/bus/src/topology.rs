@@ -32,7 +32,13 @@ pub struct BusConfig {
     pub key_orphan_after: Duration,
     /// Copies of every stream and bucket in a JetStream cluster (1 on a single server; 3 in
     /// a three-node cluster survives losing a node). Applied when they are first created.
-    pub replicas: usize,
+    pub replicas: usize,    /// Largest size of each work stream, the events stream and each key-value bucket
+    /// (`None`: as large as the server allows). When one is full, writes to it are refused
+    /// ([`BusError::Full`]) instead of dropping older messages. Applied at first creation.
+    pub max_stream_bytes: Option<u64>,
+    /// Largest size of the partition object store (`None`: as large as the server allows);
+    /// a put that would not fit is refused with [`BusError::Full`]. Applied at first creation.
+    pub max_object_bytes: Option<u64>,
 }
 
 impl BusConfig {
@@ -46,6 +52,8 @@ impl BusConfig {
     pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
     /// Far longer than a submit takes to write its job after claiming the key.
     pub const DEFAULT_KEY_ORPHAN_AFTER: Duration = Duration::from_secs(30);
+    /// Tasks and events are a few hundred bytes and job records a few KiB: millions fit.
+    pub const DEFAULT_MAX_STREAM_BYTES: u64 = 4 << 30;
 
     pub fn new(url: impl Into<String>) -> Self {
         BusConfig {
@@ -57,6 +65,8 @@ impl BusConfig {
             security: NatsSecurity::default(),
             key_orphan_after: Self::DEFAULT_KEY_ORPHAN_AFTER,
             replicas: 1,
+            max_stream_bytes: Some(Self::DEFAULT_MAX_STREAM_BYTES),
+            max_object_bytes: None,
         }
     }
 }
@@ -107,19 +117,22 @@ const REPORT_EVERY: Duration = Duration::from_secs(2);
 
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
-async fn work_stream(
-    js: &jetstream::Context,
-    name: &str,
-    subjects: &str,
-    replicas: usize,
-) -> Result<stream::Stream, BusError> {
+/// A size limit as JetStream takes it (-1: none).
+fn limit(bytes: Option<u64>) -> i64 {
+    bytes.map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
+}
+
+async fn work_stream(js: &jetstream::Context, name: &str, subjects: &str, config: &BusConfig) -> Result<stream::Stream, BusError> {
     js.get_or_create_stream(stream::Config {
         name: name.to_owned(),
         subjects: vec![subjects.to_owned()],
         retention: stream::RetentionPolicy::WorkQueue,
         storage: stream::StorageType::File,
         duplicate_window: DUPLICATE_WINDOW,
-        num_replicas: replicas,
+        num_replicas: config.replicas,
+        max_bytes: limit(config.max_stream_bytes),
+        // full: refuse new work, never drop queued work
+        discard: stream::DiscardPolicy::New,
         ..Default::default()
     })
     .await
@@ -208,13 +221,12 @@ impl Bus {
         config: &BusConfig,
     ) -> Result<(kv::Store, kv::Store, object_store::ObjectStore), BusError> {
         for stage in Stage::ALL {
-            let stream =
-                work_stream(js, stage.stream(), &format!("snarkflow.{}.>", stage.lane_name()), config.replicas).await?;
+            let stream = work_stream(js, stage.stream(), &format!("snarkflow.{}.>", stage.lane_name()), config).await?;
             for priority in Priority::ALL {
                 Self::lane_consumer(&stream, stage, priority, config).await?;
             }
         }
-        let events = work_stream(js, wire::EVENTS_STREAM, "snarkflow.events.>", config.replicas).await?;
+        let events = work_stream(js, wire::EVENTS_STREAM, "snarkflow.events.>", config).await?;
         events
             .get_or_create_consumer(
                 wire::EVENTS_CONSUMER,
@@ -227,8 +239,8 @@ impl Bus {
             )
             .await
             .map_err(nats_err("creating the events consumer"))?;
-        let jobs = Self::kv(js, wire::JOBS_BUCKET, config.job_retention, config.replicas).await?;
-        let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config.job_retention, config.replicas).await?;
+        let jobs = Self::kv(js, wire::JOBS_BUCKET, config).await?;
+        let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config).await?;
         let partitions = match js.get_object_store(wire::PARTITIONS_BUCKET).await {
             Ok(store) => store,
             Err(_) => js
@@ -240,6 +252,7 @@ impl Bus {
                     // the longest deadline a job can have
                     max_age: Duration::from_secs(8 * 24 * 3600),
                     num_replicas: config.replicas,
+                    max_bytes: limit(config.max_object_bytes),
                     ..Default::default()
                 })
                 .await
@@ -274,12 +287,7 @@ impl Bus {
     /// Declare a key-value bucket. The stream is created directly, with the settings the KV
     /// convention requires, because async-nats' `create_key_value` first reads account info
     /// in a shape nats-server 2.9 (Debian 12's) does not send.
-    async fn kv(
-        js: &jetstream::Context,
-        bucket: &str,
-        max_age: Duration,
-        replicas: usize,
-    ) -> Result<kv::Store, BusError> {
+    async fn kv(js: &jetstream::Context, bucket: &str, config: &BusConfig) -> Result<kv::Store, BusError> {
         if let Ok(store) = js.get_key_value(bucket).await {
             return Ok(store);
         }
@@ -292,8 +300,9 @@ impl Bus {
             deny_delete: true,
             allow_direct: true,
             discard: stream::DiscardPolicy::New,
-            num_replicas: replicas,
-            max_age,
+            num_replicas: config.replicas,
+            max_age: config.job_retention,
+            max_bytes: limit(config.max_stream_bytes),
             ..Default::default()
         })
         .await
@@ -308,6 +317,11 @@ impl Bus {
     /// The core NATS client (control requests).
     pub(crate) fn client(&self) -> &async_nats::Client {
         &self.client
+    }
+
+    /// The JetStream context.
+    pub(crate) fn js(&self) -> &jetstream::Context {
+        &self.js
     }
 
     /// The job ledger and idempotency keys.

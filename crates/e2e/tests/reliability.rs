@@ -182,3 +182,50 @@ async fn a_three_node_cluster_loses_a_node_and_no_job() {
         service.stop().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_object_store_refuses_inputs_with_503_and_partitions_wait_for_room() {
+    snarkflow_e2e::filecoin_env();
+    let spec = CircuitSpec::WinningPost { sector_size: 2048 };
+    tokio::task::spawn_blocking(move || {
+        snarkflow_prover::ParamStore::new(snarkflow_e2e::params_dir(), snarkflow_circuits::catalog())
+            .generate(&spec, false)
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // the gateway starts first, so the object store is created with its 64 KiB limit
+    let stack = Stack::start_with_gateway(&["--nats-max-object-bytes", "64KiB"]).await.unwrap();
+    let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
+    bus.put_partition("ballast", &vec![7u8; 64_000]).await.unwrap();
+
+    // a job input that does not fit: 503 storage_full saying so, and no job
+    let input = snarkflow_filecoin::sparse_post::post_request(
+        snarkflow_filecoin::PostKind::Winning,
+        2048,
+        1000,
+        &[5],
+        &mut rand::thread_rng(),
+    )
+    .unwrap();
+    let (status, body) = stack.post_job(&json!({"kind": "winning-post", "input": input})).await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "storage_full", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("object store is full"), "{body}");
+    let listed: serde_json::Value =
+        stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 0, "{listed}");
+
+    // a synthesized partition that does not fit waits (its job neither fails nor redoes the
+    // work) and is stored once there is room
+    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let job = stack.job(&id).await.unwrap();
+    assert_eq!(job["state"], "synthesizing", "{job}");
+    assert_eq!(objects(&stack).await, vec!["ballast".to_owned()]);
+    bus.delete_partition("ballast").await.unwrap();
+    let job = stack.wait_finished(&id, Duration::from_secs(120)).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    let (_, proof) = stack.proof(&id).await.unwrap();
+    verify_job_proof(&job, &proof).unwrap();
+}

@@ -119,7 +119,11 @@ fn strs(v: &[String]) -> Vec<&str> {
 async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     init_test_logging();
     let nats = SecureNats::start();
-    let (gateway, base) = start_gateway_with(&nats.url(), &strs(&nats.flags("gateway"))).await.unwrap();
+    let socket_dir = tempfile::tempdir().unwrap();
+    let socket = socket_dir.path().join("cuzk.sock");
+    let mut gateway_flags = nats.flags("gateway");
+    gateway_flags.extend(["--grpc-listen".to_owned(), format!("unix://{}", socket.display())]);
+    let (gateway, base) = start_gateway_with(&nats.url(), &strs(&gateway_flags)).await.unwrap();
     let synth = start_synth_worker_with(&nats.url(), "synth-sec", &strs(&nats.flags("synth-worker"))).unwrap();
     let gpu = start_gpu_worker_with(&nats.url(), "gpu-sec", &strs(&nats.flags("gpu-worker"))).unwrap();
     let http = api_client();
@@ -131,6 +135,16 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     assert_eq!(job["state"], "done", "{job}");
     let proof = http.get(format!("{base}/v1/jobs/{id}/proof")).send().await.unwrap().bytes().await.unwrap();
     verify_job_proof(&job, &proof).unwrap();
+    // control requests pass the permissions: the gateway asks, the gpu-worker answers
+    let mut cuzk = snarkflow_e2e::cuzk_unix(&socket).await.unwrap();
+    let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(status.gpus.iter().any(|g| g.name.contains("gpu-sec")), "{status:?}");
+    let evicted = cuzk
+        .evict_srs(snarkflow_e2e::cuzk::EvictSrsRequest { circuit_id: "dense-chain-c256".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(evicted.was_loaded, "{evicted:?}");
     for service in [gpu, synth, gateway] {
         service.stop().await.unwrap();
     }
@@ -197,6 +211,24 @@ async fn publish_is_denied(
     false
 }
 
+/// Whether subscribing to `subject` draws a permissions violation from the server.
+async fn subscribe_is_denied(
+    client: &async_nats::Client,
+    errors: &mut mpsc::UnboundedReceiver<String>,
+    subject: &str,
+) -> bool {
+    while errors.try_recv().is_ok() {}
+    let _sub = client.subscribe(subject.to_owned()).await.unwrap();
+    client.flush().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline.into(), errors.recv()).await {
+        if event.to_lowercase().contains("permissions violation") {
+            return true;
+        }
+    }
+    false
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_role_is_denied_what_it_has_no_business_doing() {
     init_test_logging();
@@ -224,23 +256,19 @@ async fn each_role_is_denied_what_it_has_no_business_doing() {
         "nor reads idempotency keys"
     );
     assert!(!publish_is_denied(&synth, &mut synth_errors, "snarkflow.prove.normal").await, "it hands partitions on");
+    assert!(
+        subscribe_is_denied(&synth, &mut synth_errors, "snarkflow.control.gpu.status").await,
+        "a synth-worker does not listen to the gpu-workers' control requests"
+    );
 
     let (gw, mut gw_errors) = nats.client("gateway", "gateway").await;
     assert!(publish_is_denied(&gw, &mut gw_errors, "snarkflow.events.some-job").await, "the gateway forges no events");
     assert!(publish_is_denied(&gw, &mut gw_errors, "snarkflow.prove.high").await, "nor proving work");
     // and no role may read another's replies
-    let denied_subscribe = {
-        while gw_errors.try_recv().is_ok() {}
-        let _sub = gw.subscribe("_INBOX_gpu.>").await.unwrap();
-        gw.flush().await.unwrap();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        let mut denied = false;
-        while let Ok(Some(event)) = tokio::time::timeout_at(deadline.into(), gw_errors.recv()).await {
-            denied |= event.to_lowercase().contains("permissions violation");
-        }
-        denied
-    };
-    assert!(denied_subscribe, "the gateway cannot listen to a gpu-worker's inbox");
+    assert!(
+        subscribe_is_denied(&gw, &mut gw_errors, "_INBOX_gpu.>").await,
+        "the gateway cannot listen to a gpu-worker's inbox"
+    );
     gateway.stop().await.unwrap();
 }
 

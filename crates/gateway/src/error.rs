@@ -37,6 +37,10 @@ pub enum ApiError {
     /// An idempotency key already names a job made from a different request.
     #[error("{0}")]
     KeyReused(String),
+    /// NATS storage (a stream, a bucket or the object store) is at its limit; the message says
+    /// which. Retrying once jobs finish may succeed.
+    #[error("{0}")]
+    StorageFull(String),
     /// A dependency (NATS) is unavailable; retrying later may succeed.
     #[error("{0}")]
     Unavailable(String),
@@ -51,6 +55,7 @@ impl From<snarkflow_bus::BusError> for ApiError {
     fn from(e: snarkflow_bus::BusError) -> Self {
         match e {
             snarkflow_bus::BusError::Conflict(m) => ApiError::Conflict(m),
+            snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(m),
             other => ApiError::Unavailable(other.to_string()),
         }
     }
@@ -70,6 +75,7 @@ impl ApiError {
             ApiError::NotServed(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_served"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::KeyReused(_) => (StatusCode::CONFLICT, "idempotency_key_reused"),
+            ApiError::StorageFull(_) => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }

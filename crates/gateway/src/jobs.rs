@@ -105,11 +105,10 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
             let bytes = tokio::task::spawn_blocking(move || input.to_json())
                 .await
                 .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
-            let stored = state
-                .bus
-                .put_partition(&object, &bytes)
-                .await
-                .map_err(|e| ApiError::Unavailable(format!("storing the job input: {e}")))?;
+            let stored = state.bus.put_partition(&object, &bytes).await.map_err(|e| match e {
+                snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(format!("the job input cannot be stored: {m}")),
+                other => ApiError::Unavailable(format!("storing the job input: {other}")),
+            })?;
             Some(wire::InputRef { object, sha256_hex: stored.sha256_hex, bytes: stored.bytes })
         }
     };
@@ -135,7 +134,10 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         enqueued: false,
         request_sha256: Some(job.fingerprint.clone()),
     };
-    state.ledger.create(&record).await.map_err(|e| ApiError::Unavailable(format!("{e:#}")))?;
+    state.ledger.create(&record).await.map_err(|e| match e {
+        snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(format!("the job ledger is full: {m}")),
+        other => ApiError::Unavailable(format!("{other:#}")),
+    })?;
     if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
         // The job is recorded (durably) but not fully queued: the ledger pass finishes the
         // fan-out once NATS takes messages again, so the job is accepted, not failed (a client

@@ -30,6 +30,11 @@ pub struct Config {
     /// Seconds an in-flight proof gets to finish on shutdown before being handed back.
     #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 60)]
     pub drain_secs: u64,
+    /// Longest one partition's proof may take (0: no limit). Past it the partition is handed
+    /// to another worker and this worker exits non-zero, so its supervisor restarts it (work
+    /// hung on a blocking thread cannot be interrupted). Raise it for 32 GiB on a CPU prover.
+    #[arg(long, env = "SNARKFLOW_TASK_TIMEOUT_SECS", default_value_t = 3600)]
+    pub task_timeout_secs: u64,
     /// Threads rebuilding a, b, c from compact witnesses (default: a quarter of the cores, at
     /// least 2), so the rebuild of the next partition does not starve the prover's CPU side.
     #[arg(long, env = "SNARKFLOW_REBUILD_THREADS")]

@@ -73,7 +73,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     device.report_readiness(true, "ready");
     info!(worker = %id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
     let memory = config.memory.budget();
-    let slots = SlotConfig { slots: 1 + config.prefetch, drain: Duration::from_secs(config.drain_secs), memory };
+    let slots = SlotConfig {
+        slots: 1 + config.prefetch,
+        drain: Duration::from_secs(config.drain_secs),
+        memory,
+        watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),
+    };
     snarkflow_runtime::run(host, bus, Arc::new(stage), slots, shutdown).await?;
     Ok(())
 }

@@ -20,6 +20,11 @@ pub struct SlotConfig {
     pub drain: Duration,
     /// Memory the tasks in flight may hold together (their stage's estimates).
     pub memory: MemoryBudget,
+    /// Longest one task may take (`None`: no limit). A task past it is handed back to another
+    /// worker and this worker stops with [`RunError::Fatal`]: work hung on a blocking thread
+    /// (a wedged GPU, a deadlock) cannot be interrupted, and heartbeats would otherwise keep
+    /// it from ever being redelivered. The supervisor restarts the process.
+    pub watchdog: Option<Duration>,
 }
 
 /// Why a worker stopped other than by shutdown.
@@ -73,6 +78,7 @@ pub async fn run<S: Stage>(
             stage: stage.clone(),
             abandon: abandon.clone(),
             memory: config.memory.clone(),
+            watchdog: config.watchdog,
         };
         let (stop, fatal) = (stop.clone(), fatal.clone());
         slots.spawn(async move {
@@ -113,6 +119,7 @@ struct Slot<S: Stage> {
     stage: Arc<S>,
     abandon: CancellationToken,
     memory: MemoryBudget,
+    watchdog: Option<Duration>,
 }
 
 impl<S: Stage> Slot<S> {
@@ -120,7 +127,7 @@ impl<S: Stage> Slot<S> {
         loop {
             self.stage.before_pull(stop).await?;
             match self.lanes.next(stop).await {
-                Ok(Some((_, msg))) => self.handle(msg).await,
+                Ok(Some((_, msg))) => self.handle(msg).await?,
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     warn!(error = %e, stage = S::Task::STAGE.as_str(), "pulling work failed; retrying");
@@ -133,10 +140,14 @@ impl<S: Stage> Slot<S> {
         }
     }
 
-    async fn handle(&self, msg: Message) {
+    /// Handle one message; `Err` when the task outlived the watchdog (the worker must stop).
+    async fn handle(&self, msg: Message) -> Result<(), Fatal> {
         let task: S::Task = match wire::decode(&msg.payload) {
             Ok(task) => task,
-            Err(e) => return self.undecodable(&msg, e).await,
+            Err(e) => {
+                self.undecodable(&msg, e).await;
+                return Ok(());
+            }
         };
         let parent = extract_context(msg.headers.as_ref());
         let span = handle_span(&task, &self.host.id);
@@ -144,9 +155,26 @@ impl<S: Stage> Slot<S> {
         let _heartbeat = self.lanes.heartbeat(&msg);
         self.host.in_flight.inc();
         let cx = TaskContext { host: self.host.clone(), bus: self.bus.clone(), parent };
+        let watchdog = async {
+            match self.watchdog {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut hung = None;
         let result = tokio::select! {
             r = self.process_live(task.clone(), cx).instrument(span.clone()) => r,
             _ = self.abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
+            _ = watchdog => {
+                let limit = self.watchdog.unwrap_or_default().as_secs();
+                let reason = format!(
+                    "{} of job {} partition {} took longer than the {limit} s task watchdog on {}",
+                    S::Task::STAGE.as_str(), task.job_id(), task.partition(), self.host.id
+                );
+                tracing::error!(%reason, "task watchdog fired: handing the task back and stopping this worker for a restart");
+                hung = Some(reason.clone());
+                Err(Failure::Transient(reason))
+            }
         };
         self.host.in_flight.dec();
         let task_ref = TaskRef {
@@ -157,6 +185,10 @@ impl<S: Stage> Slot<S> {
         };
         let outcome = snarkflow_bus::settle(&self.bus, &self.lanes, &msg, task_ref, result).instrument(span).await;
         self.host.outcomes.with_label_values(&[outcome]).inc();
+        match hung {
+            Some(reason) => Err(Fatal(reason)),
+            None => Ok(()),
+        }
     }
 
     /// The stage's work, for a job that is still live and a partition that exists.

@@ -23,6 +23,9 @@ enum Behaviour {
     SucceedAfter(Duration),
     /// Fail transiently at once.
     Transient,
+    /// Hang on a blocking thread, as a wedged device would (no await point to cancel); for 8 s
+    /// only, since the test's runtime waits for its blocking threads when it is dropped.
+    Hang,
 }
 
 struct TestStage {
@@ -54,6 +57,10 @@ impl Stage for TestStage {
                 Ok("done")
             }
             Behaviour::Transient => Err(Failure::Transient("the test says so".into())),
+            Behaviour::Hang => {
+                let _ = tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(8))).await;
+                Ok("done")
+            }
         };
         self.running.fetch_sub(1, Ordering::SeqCst);
         result
@@ -72,6 +79,10 @@ async fn start(behaviour: Behaviour, max_deliver: i64, drain: Duration) -> Harne
     start_with(behaviour, max_deliver, drain, 1, 0, 1 << 30).await
 }
 
+async fn start_watched(behaviour: Behaviour, watchdog: Duration) -> Harness {
+    start_full(behaviour, 5, Duration::from_secs(5), 1, 0, 1 << 30, Some(watchdog)).await
+}
+
 async fn start_with(
     behaviour: Behaviour,
     max_deliver: i64,
@@ -79,6 +90,18 @@ async fn start_with(
     slots: usize,
     estimate: u64,
     budget: u64,
+) -> Harness {
+    start_full(behaviour, max_deliver, drain, slots, estimate, budget, None).await
+}
+
+async fn start_full(
+    behaviour: Behaviour,
+    max_deliver: i64,
+    drain: Duration,
+    slots: usize,
+    estimate: u64,
+    budget: u64,
+    watchdog: Option<Duration>,
 ) -> Harness {
     let nats = NatsServer::start();
     let config = BusConfig { ack_wait: Duration::from_secs(1), max_deliver, ..BusConfig::new(nats.url()) };
@@ -97,7 +120,7 @@ async fn start_with(
         host,
         bus.clone(),
         stage.clone(),
-        SlotConfig { slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget) },
+        SlotConfig { slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget), watchdog },
         shutdown.clone(),
     ));
     Harness { nats, bus, stage, shutdown, worker }
@@ -353,4 +376,23 @@ async fn pulls_in_flight_across_a_broker_restart_are_made_again() {
     .await;
     h.shutdown.cancel();
     h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_past_the_watchdog_is_handed_back_and_the_worker_stops() {
+    let h = start_watched(Behaviour::Hang, Duration::from_secs(2)).await;
+    create_job(&h.bus, "job-hung").await;
+    publish(&h.bus, wire::encode(&task("job-hung"))).await;
+    let started = Instant::now();
+    let stopped = tokio::time::timeout(Duration::from_secs(30), h.worker).await.expect("the worker stops").unwrap();
+    let err = stopped.expect_err("a hung task stops the worker");
+    assert!(err.to_string().contains("task watchdog"), "{err}");
+    assert!(started.elapsed() >= Duration::from_secs(2), "not before the watchdog's limit");
+    // handed back, not failed: another worker takes it
+    assert_eq!(h.bus.pending(wire::SYNTH_STREAM).await.unwrap(), 1, "the task waits for another worker");
+    let failed = events(&h.bus, Duration::from_millis(500))
+        .await
+        .into_iter()
+        .any(|e| matches!(e.body, JobEventBody::PartitionFailed { .. }));
+    assert!(!failed, "a hung worker does not fail the job");
 }

@@ -59,7 +59,17 @@ pub struct NatsArgs {
     pub nats_tls_key: Option<PathBuf>,
     /// Refuse a NATS connection that is not TLS (on whenever a TLS file is given).
     #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS")]
-    pub nats_require_tls: bool,
+    pub nats_require_tls: bool,    /// Largest size of each work stream, the events stream and each key-value bucket
+    /// (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused
+    /// (a submit answers 503 storage_full) instead of dropping queued work. Applied when they
+    /// are first created.
+    #[arg(long, env = "SNARKFLOW_NATS_MAX_STREAM_BYTES", default_value = "4GiB", value_parser = parse_bytes)]
+    pub nats_max_stream_bytes: u64,
+    /// Largest size of the object store holding job inputs and synthesized partitions (0: as
+    /// large as the server allows). A submit whose input does not fit answers 503
+    /// storage_full; a synthesized partition that does not fit waits and is retried.
+    #[arg(long, env = "SNARKFLOW_NATS_MAX_OBJECT_BYTES", default_value = "0", value_parser = parse_bytes)]
+    pub nats_max_object_bytes: u64,
 }
 
 /// The first line of a secret file, without its line ending.
@@ -98,6 +108,8 @@ impl NatsArgs {
             job_retention: Duration::from_secs(self.job_retention_hours.max(1) * 3600),
             security,
             replicas: self.nats_replicas.max(1),
+            max_stream_bytes: Some(self.nats_max_stream_bytes).filter(|b| *b > 0),
+            max_object_bytes: Some(self.nats_max_object_bytes).filter(|b| *b > 0),
             ..BusConfig::new(self.url.clone())
         })
     }

@@ -47,7 +47,7 @@ where
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let guard = match snarkflow_telemetry::init(&telemetry.to_config(service)) {
             Ok(guard) => guard,
             Err(e) => {
@@ -72,5 +72,9 @@ where
         } else {
             ExitCode::FAILURE
         }
-    })
+    });
+    // a blocking thread still running (a hung proof the watchdog gave up on) must not keep
+    // the process alive: its supervisor is waiting to restart it
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    code
 }

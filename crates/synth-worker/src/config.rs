@@ -31,6 +31,11 @@ pub struct Config {
     /// Seconds in-flight partitions get to finish on shutdown before being handed back.
     #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 30)]
     pub drain_secs: u64,
+    /// Longest one partition's synthesis may take (0: no limit). Past it the partition is handed
+    /// to another worker and this worker exits non-zero, so its supervisor restarts it (work
+    /// hung on a blocking thread cannot be interrupted). Raise it for 32 GiB on a CPU prover.
+    #[arg(long, env = "SNARKFLOW_TASK_TIMEOUT_SECS", default_value_t = 3600)]
+    pub task_timeout_secs: u64,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]

@@ -44,7 +44,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         serde_json::json!({ "worker": host.id, "concurrency": config.concurrency, "wire_format": config.wire_format.as_str() }),
     );
     let memory = config.memory.budget();
-    let slots = SlotConfig { slots: config.concurrency, drain: Duration::from_secs(config.drain_secs), memory };
+    let slots = SlotConfig {
+        slots: config.concurrency,
+        drain: Duration::from_secs(config.drain_secs),
+        memory,
+        watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),
+    };
     snarkflow_runtime::run(host, bus, stage, slots, shutdown).await?;
     Ok(())
 }

@@ -103,9 +103,7 @@ impl Stage for Synthesis {
         .map_err(Failure::Permanent)?;
 
         let object = wire::partition_object(&task.job_id, task.partition);
-        let stored = cx
-            .bus
-            .put_partition(&object, &encoded.bytes)
+        let stored = store_when_there_is_room(&cx, &task.job_id, &object, &encoded.bytes)
             .instrument(
                 partition_span!("store", task, cx.host.id, bytes = encoded.bytes.len() as u64, object = %object),
             )
@@ -244,4 +242,34 @@ fn shape_summary(task: &SynthTask, summaries: &ShapeSummaries, worker: &str) -> 
     };
     summaries.lock().expect("shape summaries lock").insert(id, known);
     Ok((shape.hash, known.constraints))
+}
+
+/// How long a partition that does not fit in a full object store waits before trying again.
+const FULL_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Store the synthesized partition; while the object store is full, keep it (the task's
+/// heartbeats hold the message) and try again as space returns, rather than hand back and
+/// synthesize it all over again. Stops waiting if the job ends meanwhile.
+async fn store_when_there_is_room(
+    cx: &TaskContext,
+    job_id: &str,
+    object: &str,
+    bytes: &[u8],
+) -> Result<snarkflow_bus::Stored, Failure> {
+    let mut warned = false;
+    loop {
+        match cx.bus.put_partition(object, bytes).await {
+            Err(snarkflow_bus::BusError::Full(why)) => {
+                if !warned {
+                    tracing::warn!(job_id, object, %why, "the object store is full; holding the partition until there is room");
+                    warned = true;
+                }
+                if !cx.bus.ledger().is_live(job_id).await? {
+                    return Err(Failure::Permanent(format!("job {job_id} ended while its partition waited for room")));
+                }
+                tokio::time::sleep(FULL_RETRY).await;
+            }
+            other => return Ok(other?),
+        }
+    }
 }

@@ -116,7 +116,9 @@ impl From<ApiError> for tonic::Status {
         use tonic::Code;
         let code = match &e {
             ApiError::BadRequest(_) | ApiError::Invalid(_) => Code::InvalidArgument,
-            ApiError::TooLarge(_) | ApiError::TooManyRequests { .. } => Code::ResourceExhausted,
+            ApiError::TooLarge(_) | ApiError::TooManyRequests { .. } | ApiError::StorageFull(_) => {
+                Code::ResourceExhausted
+            }
             ApiError::NotFound(_) => Code::NotFound,
             ApiError::Unauthorized(_) => Code::Unauthenticated,
             ApiError::Forbidden(_) => Code::PermissionDenied,
