@@ -51,6 +51,8 @@ SYNTH, PROVE, EVENTS = "SNARKFLOW_SYNTH", "SNARKFLOW_PROVE", "SNARKFLOW_EVENTS"
 JOBS, IDEMPOTENCY, PARTITIONS = "snarkflow_jobs", "snarkflow_idempotency", "snarkflow_partitions"
 OBJ = f"OBJ_{PARTITIONS}"
 EVENTS_CONSUMER = "gateway-ledger"
+DEAD = "SNARKFLOW_DEAD_LETTERS"
+DEAD_CONSUMER = "gateway-dead-letters"
 NS = 1_000_000_000
 ACK_WAIT = 30 * NS
 MAX_DELIVER = 5
@@ -62,10 +64,12 @@ CHUNK_SIZE = 512 * 1024
 def work_stream(name, subjects):
     return {
         "name": name,
-        "subjects": [subjects],
+        "subjects": subjects if isinstance(subjects, list) else [subjects],
         "retention": "workqueue",
         "storage": "file",
         "duplicate_window": DUPLICATE_WINDOW,
+        "max_bytes": 4 << 30,
+        "discard": "new",
     }
 
 
@@ -328,6 +332,10 @@ class Role:
             "replay_policy": "instant",
         }
         done.append(await self.get_or_create_consumer(EVENTS, EVENTS_CONSUMER, events_config, create))
+        dead_subjects = [f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{s}.*" for s in (SYNTH, PROVE)]
+        done.append(await self.get_or_create_stream(work_stream(DEAD, dead_subjects), create))
+        dead_config = dict(events_config, durable_name=DEAD_CONSUMER)
+        done.append(await self.get_or_create_consumer(DEAD, DEAD_CONSUMER, dead_config, create))
         for bucket in (JOBS, IDEMPOTENCY):
             done.append(await self.get_or_create_stream(kv_stream(bucket), create))
         done.append(await self.get_or_create_stream(OBJ_STREAM, create))
@@ -633,11 +641,13 @@ async def run_checks(url, passwords, results):
                    gw.api(f"$JS.API.CONSUMER.DELETE.{EVENTS}.{EVENTS_CONSUMER}"))
     await c.expect(gw, "subscribe snarkflow.> (core snooping)", "deny", gw.subscribe("snarkflow.>"))
     await c.expect(gw, "subscribe _INBOX_synth.> (another role's replies)", "deny", gw.subscribe("_INBOX_synth.>"))
-    # dead letters: the max-deliveries advisories of the work streams, and reading and
-    # removing the dead task by its sequence (10**9: no such message, the API answers 10037)
+    # dead letters: the max-deliveries advisories kept in SNARKFLOW_DEAD_LETTERS (pulled from
+    # the gateway's durable consumer), and reading and removing the dead task by its sequence
+    # (10**9: no such message, the API answers 10037)
+    await c.expect(gw, f"pull {DEAD} {DEAD_CONSUMER}", "allow", _none(gw.pull(DEAD, DEAD_CONSUMER)))
+    await c.expect(sw, f"pull {DEAD} {DEAD_CONSUMER}", "deny", sw.pull(DEAD, DEAD_CONSUMER))
+    await c.expect(pw, f"pull {DEAD} {DEAD_CONSUMER}", "deny", pw.pull(DEAD, DEAD_CONSUMER))
     for stream in (SYNTH, PROVE):
-        await c.expect(gw, f"subscribe max-deliveries advisories of {stream}", "allow",
-                       gw.subscribe(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.*"))
         await c.expect(gw, f"STREAM.MSG.GET.{stream} (a dead task)", "allow",
                        gw.api(f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": 10**9}, ok_codes=(404,)))
         await c.expect(gw, f"STREAM.MSG.DELETE.{stream} (a dead task)", "allow",
@@ -645,6 +655,15 @@ async def run_checks(url, passwords, results):
     await c.expect(gw, "STREAM.MSG.DELETE.KV_snarkflow_jobs", "deny",
                    gw.api(f"$JS.API.STREAM.MSG.DELETE.KV_{JOBS}", {"seq": 1}))
     await c.expect(gw, "subscribe all advisories", "deny", gw.subscribe("$JS.EVENT.ADVISORY.>"))
+    # control requests: the gateway asks every gpu-worker (GetStatus, PreloadSRS, EvictSRS)
+    await c.expect(gw, "publish snarkflow.control.gpu.status", "allow", gw.publish("snarkflow.control.gpu.status", b"{}"))
+    await c.expect(pw, "subscribe snarkflow.control.gpu.status", "allow", pw.subscribe("snarkflow.control.gpu.status"))
+    await c.expect(pw, "subscribe snarkflow.control.gpu.params", "allow", pw.subscribe("snarkflow.control.gpu.params"))
+    await c.expect(sw, "subscribe snarkflow.control.gpu.status", "deny", sw.subscribe("snarkflow.control.gpu.status"))
+    await c.expect(pw, "publish snarkflow.control.gpu.status (forge a request)", "deny",
+                   pw.publish("snarkflow.control.gpu.status", b"{}"))
+    await c.expect(gw, "subscribe snarkflow.control.> (a gateway answers nothing)", "deny",
+                   gw.subscribe("snarkflow.control.>"))
 
     # --- synth-worker: one synthesis ----------------------------------------------------------
     task = await c.expect(sw, "pull SNARKFLOW_SYNTH synth-high (MSG.NEXT)", "allow", _some(sw.pull(SYNTH, "synth-high")))

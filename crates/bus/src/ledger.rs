@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::kv::{self, Operation};
 use futures::StreamExt;
-use snarkflow_wire::{self as wire, JobRecord, JobState};
+use snarkflow_wire::{self as wire, JobRecord, JobState, Stage};
 
 use crate::{nats_err, BusError};
 
@@ -34,6 +34,17 @@ impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ledger").finish_non_exhaustive()
     }
+}
+
+/// What the ledger says of one task (see [`Ledger::task_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// The job ended or is unknown: drop the task.
+    JobOver,
+    /// The partition's result for this stage is recorded already: drop the task.
+    AlreadyDone,
+    /// Do the work.
+    Pending,
 }
 
 /// What claiming an idempotency key found.
@@ -91,6 +102,22 @@ impl Ledger {
             Err(BusError::Undecodable { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether partition `partition` of job `id` still needs `stage`: the job is live and
+    /// the ledger does not show that stage's result for the partition yet (a task redelivered
+    /// after its worker reported the result but died before acking it).
+    pub async fn task_status(&self, id: &str, partition: u32, stage: Stage) -> Result<TaskStatus, BusError> {
+        let record = match self.get(id).await {
+            Ok(Some(record)) if !record.state.is_terminal() => record,
+            Ok(_) | Err(BusError::Undecodable { .. }) => return Ok(TaskStatus::JobOver),
+            Err(e) => return Err(e),
+        };
+        let done = record.partitions.get(partition as usize).is_some_and(|p| match stage {
+            Stage::Synthesis => p.synthesized,
+            Stage::Proving => p.proof_hex.is_some(),
+        });
+        Ok(if done { TaskStatus::AlreadyDone } else { TaskStatus::Pending })
     }
 
     /// Point idempotency key `key` at job `id` unless it already points somewhere.

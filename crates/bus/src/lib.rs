@@ -8,6 +8,7 @@
 //! [`Bus::get_partition`]), and the job ledger ([`Ledger`]).
 
 mod control;
+mod dead_letters;
 mod lanes;
 mod ledger;
 mod objects;
@@ -18,11 +19,12 @@ mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
 pub use lanes::{Heartbeat, Lanes};
-pub use ledger::{KeyClaim, Ledger};
+pub use ledger::{KeyClaim, Ledger, TaskStatus};
 pub use objects::{Fetched, Stored};
 pub use security::{redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};
-pub use topology::{Bus, BusConfig, DeadLetter};
+pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
+pub use topology::{Bus, BusConfig};
 pub use trace_context::{extract_context, inject_current_context};
 
 /// Errors from the bus; the message says which operation failed.

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, kv, object_store, stream};
 use async_nats::HeaderMap;
-use futures::StreamExt as _;
 use snarkflow_wire::{self as wire, Priority, Stage};
 use tracing::{info, warn};
 
@@ -71,26 +70,6 @@ impl BusConfig {
     }
 }
 
-/// A work task the server gave up delivering (see [`Bus::dead_letters`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetter {
-    pub stage: Stage,
-    pub stream_seq: u64,
-    pub deliveries: u64,
-}
-
-/// A max-deliveries advisory as a [`DeadLetter`]; `None` for anything else.
-fn dead_letter(advisory: &[u8]) -> Option<DeadLetter> {
-    let advisory: serde_json::Value = serde_json::from_slice(advisory).ok()?;
-    let stream = advisory.get("stream")?.as_str()?;
-    let stage = Stage::ALL.into_iter().find(|s| s.stream() == stream)?;
-    Some(DeadLetter {
-        stage,
-        stream_seq: advisory.get("stream_seq")?.as_u64()?,
-        deliveries: advisory.get("deliveries").and_then(|d| d.as_u64()).unwrap_or(0),
-    })
-}
-
 /// A connection to NATS with snarkflow's streams and buckets in place.
 #[derive(Clone)]
 pub struct Bus {
@@ -118,7 +97,7 @@ const REPORT_EVERY: Duration = Duration::from_secs(2);
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 /// A size limit as JetStream takes it (-1: none).
-fn limit(bytes: Option<u64>) -> i64 {
+pub(crate) fn limit(bytes: Option<u64>) -> i64 {
     bytes.map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
 }
 
@@ -239,6 +218,7 @@ impl Bus {
             )
             .await
             .map_err(nats_err("creating the events consumer"))?;
+        crate::dead_letters::declare(js, config).await?;
         let jobs = Self::kv(js, wire::JOBS_BUCKET, config).await?;
         let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config).await?;
         let partitions = match js.get_object_store(wire::PARTITIONS_BUCKET).await {
@@ -333,39 +313,6 @@ impl Bus {
     pub fn connection(&self) -> (bool, String) {
         let state = self.client.connection_state();
         (matches!(state, async_nats::connection::State::Connected), state.to_string())
-    }
-
-    /// The server's advisories that a work task reached its consumer's `max_deliver`: every
-    /// delivery ended without an ack, nak or term (the worker holding it died, e.g. killed
-    /// for memory), so no worker will ever report on it. Core subscriptions: an advisory sent
-    /// while no gateway listens is not repeated (the job's deadline still ends the job).
-    pub async fn dead_letters(&self) -> Result<impl futures::Stream<Item = DeadLetter> + Unpin + use<>, BusError> {
-        let mut subscribers = Vec::new();
-        for stage in Stage::ALL {
-            let subject = format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{}.*", stage.stream());
-            subscribers.push(
-                self.client.subscribe(subject.clone()).await.map_err(nats_err(format!("subscribing to {subject}")))?,
-            );
-        }
-        Ok(futures::stream::select_all(subscribers).filter_map(|msg| futures::future::ready(dead_letter(&msg.payload))))
-    }
-
-    /// Take a dead task out of its work queue: its payload (`None` when it is gone already),
-    /// and the message deleted so the queue does not hold it forever.
-    pub async fn take_dead_letter(&self, letter: &DeadLetter) -> Result<Option<Vec<u8>>, BusError> {
-        let name = letter.stage.stream();
-        let stream = self.js.get_stream(name).await.map_err(nats_err(format!("opening {name}")))?;
-        let payload = match stream.get_raw_message(letter.stream_seq).await {
-            Ok(msg) => msg.payload.to_vec(),
-            Err(e) if e.kind() == async_nats::jetstream::stream::RawMessageErrorKind::NoMessageFound => {
-                return Ok(None)
-            }
-            Err(e) => return Err(nats_err(format!("reading message {} of {name}", letter.stream_seq))(e)),
-        };
-        if let Err(e) = stream.delete_message(letter.stream_seq).await {
-            warn!(stream = name, seq = letter.stream_seq, error = %e, "could not remove a dead task from its queue");
-        }
-        Ok(Some(payload))
     }
 
     /// The priority lanes of `stage`, most urgent first.

@@ -231,7 +231,8 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     let stack = Stack::start_with_gateway(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await.unwrap();
     let mut client = cuzk_unix(&socket).await.unwrap();
 
-    let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    // the gpu-worker is listed once it has probed its device and connected
+    let status = gpu_listed(&mut client).await;
     assert_eq!(status.gpus.len(), 1, "{status:?}");
     assert_eq!(status.gpus[0].name, format!("cpu (gpu-1 on {})", snarkflow_telemetry::host_name()));
 
@@ -285,6 +286,18 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
         .await
         .unwrap_err();
     assert_eq!(missing.code(), tonic::Code::NotFound, "{missing:?}");
+}
+
+/// GetStatus once it lists a gpu-worker.
+async fn gpu_listed(client: &mut CuzkClient) -> cuzk::GetStatusResponse {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+        if !status.gpus.is_empty() || std::time::Instant::now() > deadline {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 fn uuid_like() -> String {

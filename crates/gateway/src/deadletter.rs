@@ -1,60 +1,86 @@
 //! Dead letters: a work task that reached `max_deliver` without any worker settling it (each
 //! worker holding it died: killed for memory at 32 GiB, a crashed host) would otherwise sit in
-//! its queue while its job waits for ever. The server's advisory names the task; the gateway
-//! reads it, fails its job saying so, and removes it from the queue.
+//! its queue while its job waits for its deadline. The server's advisory (kept in a stream, so
+//! one sent while no gateway ran is still there) names the task; the gateway reads it, fails
+//! its job saying so, removes it from the queue, and only then acks the advisory.
+
+use std::time::Duration;
 
 use futures::StreamExt as _;
-use snarkflow_bus::{Bus, Ledger};
+use snarkflow_bus::{AckKind, Bus, DeadLetter, Ledger, DEAD_LETTER_RETRY};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::Metrics;
 
-/// Handle dead letters until `shutdown`.
+/// Handle dead letters until `shutdown`, starting over after an error.
 pub(crate) async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: CancellationToken) {
-    let mut letters = match bus.dead_letters().await {
-        Ok(letters) => letters,
-        Err(e) => {
-            warn!(error = %e, "cannot listen for dead letters; a task no worker survives ends at its job's deadline instead");
-            return;
-        }
-    };
     loop {
-        let letter = tokio::select! {
+        if let Err(e) = consume(&bus, &ledger, &metrics, &shutdown).await {
+            warn!(error = %e, "the dead-letter loop stopped; starting it again");
+        }
+        tokio::select! {
             _ = shutdown.cancelled() => return,
-            letter = letters.next() => match letter {
-                Some(letter) => letter,
-                None => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn consume(bus: &Bus, ledger: &Ledger, metrics: &Metrics, shutdown: &CancellationToken) -> anyhow::Result<()> {
+    let mut messages = bus.dead_letters().await?.messages().await?;
+    loop {
+        let msg = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            next = messages.next() => match next {
+                Some(Ok(msg)) => msg,
+                Some(Err(e)) => {
+                    warn!(error = %e, "dead-letter stream error; continuing");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+                None => anyhow::bail!("the dead-letter stream ended"),
             },
         };
-        let payload = match bus.take_dead_letter(&letter).await {
-            Ok(Some(payload)) => payload,
-            Ok(None) => continue,
-            Err(e) => {
-                warn!(error = %e, ?letter, "reading a dead task failed; its job ends at its deadline");
-                continue;
-            }
-        };
-        let named = serde_json::from_slice::<serde_json::Value>(&payload).ok().and_then(|v| {
-            let job = v.get("job_id")?.as_str()?.to_owned();
-            Some((job, v.get("partition").and_then(|p| p.as_u64()).unwrap_or(0)))
-        });
-        let Some((job_id, partition)) = named else {
-            warn!(?letter, "a dead task that names no job; removed");
+        let Some(letter) = DeadLetter::from_advisory(&msg.payload) else {
+            let _ = msg.ack_with(AckKind::Term).await;
             continue;
         };
-        let reason = format!(
-            "partition {partition} was handed to a worker {} times and no {} worker ever finished it \
-             (each one stopped without reporting: killed, e.g. for memory, or crashed)",
-            letter.deliveries,
-            letter.stage.as_str()
-        );
-        match crate::events::fail_job(&bus, &ledger, &metrics, &job_id, &reason).await {
-            Ok(true) => info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "job failed: dead letter"),
-            Ok(false) => {}
+        match handle(bus, ledger, metrics, &letter).await {
+            Ok(()) => {
+                let _ = msg.ack().await;
+            }
             Err(e) => {
-                warn!(job_id = %job_id, error = format!("{e:#}"), "failing a job after a dead letter failed; its deadline ends it")
+                warn!(error = format!("{e:#}"), ?letter, "handling a dead letter failed; trying again");
+                let _ = msg.ack_with(AckKind::Nak(Some(DEAD_LETTER_RETRY))).await;
             }
         }
     }
+}
+
+/// Fail the dead task's job, then remove the task from its queue (in that order: an error
+/// between the two leaves the advisory to be handled again).
+async fn handle(bus: &Bus, ledger: &Ledger, metrics: &Metrics, letter: &DeadLetter) -> anyhow::Result<()> {
+    let Some(payload) = bus.dead_task(letter).await? else {
+        return Ok(()); // handled before
+    };
+    let named = serde_json::from_slice::<serde_json::Value>(&payload).ok().and_then(|v| {
+        let job = v.get("job_id")?.as_str()?.to_owned();
+        Some((job, v.get("partition").and_then(|p| p.as_u64()).unwrap_or(0)))
+    });
+    let Some((job_id, partition)) = named else {
+        warn!(?letter, "a dead task that names no job; removed");
+        bus.remove_dead_task(letter).await?;
+        return Ok(());
+    };
+    let reason = format!(
+        "partition {partition} was handed to a worker {} times and no {} worker ever finished it \
+         (each one stopped without reporting: killed, e.g. for memory, or crashed)",
+        letter.deliveries,
+        letter.stage.as_str()
+    );
+    if crate::events::fail_job(bus, ledger, metrics, &job_id, &reason).await? {
+        info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "job failed: dead letter");
+    }
+    bus.remove_dead_task(letter).await?;
+    Ok(())
 }

@@ -59,6 +59,11 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
             part.proof_hex = Some(proof_hex.clone());
             part.prove = Some(stats.clone());
         }
+        JobEventBody::PartitionFailed { .. } if part.proof_hex.is_some() => {
+            // a redelivered attempt of a partition already proved (its worker reported the
+            // proof, then died before acking): the proof stands
+            return false;
+        }
         JobEventBody::PartitionFailed { stage, message } => {
             record.state = JobState::Failed;
             record.error = Some(format!("partition {} failed during {}: {message}", event.partition, stage.as_str()));
@@ -429,6 +434,15 @@ mod tests {
         assert_eq!(r.state, JobState::Failed);
         assert!(r.error.as_deref().unwrap().contains("partition 2"));
         assert!(!apply(&mut r, &proved(0)), "a failed job takes no more results");
+    }
+
+    #[test]
+    fn a_late_failure_of_a_proved_partition_is_ignored() {
+        let mut r = record(2);
+        apply(&mut r, &proved(0));
+        let late = ev(0, JobEventBody::PartitionFailed { stage: Stage::Proving, message: "object gone".into() });
+        assert!(!apply(&mut r, &late));
+        assert_ne!(r.state, JobState::Failed);
     }
 
     #[test]

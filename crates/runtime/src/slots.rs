@@ -3,7 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, BusError, Failure, Lanes, Message, Outcome, TaskRef};
+use snarkflow_bus::{
+    extract_context, now_ms, AckKind, Bus, BusError, Failure, Lanes, Message, Outcome, TaskRef, TaskStatus,
+};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Stage as WorkStage};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
@@ -193,8 +195,13 @@ impl<S: Stage> Slot<S> {
 
     /// The stage's work, for a job that is still live and a partition that exists.
     async fn process_live(&self, task: S::Task, cx: TaskContext) -> Result<Outcome, Failure> {
-        if !self.bus.ledger().is_live(task.job_id()).await? {
-            info!(job_id = %task.job_id(), partition = task.partition(), "job finished or unknown; dropping the task");
+        let status = self.bus.ledger().task_status(task.job_id(), task.partition(), S::Task::STAGE).await?;
+        if status != TaskStatus::Pending {
+            let why = match status {
+                TaskStatus::JobOver => "job finished or unknown",
+                _ => "partition already done at this stage (a redelivery)",
+            };
+            info!(job_id = %task.job_id(), partition = task.partition(), why, "dropping the task");
             if let Some(object) = task.object() {
                 self.bus.delete_partition(object).await?;
             }

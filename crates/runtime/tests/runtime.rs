@@ -396,3 +396,29 @@ async fn a_task_past_the_watchdog_is_handed_back_and_the_worker_stops() {
         .any(|e| matches!(e.body, JobEventBody::PartitionFailed { .. }));
     assert!(!failed, "a hung worker does not fail the job");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_result_is_recorded_already_is_dropped_unprocessed() {
+    // its worker reported the partition synthesized, then died before acking: the redelivery
+    // must not do the work again (nor, for a proof, fail on the object it already deleted)
+    let h = start(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5)).await;
+    create_job_of(&h.bus, "job-redelivered", 2).await;
+    h.bus
+        .ledger()
+        .update("job-redelivered", |r| {
+            r.partitions[0].synthesized = true;
+            true
+        })
+        .await
+        .unwrap();
+    publish(&h.bus, wire::encode(&task_of("job-redelivered", 0, 2))).await;
+    publish(&h.bus, wire::encode(&task_of("job-redelivered", 1, 2))).await;
+    let bus = h.bus.clone();
+    wait_until("both tasks are acked", Duration::from_secs(20), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 1, "only the partition not yet done is worked on");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}

@@ -20,6 +20,12 @@ pub const IDEMPOTENCY_BUCKET: &str = "snarkflow_idempotency";
 /// Object store bucket holding serialized synthesized partitions between the two workers.
 pub const PARTITIONS_BUCKET: &str = "snarkflow_partitions";
 
+/// Stream keeping the server's max-deliveries advisories of the work streams (dead letters),
+/// so none is lost while no gateway runs.
+pub const DEAD_LETTERS_STREAM: &str = "SNARKFLOW_DEAD_LETTERS";
+/// Durable consumer the gateway uses to handle dead letters.
+pub const DEAD_LETTERS_CONSUMER: &str = "gateway-dead-letters";
+
 /// Durable consumer the gateway uses to apply job events.
 pub const EVENTS_CONSUMER: &str = "gateway-ledger";
 
