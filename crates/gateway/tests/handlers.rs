@@ -42,6 +42,7 @@ async fn state_with(
         policy: Arc::new(policy),
         request_timeout: Duration::from_secs(60),
         event_loop: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        index: snarkflow_gateway::LedgerIndex::default(),
     }
 }
 

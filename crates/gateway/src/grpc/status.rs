@@ -43,8 +43,12 @@ impl CountsCache {
             }
         }
         let mut counts = LedgerCounts::default();
-        for record in state.ledger.list_where(|_| true, usize::MAX).await? {
-            let (pending, running) = counts.queues.entry(record.kind().as_str()).or_default();
+        let jobs = match state.index.snapshot() {
+            Some(jobs) => jobs,
+            None => state.ledger.list_where(|_| true, usize::MAX).await?.iter().map(crate::JobSummary::from).collect(),
+        };
+        for record in jobs {
+            let (pending, running) = counts.queues.entry(record.kind.as_str()).or_default();
             match record.state {
                 JobState::Queued => *pending += 1,
                 JobState::Synthesizing | JobState::Proving => *running += 1,

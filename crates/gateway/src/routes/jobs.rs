@@ -148,12 +148,18 @@ pub(crate) async fn list(
             }
         },
     };
-    let jobs: Vec<JobView> = state
-        .ledger
-        .list_where(|r| filter.is_none_or(|s| r.state == s) && caller.owns(r), limit)
-        .await?
-        .iter()
-        .map(JobView::from)
-        .collect();
+    let owns = |tenant: Option<&str>| caller.is_admin() || tenant == Some(caller.tenant());
+    let ids = state.index.newest(|j| filter.is_none_or(|s| j.state == s) && owns(j.tenant.as_deref()), limit);
+    let records = match ids {
+        // the index names the page; the records come from the ledger (a few reads, not all)
+        Some(ids) => {
+            let reads = ids.iter().map(|id| state.ledger.get(id));
+            // as the ledger has them now (the index may be a moment behind a change of state)
+            let fresh: Vec<_> = futures::future::try_join_all(reads).await?.into_iter().flatten().collect();
+            fresh.into_iter().filter(|r| filter.is_none_or(|s| r.state == s)).collect()
+        }
+        None => state.ledger.list_where(|r| filter.is_none_or(|s| r.state == s) && caller.owns(r), limit).await?,
+    };
+    let jobs: Vec<JobView> = records.iter().map(JobView::from).collect();
     Ok(Json(serde_json::json!({ "jobs": jobs })))
 }

@@ -1,0 +1,184 @@
+//! The gateway's index of the job ledger: a summary of every job, read once at start and kept
+//! current by a watch on the bucket, so listing, the job gauges, tenant quotas, deadlines,
+//! garbage collection and GetStatus read memory instead of every record each time (a full
+//! read of 100,000 records takes seconds; see docs/benchmarks.md).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use snarkflow_bus::{Ledger, LedgerChange};
+use snarkflow_wire::{JobKind, JobRecord, JobState};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// What the index keeps of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSummary {
+    pub id: String,
+    pub kind: JobKind,
+    pub state: JobState,
+    pub tenant: Option<String>,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub deadline_at_ms: Option<u64>,
+    pub enqueued: bool,
+    pub partitions: u32,
+    pub proved: u32,
+}
+
+impl From<&JobRecord> for JobSummary {
+    fn from(r: &JobRecord) -> Self {
+        JobSummary {
+            id: r.id.clone(),
+            kind: r.kind(),
+            state: r.state,
+            tenant: r.tenant.clone(),
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+            deadline_at_ms: r.deadline_at_ms,
+            enqueued: r.enqueued,
+            partitions: r.partitions.len() as u32,
+            proved: r.proved_count(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    jobs: HashMap<String, JobSummary>,
+    /// Every record that existed when the current watch began has been read.
+    ready: bool,
+}
+
+/// The index; cheap to clone. Until it is ready (at start, and after the watch broke while it
+/// reads the ledger again) callers read the ledger itself.
+#[derive(Clone, Default)]
+pub struct LedgerIndex(Arc<RwLock<Inner>>);
+
+impl LedgerIndex {
+    pub fn ready(&self) -> bool {
+        self.0.read().expect("index").ready
+    }
+
+    /// Every job, when the index is ready.
+    pub fn snapshot(&self) -> Option<Vec<JobSummary>> {
+        let inner = self.0.read().expect("index");
+        inner.ready.then(|| inner.jobs.values().cloned().collect())
+    }
+
+    /// The ids of the newest `limit` jobs `keep` accepts, newest first, when ready.
+    pub fn newest(&self, keep: impl Fn(&JobSummary) -> bool, limit: usize) -> Option<Vec<String>> {
+        let inner = self.0.read().expect("index");
+        if !inner.ready {
+            return None;
+        }
+        let mut kept: Vec<&JobSummary> = inner.jobs.values().filter(|j| keep(j)).collect();
+        kept.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then_with(|| a.id.cmp(&b.id)));
+        Some(kept.into_iter().take(limit).map(|j| j.id.clone()).collect())
+    }
+
+    /// Forget jobs the bucket has expired (its max_age drops records without a delete marker).
+    pub fn prune(&self, retention: Duration, now_ms: u64) {
+        let horizon = now_ms.saturating_sub(retention.as_millis() as u64);
+        self.0.write().expect("index").jobs.retain(|_, j| j.updated_at_ms >= horizon);
+    }
+
+    /// A record this gateway has just written: listed at once, without waiting for the
+    /// watch to bring it (a client lists what it just submitted).
+    pub fn note(&self, record: &JobRecord) {
+        self.apply(LedgerChange::Record(Box::new(record.clone())));
+    }
+
+    fn apply(&self, change: LedgerChange) {
+        let mut inner = self.0.write().expect("index");
+        match change {
+            LedgerChange::Record(record) => {
+                inner.jobs.insert(record.id.clone(), JobSummary::from(&*record));
+            }
+            LedgerChange::Removed(id) => {
+                inner.jobs.remove(&id);
+            }
+            LedgerChange::CaughtUp => inner.ready = true,
+        }
+    }
+
+    fn reset(&self) {
+        let mut inner = self.0.write().expect("index");
+        inner.jobs.clear();
+        inner.ready = false;
+    }
+}
+
+/// Keep `index` current until `shutdown`: read the ledger, then follow its changes; when the
+/// watch breaks (NATS restarted, a leader moved), read it again.
+pub async fn maintain(ledger: Ledger, index: LedgerIndex, shutdown: CancellationToken) {
+    loop {
+        index.reset();
+        match ledger.changes().await {
+            Ok(mut changes) => {
+                let started = std::time::Instant::now();
+                let mut announced = false;
+                loop {
+                    let change = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        change = changes.next() => change,
+                    };
+                    let Some(change) = change else { break };
+                    let caught_up = matches!(change, LedgerChange::CaughtUp);
+                    index.apply(change);
+                    if caught_up && !announced {
+                        announced = true;
+                        let jobs = index.0.read().expect("index").jobs.len();
+                        info!(jobs, seconds = started.elapsed().as_secs_f64(), "ledger index ready");
+                    }
+                }
+                warn!("the ledger watch ended; reading the ledger again");
+            }
+            Err(e) => warn!(error = %e, "watching the ledger failed; retrying"),
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: &str, created: u64, state: JobState) -> JobSummary {
+        JobSummary {
+            id: id.into(),
+            kind: JobKind::DenseChain,
+            state,
+            tenant: None,
+            created_at_ms: created,
+            updated_at_ms: created,
+            deadline_at_ms: None,
+            enqueued: true,
+            partitions: 1,
+            proved: 0,
+        }
+    }
+
+    #[test]
+    fn newest_first_filtered_and_only_when_ready() {
+        let index = LedgerIndex::default();
+        {
+            let mut inner = index.0.write().unwrap();
+            for (id, at, state) in [("a", 1, JobState::Done), ("b", 3, JobState::Queued), ("c", 2, JobState::Queued)] {
+                inner.jobs.insert(id.into(), summary(id, at, state));
+            }
+        }
+        assert_eq!(index.newest(|_| true, 10), None, "not ready: callers read the ledger");
+        index.apply(LedgerChange::CaughtUp);
+        assert_eq!(index.newest(|_| true, 2).unwrap(), vec!["b", "c"]);
+        assert_eq!(index.newest(|j| j.state == JobState::Done, 10).unwrap(), vec!["a"]);
+        index.apply(LedgerChange::Removed("b".into()));
+        index.prune(Duration::from_millis(5), 7);
+        assert_eq!(index.newest(|_| true, 10).unwrap(), vec!["c"], "removed and expired jobs are gone");
+    }
+}
