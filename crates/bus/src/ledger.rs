@@ -285,17 +285,7 @@ impl Ledger {
         keep: impl Fn(&JobRecord) -> bool,
         limit: usize,
     ) -> Result<Vec<JobRecord>, BusError> {
-        let stream = format!("KV_{}", wire::JOBS_BUCKET);
-        let stored = self
-            .js
-            .get_stream(&stream)
-            .await
-            .map_err(nats_err("listing jobs"))?
-            .info()
-            .await
-            .map_err(nats_err("listing jobs"))?
-            .state
-            .messages;
+        let stored = self.stored_records().await?;
         if stored == 0 {
             return Ok(Vec::new());
         }

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use snarkflow_bus::{AckKind, Bus, DeadLetter, Ledger, DEAD_LETTER_RETRY};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -29,17 +28,8 @@ pub(crate) async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: Ca
 async fn consume(bus: &Bus, ledger: &Ledger, metrics: &Metrics, shutdown: &CancellationToken) -> anyhow::Result<()> {
     let mut messages = bus.dead_letters().await?.messages().await?;
     loop {
-        let msg = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            next = messages.next() => match next {
-                Some(Ok(msg)) => msg,
-                Some(Err(e)) => {
-                    warn!(error = %e, "dead-letter stream error; continuing");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-                None => anyhow::bail!("the dead-letter stream ended"),
-            },
+        let Some(msg) = crate::events::next_message(&mut messages, shutdown, "dead-letter").await? else {
+            return Ok(());
         };
         let Some(letter) = DeadLetter::from_advisory(&msg.payload) else {
             let _ = msg.ack_with(AckKind::Term).await;
