@@ -100,7 +100,7 @@ test:
 # while jobs of every kind run; asserts 0 lost, 0 objects left, every done proof verified
 # (not yet part of the test run: see the test's comment)
 chaos jobs="60" secs="300":
-    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test chaos -- --ignored --nocapture
+    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test --workspace --test chaos -- --ignored --nocapture
 
 # build the GPU binaries (cuda and cuda-supraseal) on a machine without a GPU: target/gpu/
 build-gpu:

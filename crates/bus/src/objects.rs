@@ -2,17 +2,14 @@
 
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::object_store::{GetErrorKind, ObjectMetadata};
+use async_nats::jetstream::object_store::{InfoErrorKind, ObjectMetadata};
+use base64::Engine as _;
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use crate::{nats_err, Bus, BusError};
 
-/// Every object read may take this long, plus a second per [`READ_FLOOR_BYTES_PER_SEC`].
-const READ_GRACE: Duration = Duration::from_secs(30);
-/// The slowest read rate taken for a working connection (a 16.7 GB raw 32 GiB partition gets
-/// about 7 minutes).
-const READ_FLOOR_BYTES_PER_SEC: u64 = 50 << 20;
+/// Longest the stream may take to answer for one chunk (512 KiB) of an object.
+const CHUNK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Looks at an object that is not there before it is taken to be gone (0.5 s, 1 s, 2 s, 4 s
 /// apart: 7.5 s in all).
@@ -113,36 +110,64 @@ impl Bus {
     }
 
     /// One read of an object; `None` when it is not there.
+    ///
+    /// Chunk by chunk with the stream's message-get API: each chunk is one request answered by
+    /// the stream's leader. The client's own object reader delivers chunks through a push
+    /// consumer, whose deliveries a cluster can drop while a node restarts (routes learn of
+    /// the reader's subscription after the consumer starts sending), leaving a read that never
+    /// progresses; a request that goes unanswered here is simply a retryable error.
     async fn read_object(&self, name: &str) -> Result<Option<Vec<u8>>, BusError> {
-        let mut object = match self.partitions.get(name).await {
-            Ok(o) => o,
-            Err(e) if e.kind() == GetErrorKind::NotFound => return Ok(None),
+        let info = match self.partitions.info(name).await {
+            Ok(info) if !info.deleted => info,
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == InfoErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(nats_err(format!("fetching partition {name}"))(e)),
         };
-        let size = object.info().size;
-        // A read that breaks off is the connection's fault, not the object's: retryable. The
-        // client creates its chunk consumer lazily inside the read and unwraps that (a request
-        // timing out while a cluster elects a leader panics), so the read runs in a task of its
-        // own where a panic is an error like any other, and it is bounded in time.
-        let limit = READ_GRACE + Duration::from_secs(size as u64 / READ_FLOOR_BYTES_PER_SEC);
-        let mut read = tokio::spawn(async move {
-            let mut data = Vec::with_capacity(size);
-            object.read_to_end(&mut data).await.map(|_| data)
-        });
-        match tokio::time::timeout(limit, &mut read).await {
-            Ok(Ok(Ok(data))) => Ok(Some(data)),
-            Ok(Ok(Err(e))) => Err(nats_err(format!("reading partition {name}"))(e)),
-            Ok(Err(join)) => Err(nats_err(format!("reading partition {name}"))(std::io::Error::other(format!(
-                "the NATS client failed mid-read: {join}"
-            )))),
-            Err(_) => {
-                read.abort();
-                Err(nats_err(format!("reading partition {name}"))(std::io::Error::other(format!(
-                    "no progress within {} s",
-                    limit.as_secs()
-                ))))
+        let subject = format!("$O.{}.C.{}", snarkflow_wire::PARTITIONS_BUCKET, info.nuid);
+        let api = format!("$JS.API.STREAM.MSG.GET.OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET);
+        let op = || format!("reading partition {name}");
+        let mut data = Vec::with_capacity(info.size);
+        let mut next_seq = 1u64;
+        for chunk in 0..info.chunks {
+            let request = serde_json::json!({ "seq": next_seq, "next_by_subj": subject });
+            let request = serde_json::to_vec(&request).expect("JSON serializes");
+            let reply = tokio::time::timeout(CHUNK_TIMEOUT, self.client().request(api.clone(), request.into()))
+                .await
+                .map_err(|_| {
+                    nats_err(op())(std::io::Error::other(format!(
+                        "chunk {chunk} of {} unanswered within {} s",
+                        info.chunks,
+                        CHUNK_TIMEOUT.as_secs()
+                    )))
+                })?
+                .map_err(nats_err(op()))?;
+            let reply: serde_json::Value = serde_json::from_slice(&reply.payload)
+                .map_err(|e| nats_err(op())(std::io::Error::other(format!("unreadable message-get reply: {e}"))))?;
+            if let Some(error) = reply.get("error") {
+                if error.get("code").and_then(|c| c.as_u64()) == Some(404) {
+                    // the object was deleted (or replaced) while being read
+                    return Ok(None);
+                }
+                return Err(nats_err(op())(std::io::Error::other(format!("chunk {chunk}: {error}"))));
             }
+            let message = &reply["message"];
+            let seq = message["seq"].as_u64().ok_or_else(|| nats_err(op())(std::io::Error::other("a chunk without its sequence")))?;
+            if let Some(b64) = message.get("data").and_then(|d| d.as_str()) {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .map_err(|e| nats_err(op())(std::io::Error::other(format!("chunk {chunk} is not base64: {e}"))))?;
+                data.extend_from_slice(&bytes);
+            }
+            next_seq = seq + 1;
         }
+        if data.len() != info.size {
+            return Err(nats_err(op())(std::io::Error::other(format!(
+                "read {} bytes of the {} the object holds",
+                data.len(),
+                info.size
+            ))));
+        }
+        Ok(Some(data))
     }
 
     /// Names of the objects in the store (partitions and job inputs), for checks that nothing
