@@ -22,6 +22,9 @@ pub struct Lanes {
 /// Idle polling starts fast and backs off to this, bounding pickup latency on an idle system.
 const MAX_IDLE_BACKOFF: Duration = Duration::from_millis(200);
 
+/// How long a pull already sent may still deliver once shutdown begins.
+const SHUTDOWN_PULL_GRACE: Duration = Duration::from_millis(300);
+
 impl Lanes {
     pub(crate) fn new(
         lanes: Vec<(Priority, PullConsumer)>,
@@ -44,7 +47,9 @@ impl Lanes {
     }
 
     /// The next message, always from the most urgent non-empty lane; `None` once `shutdown`
-    /// is cancelled. Nothing is pulled after cancellation, so nothing is left un-acked.
+    /// is cancelled. No pull is sent after cancellation, and a message answering a pull sent
+    /// just before it is still returned (to be finished by the drain), so nothing is left
+    /// un-acked.
     pub async fn next(&self, shutdown: &CancellationToken) -> Result<Option<(Priority, Message)>, BusError> {
         let mut idle = Duration::from_millis(10);
         loop {
@@ -74,14 +79,23 @@ impl Lanes {
                         None => Ok(None),
                     }
                 };
+                tokio::pin!(pull);
                 let pulled = tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(None),
+                    _ = shutdown.cancelled() => {
+                        // The server may have answered this pull just now (the message is on
+                        // its way and counts as delivered): take what arrives within a moment,
+                        // for the drain to finish, rather than leave it to the ack wait.
+                        return match tokio::time::timeout(SHUTDOWN_PULL_GRACE, &mut pull).await {
+                            Ok(Ok(Some(msg))) => Ok(Some((*priority, msg))),
+                            _ => Ok(None),
+                        };
+                    }
                     // (a closed channel means the client is gone: nothing to wait for)
                     Ok(()) = connections.changed() => {
                         warn!(lane = priority.as_str(), "reconnected to NATS; pulling again");
                         Ok(None)
                     }
-                    pulled = pull => pulled,
+                    pulled = &mut pull => pulled,
                 };
                 match pulled {
                     Ok(Some(msg)) => return Ok(Some((*priority, msg))),
