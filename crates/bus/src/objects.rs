@@ -151,7 +151,9 @@ impl Bus {
                 return Err(nats_err(op())(std::io::Error::other(format!("chunk {chunk}: {error}"))));
             }
             let message = &reply["message"];
-            let seq = message["seq"].as_u64().ok_or_else(|| nats_err(op())(std::io::Error::other("a chunk without its sequence")))?;
+            let seq = message["seq"]
+                .as_u64()
+                .ok_or_else(|| nats_err(op())(std::io::Error::other("a chunk without its sequence")))?;
             if let Some(b64) = message.get("data").and_then(|d| d.as_str()) {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(b64)

@@ -31,7 +31,8 @@ pub struct BusConfig {
     pub key_orphan_after: Duration,
     /// Copies of every stream and bucket in a JetStream cluster (1 on a single server; 3 in
     /// a three-node cluster survives losing a node). Applied when they are first created.
-    pub replicas: usize,    /// Largest size of each work stream, the events stream and each key-value bucket
+    pub replicas: usize,
+    /// Largest size of each work stream, the events stream and each key-value bucket
     /// (`None`: as large as the server allows). When one is full, writes to it are refused
     /// ([`BusError::Full`]) instead of dropping older messages. Applied at first creation.
     pub max_stream_bytes: Option<u64>,
@@ -101,7 +102,12 @@ pub(crate) fn limit(bytes: Option<u64>) -> i64 {
     bytes.map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
 }
 
-async fn work_stream(js: &jetstream::Context, name: &str, subjects: &str, config: &BusConfig) -> Result<stream::Stream, BusError> {
+async fn work_stream(
+    js: &jetstream::Context,
+    name: &str,
+    subjects: &str,
+    config: &BusConfig,
+) -> Result<stream::Stream, BusError> {
     js.get_or_create_stream(stream::Config {
         name: name.to_owned(),
         subjects: vec![subjects.to_owned()],

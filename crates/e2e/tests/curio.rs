@@ -106,7 +106,10 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
     let result = prove(&mut client, porep.clone()).await;
     assert_eq!(result.status, ProofStatus::Completed as i32, "{result:?}");
     assert_eq!(result.proof.len(), 192, "2 KiB PoRep has one partition");
-    assert!(result.gpu_compute_ms > 0 && result.synthesis_ms > 0 && result.total_ms >= result.gpu_compute_ms, "{result:?}");
+    assert!(
+        result.gpu_compute_ms > 0 && result.synthesis_ms > 0 && result.total_ms >= result.gpu_compute_ms,
+        "{result:?}"
+    );
     let c1 = &sector.c1;
     let verify = |sector_num: u64, proof: &[u8]| {
         filecoin_proofs_api::seal::verify_seal(
@@ -131,8 +134,7 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
     // Curio retries with the same request_id: the same job, not a second proof
     let again = client.submit_proof(porep.clone()).await.unwrap().into_inner();
     assert_eq!(again.job_id, result.job_id, "a retried request_id made another job");
-    let listed: Value =
-        stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
+    let listed: Value = stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 1, "{listed}");
     // the same request_id for a different request is refused, never answered with that proof
     let mut other = porep.clone();
@@ -220,7 +222,12 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     params_for(&[spec]).await;
     let prover_id = snarkflow_filecoin::prover_id(MINER);
     let c1 = tokio::task::spawn_blocking(move || {
-        snarkflow_filecoin::sparse::porep_c1(RegisteredSealProof::StackedDrg2KiBV1_1, prover_id, 21, &mut rand::thread_rng())
+        snarkflow_filecoin::sparse::porep_c1(
+            RegisteredSealProof::StackedDrg2KiBV1_1,
+            prover_id,
+            21,
+            &mut rand::thread_rng(),
+        )
     })
     .await
     .unwrap()
@@ -242,7 +249,8 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     let preloaded =
         client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();
     assert!(!preloaded.already_loaded, "{preloaded:?}");
-    let again = client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();
+    let again =
+        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap().into_inner();
     assert!(again.already_loaded, "{again:?}");
     let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.loaded_srs.iter().any(|s| s.circuit_id == "porep-c2-2KiB"), "{status:?}");
@@ -271,7 +279,8 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     let running: u32 = status.queues.iter().map(|q| q.in_progress).sum();
     assert_eq!(running, 1, "Curio's back-pressure counts the running job: {status:?}");
-    let cancelled = client.cancel_proof(cuzk::CancelProofRequest { job_id: job_id.clone() }).await.unwrap().into_inner();
+    let cancelled =
+        client.cancel_proof(cuzk::CancelProofRequest { job_id: job_id.clone() }).await.unwrap().into_inner();
     assert!(cancelled.was_running);
     let waited = client.await_proof(cuzk::AwaitProofRequest { job_id: job_id.clone(), timeout_ms: 0 }).await.unwrap();
     assert_eq!(waited.into_inner().status, ProofStatus::Cancelled as i32);
@@ -283,10 +292,7 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     client.cancel_proof(cuzk::CancelProofRequest { job_id: retried.clone() }).await.unwrap();
     let result = client.await_proof(cuzk::AwaitProofRequest { job_id: retried, timeout_ms: 0 }).await.unwrap();
     assert_eq!(result.into_inner().status, ProofStatus::Cancelled as i32);
-    let missing = client
-        .await_proof(cuzk::AwaitProofRequest { job_id: uuid_like(), timeout_ms: 0 })
-        .await
-        .unwrap_err();
+    let missing = client.await_proof(cuzk::AwaitProofRequest { job_id: uuid_like(), timeout_ms: 0 }).await.unwrap_err();
     assert_eq!(missing.code(), tonic::Code::NotFound, "{missing:?}");
 }
 

@@ -61,7 +61,10 @@ async fn main() -> anyhow::Result<()> {
         .buffer_unordered(256)
         .for_each(|r| async move { r.expect("creating a record") })
         .await;
-    println!("wrote {count} records (10-partition 32 GiB PoRep jobs, 3/5 done with proofs) in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "wrote {count} records (10-partition 32 GiB PoRep jobs, 3/5 done with proofs) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     // before the index: every listing and every ledger pass read every record
     let started = Instant::now();
@@ -99,7 +102,11 @@ async fn main() -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let jobs = index.snapshot().expect("ready");
-    println!("ledger pass input from the index: {} summaries in {:.1} ms", jobs.len(), started.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "ledger pass input from the index: {} summaries in {:.1} ms",
+        jobs.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
     drop((records, jobs));
 
     // how soon a change shows

@@ -28,7 +28,7 @@ pub(crate) async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: Ca
 async fn consume(bus: &Bus, ledger: &Ledger, metrics: &Metrics, shutdown: &CancellationToken) -> anyhow::Result<()> {
     let mut messages = bus.dead_letters().await?.messages().await?;
     loop {
-        let Some(msg) = crate::events::next_message(&mut messages, shutdown, "dead-letter").await? else {
+        let Some(msg) = crate::consume::next_message(&mut messages, shutdown, "dead-letter").await? else {
             return Ok(());
         };
         let Some(letter) = DeadLetter::from_advisory(&msg.payload) else {

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use futures::StreamExt;
 use snarkflow_bus::{extract_context, AckKind, Bus};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState};
 use tokio_util::sync::CancellationToken;
@@ -124,7 +123,7 @@ async fn run(
     let mut messages = consumer.messages().await?;
     running.store(true, Ordering::SeqCst);
     loop {
-        let Some(msg) = next_message(&mut messages, shutdown, "event").await? else {
+        let Some(msg) = crate::consume::next_message(&mut messages, shutdown, "event").await? else {
             return Ok(());
         };
         let event: JobEvent = match wire::decode(&msg.payload) {
@@ -163,29 +162,6 @@ async fn run(
                     .min(Duration::from_secs(60));
                 let _ = msg.ack_with(AckKind::Nak(Some(pause))).await;
             }
-        }
-    }
-}
-
-/// The next message of a durable consumer's stream; `None` on shutdown; an error once the
-/// stream has ended (the caller starts over). Errors on the way (a missed heartbeat while NATS
-/// moves a leader) are logged and waited out.
-pub(crate) async fn next_message(
-    messages: &mut async_nats::jetstream::consumer::pull::Stream,
-    shutdown: &CancellationToken,
-    what: &str,
-) -> anyhow::Result<Option<snarkflow_bus::Message>> {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return Ok(None),
-            next = messages.next() => match next {
-                Some(Ok(msg)) => return Ok(Some(msg)),
-                Some(Err(e)) => {
-                    warn!(error = %e, "{what} stream error; continuing");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                None => anyhow::bail!("the {what} stream ended"),
-            },
         }
     }
 }

@@ -60,7 +60,9 @@ async fn keyed_job(state: &AppState, key: &str, job: &ValidJob, id: &str) -> Res
             KeyClaim::Existing(existing) => existing,
         };
         let record = state.ledger.get(&existing).await?.ok_or_else(|| {
-            ApiError::Conflict(format!("idempotency key belongs to job {existing}, which is still being created; retry"))
+            ApiError::Conflict(format!(
+                "idempotency key belongs to job {existing}, which is still being created; retry"
+            ))
         })?;
         if record.request_sha256.as_ref().is_some_and(|h| *h != job.fingerprint) {
             return Err(ApiError::KeyReused(format!(
@@ -106,7 +108,9 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
                 .await
                 .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
             let stored = state.bus.put_partition(&object, &bytes).await.map_err(|e| match e {
-                snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(format!("the job input cannot be stored: {m}")),
+                snarkflow_bus::BusError::Full(m) => {
+                    ApiError::StorageFull(format!("the job input cannot be stored: {m}"))
+                }
                 other => ApiError::Unavailable(format!("storing the job input: {other}")),
             })?;
             Some(wire::InputRef { object, sha256_hex: stored.sha256_hex, bytes: stored.bytes })

@@ -9,6 +9,7 @@
 
 mod auth;
 mod config;
+mod consume;
 mod deadletter;
 mod error;
 mod events;
@@ -32,8 +33,8 @@ use axum::routing::get;
 use axum::Router;
 pub use config::Config;
 pub use error::ApiError;
-pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
 use hyper_util::rt::TokioTimer;
+pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
 pub use metrics::Metrics;
 pub use quota::{QuotaLimits, Quotas};
 use snarkflow_bus::{Bus, Ledger};
@@ -57,7 +58,8 @@ pub struct AppState {
     pub request_timeout: std::time::Duration,
     /// Whether the event loop is applying events (the gateway is not ready while it is not:
     /// no job could finish).
-    pub event_loop: std::sync::Arc<std::sync::atomic::AtomicBool>,    /// Every job in summary, kept current by a ledger watch (empty and not ready: read the
+    pub event_loop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Every job in summary, kept current by a ledger watch (empty and not ready: read the
     /// ledger instead).
     pub index: LedgerIndex,
 }

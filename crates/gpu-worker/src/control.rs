@@ -18,7 +18,8 @@ use crate::prove::Proving;
 
 /// Answer control requests until `shutdown`.
 pub(crate) async fn serve(bus: Bus, proving: Proving, host: WorkerHost, shutdown: CancellationToken) {
-    let subscribed = tokio::try_join!(bus.control_requests(GPU_STATUS_SUBJECT), bus.control_requests(GPU_PARAMS_SUBJECT));
+    let subscribed =
+        tokio::try_join!(bus.control_requests(GPU_STATUS_SUBJECT), bus.control_requests(GPU_PARAMS_SUBJECT));
     let (mut status, mut params) = match subscribed {
         Ok(subscriptions) => subscriptions,
         Err(e) => {
@@ -117,7 +118,11 @@ async fn params_command(proving: &Proving, worker: &str, payload: &[u8]) -> Para
             let bytes = proving.params.file_bytes(&spec);
             let was_loaded = proving.evict(&spec);
             info!(circuit_id = %spec.circuit_id(), was_loaded, "parameters evicted on request");
-            ParamsReply::Evicted { worker: worker.to_owned(), was_loaded, freed_bytes: if was_loaded { bytes } else { 0 } }
+            ParamsReply::Evicted {
+                worker: worker.to_owned(),
+                was_loaded,
+                freed_bytes: if was_loaded { bytes } else { 0 },
+            }
         }
     }
 }

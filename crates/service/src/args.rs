@@ -59,7 +59,8 @@ pub struct NatsArgs {
     pub nats_tls_key: Option<PathBuf>,
     /// Refuse a NATS connection that is not TLS (on whenever a TLS file is given).
     #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS")]
-    pub nats_require_tls: bool,    /// Largest size of each work stream, the events stream and each key-value bucket
+    pub nats_require_tls: bool,
+    /// Largest size of each work stream, the events stream and each key-value bucket
     /// (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused
     /// (a submit answers 503 storage_full) instead of dropping queued work. Applied when they
     /// are first created.

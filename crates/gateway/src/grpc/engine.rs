@@ -8,8 +8,8 @@ use tonic::{Request, Response, Status};
 use tracing::{info_span, Instrument};
 
 use super::pb::{self, await_proof_response::Status as ProofStatus, proving_engine_server::ProvingEngine};
-use super::status::{self, CountsCache};
 use super::request;
+use super::status::{self, CountsCache};
 use crate::auth::Caller;
 use crate::jobs::{self, Submitted};
 use crate::{ApiError, AppState};
@@ -95,7 +95,8 @@ impl Engine {
 /// partitions, and the job's whole life. Parameters stay loaded, so no load is charged.
 fn timings(record: &JobRecord) -> pb::AwaitProofResponse {
     let ms = |s: f64| (s * 1000.0).round() as u64;
-    let queue_wait = record.partitions.iter().filter_map(|p| p.prove.as_ref()).map(|p| p.queue_wait_s).fold(0.0, f64::max);
+    let queue_wait =
+        record.partitions.iter().filter_map(|p| p.prove.as_ref()).map(|p| p.queue_wait_s).fold(0.0, f64::max);
     let synthesis: f64 = record
         .partitions
         .iter()
@@ -120,7 +121,11 @@ type Answer<T> = Result<Response<T>, Status>;
 impl ProvingEngine for Engine {
     async fn submit_proof(&self, req: Request<pb::SubmitProofRequest>) -> Answer<pb::SubmitProofResponse> {
         let submitted = self.submit(req.into_inner()).await?;
-        Ok(Response::new(pb::SubmitProofResponse { job_id: submitted.id, queue_position: 0, assigned_gpu: String::new() }))
+        Ok(Response::new(pb::SubmitProofResponse {
+            job_id: submitted.id,
+            queue_position: 0,
+            assigned_gpu: String::new(),
+        }))
     }
 
     async fn await_proof(&self, req: Request<pb::AwaitProofRequest>) -> Answer<pb::AwaitProofResponse> {

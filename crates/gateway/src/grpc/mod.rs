@@ -45,7 +45,9 @@ impl std::str::FromStr for GrpcListen {
             }
             return Ok(GrpcListen::Unix(PathBuf::from(path)));
         }
-        s.parse().map(GrpcListen::Tcp).map_err(|_| format!("{s:?} is neither host:port (an IP address) nor unix:///path"))
+        s.parse()
+            .map(GrpcListen::Tcp)
+            .map_err(|_| format!("{s:?} is neither host:port (an IP address) nor unix:///path"))
     }
 }
 
@@ -84,8 +86,9 @@ pub(crate) async fn serve(
     let stop = shutdown.clone().cancelled_owned();
     match &listen {
         GrpcListen::Tcp(addr) => {
-            let listener =
-                tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding the gRPC listener {addr}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding the gRPC listener {addr}"))?;
             info!(addr = %listener.local_addr()?, %tenant, "gRPC (cuzk.v1.ProvingEngine) listening, unauthenticated");
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
             router.serve_with_incoming_shutdown(incoming, stop).await.context("serving gRPC")?;

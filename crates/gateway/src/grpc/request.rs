@@ -15,7 +15,8 @@ fn invalid(msg: impl Into<String>) -> ApiError {
 
 /// The request body `validate` takes for `req`, and whether it named a priority.
 pub(super) fn job_body(req: &pb::SubmitProofRequest) -> Result<(Value, bool), ApiError> {
-    let kind = ProofKind::try_from(req.proof_kind).map_err(|_| invalid(format!("unknown proof_kind {}", req.proof_kind)))?;
+    let kind =
+        ProofKind::try_from(req.proof_kind).map_err(|_| invalid(format!("unknown proof_kind {}", req.proof_kind)))?;
     let (name, input) = match kind {
         ProofKind::Unspecified => return Err(invalid("proof_kind is required")),
         ProofKind::PorepSealCommit => ("porep-c2", porep_input(req)?),
@@ -27,7 +28,8 @@ pub(super) fn job_body(req: &pb::SubmitProofRequest) -> Result<(Value, bool), Ap
     if !req.request_id.is_empty() {
         body["idempotency_key"] = req.request_id.clone().into();
     }
-    let priority = pb::Priority::try_from(req.priority).map_err(|_| invalid(format!("unknown priority {}", req.priority)))?;
+    let priority =
+        pb::Priority::try_from(req.priority).map_err(|_| invalid(format!("unknown priority {}", req.priority)))?;
     let priority = match priority {
         pb::Priority::Unspecified => None,
         pb::Priority::Low => Some("low"),
@@ -219,11 +221,17 @@ mod tests {
 
     #[test]
     fn cuzk_circuit_ids_map_to_ours() {
-        assert_eq!(circuit_from_id("porep-32g").unwrap(), CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false });
+        assert_eq!(
+            circuit_from_id("porep-32g").unwrap(),
+            CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false }
+        );
         assert_eq!(circuit_from_id("wpost-32g").unwrap(), CircuitSpec::WindowPost { sector_size: 32 << 30 });
         assert_eq!(circuit_from_id("winning-2k").unwrap(), CircuitSpec::WinningPost { sector_size: 2048 });
         assert_eq!(circuit_from_id("snap-64g").unwrap(), CircuitSpec::SnapUpdate { sector_size: 64 << 30 });
-        assert_eq!(circuit_from_id("porep-c2-2KiB").unwrap(), CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false });
+        assert_eq!(
+            circuit_from_id("porep-c2-2KiB").unwrap(),
+            CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false }
+        );
         assert!(message(circuit_from_id("porep-16g").unwrap_err()).contains("unknown circuit_id"));
     }
 

@@ -7,8 +7,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use snarkflow_wire::{
-    CircuitSpec, GpuWorkerStatus, JobState, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT,
-    GPU_STATUS_SUBJECT,
+    CircuitSpec, GpuWorkerStatus, JobState, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT, GPU_STATUS_SUBJECT,
 };
 use tracing::warn;
 
