@@ -46,21 +46,7 @@ impl ShapeStore {
 
     fn write(&self, shape: &ConstraintShape) {
         let Some(path) = self.path(&shape.circuit_id) else { return };
-        // a name of our own: several workers may write the same shape at once
-        let unique =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let tmp = path.with_extension(format!("shape.tmp.{}.{unique}", std::process::id()));
-        let result = std::fs::File::create(&tmp)
-            .map_err(snarkflow_synthesis::ShapeFileError::from)
-            .and_then(|f| {
-                let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-                shape.write_to(&mut w)?;
-                use std::io::Write as _;
-                w.flush()?;
-                Ok(())
-            })
-            .and_then(|_| std::fs::rename(&tmp, &path).map_err(Into::into));
-        if let Err(e) = result {
+        if let Err(e) = shape.write_file(&path) {
             warn!(path = %path.display(), error = %e, "could not persist the constraint shape");
         }
     }

@@ -10,7 +10,7 @@
 //!
 //! Parameters made here are random, **not** a trusted setup: for tests and benchmarks only.
 
-use std::sync::Arc;
+use std::io::Write;
 
 use bellperson::domain::EvaluationDomain;
 use bellperson::groth16::{Parameters, VerifyingKey};
@@ -107,14 +107,30 @@ macro_rules! comb {
                 acc
             }
 
-            /// k·base for every k, as affine points (identity for k = 0), in parallel.
-            fn mul_all(&self, scalars: &[Fr]) -> Vec<$affine> {
-                let mut out = vec![<$affine>::identity(); scalars.len()];
-                out.par_chunks_mut(1 << 12).zip(scalars.par_chunks(1 << 12)).for_each(|(out, ks)| {
-                    let points: Vec<$proj> = ks.iter().map(|k| self.mul(k)).collect();
-                    <$proj>::batch_normalize(&points, out);
-                });
-                out
+            /// k·base for every k (skipping zero scalars when `skip_zero`), affine and
+            /// uncompressed as bellperson writes them, in parallel.
+            fn bytes(&self, scalars: &[Fr], skip_zero: bool) -> Vec<u8> {
+                let parts: Vec<Vec<u8>> = scalars
+                    .par_chunks(1 << 12)
+                    .map(|ks| {
+                        let points: Vec<$proj> = ks
+                            .iter()
+                            .filter(|k| !(skip_zero && bool::from(k.is_zero())))
+                            .map(|k| self.mul(k))
+                            .collect();
+                        let mut affine = vec![<$affine>::identity(); points.len()];
+                        <$proj>::batch_normalize(&points, &mut affine);
+                        let mut bytes = Vec::with_capacity(
+                            affine.len()
+                                * std::mem::size_of::<<$affine as group::UncompressedEncoding>::Uncompressed>(),
+                        );
+                        for p in &affine {
+                            bytes.extend_from_slice(group::UncompressedEncoding::to_uncompressed(p).as_ref());
+                        }
+                        bytes
+                    })
+                    .collect();
+                parts.concat()
             }
         }
     };
@@ -132,9 +148,38 @@ pub fn generate_random<C: Circuit<Fr>, R: RngCore>(
     generate_from_shape(&shape, &ToxicWaste::random(rng))
 }
 
-/// Parameters for the circuit whose constraints `shape` recorded, from the given toxic waste.
-/// Equals bellperson's `generate_parameters` on the same circuit and values, byte for byte.
+/// Parameters for the circuit whose constraints `shape` recorded, from the given toxic waste,
+/// in memory. Equals bellperson's `generate_parameters` on the same circuit and values, byte
+/// for byte. For large circuits use [`write_from_shape`], which never holds them whole.
 pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Parameters<Bls12>, SynthesisError> {
+    let mut bytes = Vec::new();
+    write_from_shape(shape, t, &mut bytes)?;
+    Ok(Parameters::read(&bytes[..], false)?)
+}
+
+/// Scalars per piece of a section: the piece is computed (in parallel) while the one before
+/// it is written.
+const PIECE: usize = 1 << 20;
+
+/// Writes the parameters for the circuit whose constraints `shape` recorded, from the given
+/// toxic waste, to `out` in bellperson's file format (`Parameters::write`), and returns the
+/// verifying key. Each section's points are made and written a piece at a time, so memory
+/// holds the shape, the three QAP evaluations (3 × 32 bytes per variable) and a few pieces —
+/// not the points (~480 bytes per constraint: 47 GB at 32 GiB PoRep).
+pub fn write_from_shape<W: Write + Send>(
+    shape: &ConstraintShape,
+    t: &ToxicWaste,
+    out: &mut W,
+) -> Result<VerifyingKey<Bls12>, SynthesisError> {
+    write_in_pieces(shape, t, out, PIECE)
+}
+
+fn write_in_pieces<W: Write + Send>(
+    shape: &ConstraintShape,
+    t: &ToxicWaste,
+    out: &mut W,
+    piece: usize,
+) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let worker = Worker::new();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
     let gamma_inverse: Fr = Option::from(t.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
@@ -150,41 +195,28 @@ pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Pa
             power *= t.tau;
         }
     });
-    let g1 = CombG1::new(t.g1);
-    let g2 = CombG2::new(t.g2);
-
-    // H: τ^i·t(τ)/δ for i < n − 1
+    // H's scalars τ^i·t(τ)/δ are remade per piece from τ, so the powers can go to the FFT
     let h_coeff = domain.z(&t.tau) * delta_inverse;
-    let h_scalars: Vec<Fr> = domain.as_ref()[..n - 1].par_iter().map(|p| *p * h_coeff).collect();
-    let h = g1.mul_all(&h_scalars);
-    drop(h_scalars);
-
     // Lagrange basis at τ, then the QAP polynomials of every variable at τ
     domain.ifft(&worker, &mut None)?;
     let lagrange = domain.into_coeffs();
     let [at, bt, ct] = shape.column_evaluations(&lagrange);
     drop(lagrange);
-
-    let a = g1.mul_all(&at);
-    let b_g1 = g1.mul_all(&bt);
-    let b_g2 = g2.mul_all(&bt);
     // IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c)/γ or /δ
-    let ext: Vec<Fr> = (0..num_inputs + num_aux)
-        .into_par_iter()
-        .map(|i| {
-            let inv = if i < num_inputs { gamma_inverse } else { delta_inverse };
-            (at[i] * t.beta + bt[i] * t.alpha + ct[i]) * inv
-        })
-        .collect();
-    drop((at, bt, ct));
-    let mut ext = g1.mul_all(&ext);
-    let l = ext.split_off(num_inputs);
-    let ic = ext;
-    if l.iter().any(|p| bool::from(p.is_identity())) {
+    let ext = |i: usize| {
+        let inv = if i < num_inputs { gamma_inverse } else { delta_inverse };
+        (at[i] * t.beta + bt[i] * t.alpha + ct[i]) * inv
+    };
+    if (num_inputs..num_inputs + num_aux).into_par_iter().any(|i| bool::from(ext(i).is_zero())) {
         return Err(SynthesisError::UnconstrainedVariable);
     }
 
+    let g1 = CombG1::new(t.g1);
+    let g2 = CombG2::new(t.g2);
     let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
+    let ic_scalars: Vec<Fr> = (0..num_inputs).map(ext).collect();
+    let mut ic = vec![G1Affine::identity(); num_inputs];
+    G1Projective::batch_normalize(&ic_scalars.iter().map(|k| g1.mul(k)).collect::<Vec<_>>(), &mut ic);
     let vk = VerifyingKey::<Bls12> {
         alpha_g1: (g1a * t.alpha).to_affine(),
         beta_g1: (g1a * t.beta).to_affine(),
@@ -194,18 +226,74 @@ pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Pa
         delta_g2: (g2a * t.delta).to_affine(),
         ic,
     };
-    // bellperson drops the points at infinity of A and B (variables absent from A or B)
-    let nonzero_g1 = |v: Vec<G1Affine>| -> Arc<Vec<G1Affine>> {
-        Arc::new(v.into_iter().filter(|p| !bool::from(p.is_identity())).collect())
-    };
-    Ok(Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: nonzero_g1(a),
-        b_g1: nonzero_g1(b_g1),
-        b_g2: Arc::new(b_g2.into_iter().filter(|p| !bool::from(p.is_identity())).collect()),
-    })
+    vk.write(&mut *out)?;
+
+    // H: τ^i·t(τ)/δ for i < n − 1
+    let h_scalar = |i: usize| t.tau.pow_vartime([i as u64]) * h_coeff;
+    write_section(
+        out,
+        piece,
+        n - 1,
+        |range| {
+            let mut power = h_scalar(range.start);
+            range
+                .map(|_| {
+                    let k = power;
+                    power *= t.tau;
+                    k
+                })
+                .collect()
+        },
+        |ks| g1.bytes(ks, false),
+    )?;
+    // L: the aux part of ext
+    write_section(out, piece, num_aux, |r| r.map(|i| ext(num_inputs + i)).collect(), |ks| g1.bytes(ks, false))?;
+    // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
+    // a point is the identity exactly when its scalar is zero
+    let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
+    let all = num_inputs + num_aux;
+    write_counted(out, piece, nonzero(&at), all, |r| at[r].to_vec(), |ks| g1.bytes(ks, true))?;
+    write_counted(out, piece, nonzero(&bt), all, |r| bt[r].to_vec(), |ks| g1.bytes(ks, true))?;
+    write_counted(out, piece, nonzero(&bt), all, |r| bt[r].to_vec(), |ks| g2.bytes(ks, true))?;
+    Ok(vk)
+}
+
+/// One section of `count` points, every scalar making one: its length, then its points.
+fn write_section<W: Write + Send>(
+    out: &mut W,
+    piece: usize,
+    count: usize,
+    scalars: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
+    points: impl Fn(&[Fr]) -> Vec<u8> + Sync,
+) -> Result<(), SynthesisError> {
+    write_counted(out, piece, count, count, scalars, points)
+}
+
+/// One section of `count` points made from `scalars` scalars (zero scalars making none when
+/// `points` drops them): its length, then its points, a piece at a time; piece i + 1 is made
+/// while piece i is written.
+fn write_counted<W: Write + Send>(
+    out: &mut W,
+    piece: usize,
+    count: usize,
+    scalars: usize,
+    scalars_of: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
+    points: impl Fn(&[Fr]) -> Vec<u8> + Sync,
+) -> Result<(), SynthesisError> {
+    let count = u32::try_from(count).map_err(|_| SynthesisError::PolynomialDegreeTooLarge)?;
+    out.write_all(&count.to_be_bytes())?;
+    let pieces = scalars.div_ceil(piece);
+    let make = |p: usize| points(&scalars_of(p * piece..((p + 1) * piece).min(scalars)));
+    let mut pending: Option<Vec<u8>> = None;
+    for p in 0..=pieces {
+        let (written, next) = rayon::join(
+            || pending.take().map_or(Ok(()), |bytes| out.write_all(&bytes)),
+            || (p < pieces).then(|| make(p)),
+        );
+        written?;
+        pending = next;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -241,6 +329,10 @@ mod tests {
             .unwrap();
             assert!(!ours.b_g2.is_empty() && !ours.h.is_empty());
             assert!(bytes(&ours) == bytes(&theirs), "{spec:?}: parameters differ");
+            // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
+            let mut pieces = Vec::new();
+            write_in_pieces(&record_shape(PartitionCircuit::blank(spec), "t").unwrap(), &t, &mut pieces, 1000).unwrap();
+            assert!(pieces == bytes(&theirs), "{spec:?}: parameters written in pieces differ");
         }
     }
 

@@ -243,23 +243,44 @@ impl ParamStore {
             .catalog
             .record_shape(spec)
             .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
+        // the shape goes next to the parameters, where the gpu-worker looks before recording it
+        // again (minutes at 32 GiB PoRep)
+        let shape_path = self.dir.join(format!("{id}.shape"));
+        if !shape_path.exists() {
+            if let Err(e) = shape.write_file(&shape_path) {
+                warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape");
+            }
+        }
         let toxic = crate::ToxicWaste::random(&mut rand::rngs::OsRng);
-        let params = crate::generate_from_shape(&shape, &toxic)
-            .map_err(|source| ParamsError::Generate { circuit_id: id.clone(), source })?;
-        drop(shape);
-        let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> std::io::Result<()>| {
+        let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {
             let tmp = target.with_extension("tmp");
             let file = File::create(&tmp).map_err(werr(&tmp))?;
-            let mut out = BufWriter::with_capacity(1 << 20, file);
-            what(&mut out).and_then(|_| out.flush()).map_err(werr(&tmp))?;
-            out.get_ref().sync_all().map_err(werr(&tmp))?;
-            fs::rename(&tmp, target).map_err(werr(target))
+            let mut out = BufWriter::with_capacity(1 << 22, file);
+            let written = what(&mut out)
+                .and_then(|()| out.flush().map_err(werr(&tmp)))
+                .and_then(|()| out.get_ref().sync_all().map_err(werr(&tmp)))
+                .and_then(|()| fs::rename(&tmp, target).map_err(werr(target)));
+            if written.is_err() {
+                let _ = fs::remove_file(&tmp);
+            }
+            written
         };
+        // the parameters are written as they are made, never whole in memory (47 GB at 32 GiB)
+        let vk = Mutex::new(None);
+        write(&path, &|out| {
+            let made = crate::write_from_shape(&shape, &toxic, out).map_err(|source| match source {
+                bellperson::SynthesisError::IoError(source) => ParamsError::Write { path: path.clone(), source },
+                source => ParamsError::Generate { circuit_id: id.clone(), source },
+            })?;
+            *vk.lock().expect("vk lock") = Some(made);
+            Ok(())
+        })?;
+        drop(shape);
+        let vk = vk.into_inner().expect("vk lock").expect("written with the parameters");
         if let Some(meta) = snarkflow_filecoin_meta(spec) {
-            write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()))?;
+            write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()).map_err(werr(&self.meta_path(spec))))?;
         }
-        write(&self.vk_path(spec), &|out| params.vk.write(out))?;
-        write(&path, &|out| params.write(out))?;
+        write(&self.vk_path(spec), &|out| vk.write(out).map_err(werr(&self.vk_path(spec))))?;
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }

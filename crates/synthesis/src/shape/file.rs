@@ -36,22 +36,57 @@ struct ShapeFile {
     hash: [u8; 32],
 }
 
+/// [`ShapeFile`] borrowing the matrices, for writing without copying them (several GB at
+/// 32 GiB PoRep); bincode writes both the same.
+#[derive(serde::Serialize)]
+struct ShapeFileRef<'a> {
+    circuit_id: &'a str,
+    num_inputs: u64,
+    num_aux: u64,
+    a: &'a SparseMatrix,
+    b: &'a SparseMatrix,
+    c: &'a SparseMatrix,
+    coeff_table: Vec<[u8; 32]>,
+    hash: [u8; 32],
+}
+
 impl ConstraintShape {
     /// Write the shape (for a cache next to the parameters): magic, version, bincode.
     pub fn write_to<W: std::io::Write>(&self, mut w: W) -> Result<(), ShapeFileError> {
         w.write_all(&SHAPE_MAGIC)?;
         w.write_all(&SHAPE_VERSION.to_le_bytes())?;
-        let file = ShapeFile {
-            circuit_id: self.circuit_id.clone(),
+        let file = ShapeFileRef {
+            circuit_id: &self.circuit_id,
             num_inputs: self.num_inputs as u64,
             num_aux: self.num_aux as u64,
-            a: self.a.clone(),
-            b: self.b.clone(),
-            c: self.c.clone(),
+            a: &self.a,
+            b: &self.b,
+            c: &self.c,
             coeff_table: self.coeff_table.iter().map(|k| k.to_repr()).collect(),
             hash: self.hash,
         };
         bincode::serialize_into(w, &file).map_err(|e| ShapeFileError::Malformed(e.to_string()))
+    }
+
+    /// Write the shape to `path` atomically: to a temporary name of this process, then renamed,
+    /// so processes writing the same shape at once leave one whole file.
+    pub fn write_file(&self, path: &std::path::Path) -> Result<(), ShapeFileError> {
+        let unique =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let tmp = path.with_extension(format!("shape.tmp.{}.{unique}", std::process::id()));
+        let written = std::fs::File::create(&tmp).map_err(ShapeFileError::from).and_then(|f| {
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            self.write_to(&mut w)?;
+            std::io::Write::flush(&mut w)?;
+            Ok(w.into_inner().map_err(|e| e.into_error())?.sync_all()?)
+        });
+        match written.and_then(|()| Ok(std::fs::rename(&tmp, path)?)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
     }
 
     /// Read a shape written by [`ConstraintShape::write_to`], recomputing its hash: a file
