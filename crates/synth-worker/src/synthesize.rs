@@ -231,6 +231,15 @@ fn shape_summary(task: &SynthTask, summaries: &ShapeSummaries, worker: &str) -> 
     {
         return Ok((hash, constraints));
     }
+    // one recording at a time: the other partitions of a new circuit wait for the first instead
+    // of each recording it (at 32 GiB PoRep a recording is minutes of a core and GBs of memory)
+    static RECORDING: Mutex<()> = Mutex::new(());
+    let _one_recorder = RECORDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(ShapeSummary { hash: Some(hash), constraints, .. }) =
+        summaries.lock().expect("shape summaries lock").get(&id).copied()
+    {
+        return Ok((hash, constraints));
+    }
     let shape = partition_span!("shape.record", task, worker)
         .in_scope(|| snarkflow_circuits::visit_blank(&task.circuit, RecordShape(&id)))
         .map_err(|e| format!("building the circuit: {e}"))?
