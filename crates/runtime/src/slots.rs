@@ -41,6 +41,9 @@ pub enum RunError {
 /// How long a slot waits after a failed pull before pulling again.
 const PULL_RETRY: Duration = Duration::from_secs(1);
 
+/// How often a task whose estimate is not known yet re-asks for it while it waits.
+const REESTIMATE: Duration = Duration::from_millis(500);
+
 /// Run `stage` on `bus` until `shutdown` (or a [`Fatal`] from the stage): the host reports
 /// ready while slots pull; on shutdown it reports draining, slots stop pulling, and in-flight
 /// tasks get `config.drain` before they are handed back (nak'ed, so another worker takes them
@@ -214,8 +217,7 @@ impl<S: Stage> Slot<S> {
                 task.partitions()
             )));
         }
-        let needed = self.stage.estimated_bytes(&task).unwrap_or(self.memory.bytes());
-        let _admission = self.memory.admit(needed).await.map_err(|e| Failure::Permanent(e.to_string()))?;
+        let _admission = self.admit(&task).await?;
         let worker = self.host.id.clone();
         let started = match S::Task::STAGE {
             WorkStage::Synthesis => JobEventBody::SynthesisStarted { worker },
@@ -224,6 +226,23 @@ impl<S: Stage> Slot<S> {
         let event = JobEvent::new(task.job_id(), task.partition(), now_ms(), started);
         self.bus.publish(wire::events_subject(task.job_id()), wire::encode(&event), None).await?;
         self.stage.process(task, cx).await
+    }
+
+    /// Wait until the task's estimated bytes fit in the memory budget. A task whose estimate is
+    /// not known yet (its circuit's shape is recorded by the first partition to run) waits for
+    /// the whole budget, re-estimating meanwhile: once the shape is known it waits for its
+    /// estimate only, so partitions pulled before the shape was known do not run one by one.
+    async fn admit(&self, task: &S::Task) -> Result<crate::budget::Admission, Failure> {
+        loop {
+            let admitted = match self.stage.estimated_bytes(task) {
+                Some(needed) => self.memory.admit(needed).await,
+                None => tokio::select! {
+                    admitted = self.memory.admit(self.memory.bytes()) => admitted,
+                    _ = tokio::time::sleep(REESTIMATE) => continue,
+                },
+            };
+            return admitted.map_err(|e| Failure::Permanent(e.to_string()));
+        }
     }
 
     /// A message that is not a task of this stage. If it names a job, the job fails with the

@@ -2,7 +2,7 @@
 //! sets: heartbeats, the last-delivery rule, undecodable tasks, tasks of finished jobs, and
 //! the drain on shutdown.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,10 @@ struct TestStage {
     calls: AtomicUsize,
     /// What every task is estimated to need.
     estimate: u64,
+    /// No estimate until a task has run for 300 ms (as a circuit's shape is known only once
+    /// its first partition recorded it).
+    estimate_after_first: AtomicBool,
+    first_started: Mutex<Option<Instant>>,
     running: AtomicUsize,
     most_running: AtomicUsize,
     /// The jobs of the tasks handed to the stage, in order.
@@ -43,11 +47,13 @@ impl Stage for TestStage {
     type Task = SynthTask;
 
     fn estimated_bytes(&self, _task: &SynthTask) -> Option<u64> {
-        Some(self.estimate)
+        let recorded = self.first_started.lock().unwrap().is_some_and(|t| t.elapsed() >= Duration::from_millis(300));
+        (recorded || !self.estimate_after_first.load(Ordering::SeqCst)).then_some(self.estimate)
     }
 
     async fn process(&self, task: SynthTask, _cx: TaskContext) -> Result<Outcome, Failure> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        self.first_started.lock().unwrap().get_or_insert_with(Instant::now);
         self.seen.lock().unwrap().push(task.job_id);
         let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_running.fetch_max(running, Ordering::SeqCst);
@@ -112,6 +118,8 @@ async fn start_full(
         behaviour,
         calls: AtomicUsize::new(0),
         estimate,
+        estimate_after_first: AtomicBool::new(false),
+        first_started: Mutex::new(None),
         running: AtomicUsize::new(0),
         most_running: AtomicUsize::new(0),
         seen: Mutex::new(Vec::new()),
@@ -323,6 +331,40 @@ async fn a_budget_for_one_partition_never_holds_two() {
     .await;
     assert_eq!(h.stage.calls.load(Ordering::SeqCst), 2);
     assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 1, "never two partitions in the budget at once");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_pulled_before_the_estimate_is_known_are_admitted_by_it_once_known() {
+    // three slots, three partitions of 100 MiB in a 1 GiB budget, no estimate until the first
+    // runs: the first takes the whole budget; the two waiting behind it learn the estimate
+    // and then run together (before, each waited for the whole budget: one by one)
+    let h = start_with(
+        Behaviour::SucceedAfter(Duration::from_millis(1500)),
+        5,
+        Duration::from_secs(5),
+        3,
+        100 << 20,
+        1 << 30,
+    )
+    .await;
+    h.stage.estimate_after_first.store(true, Ordering::SeqCst);
+    create_job_of(&h.bus, "job-new-circuit", 3).await;
+    for partition in 0..3 {
+        publish(&h.bus, wire::encode(&task_of("job-new-circuit", partition, 3))).await;
+    }
+    let bus = h.bus.clone();
+    wait_until("the partitions are done", Duration::from_secs(30), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 3);
+    assert_eq!(
+        h.stage.most_running.load(Ordering::SeqCst),
+        2,
+        "the two that waited for the unknown estimate ran together once it was known"
+    );
     h.shutdown.cancel();
     h.worker.await.unwrap().unwrap();
 }
