@@ -27,7 +27,17 @@ pub enum ParamsError {
     Generate { circuit_id: String, source: bellperson::SynthesisError },
     #[error("circuit {circuit_id}: {message}")]
     Circuit { circuit_id: String, message: String },
+    #[error(
+        "refusing to write random parameters for {circuit_id} into {dir}: it holds trusted-setup parameters \
+         ({file}), and every prover reading that directory would pick random ones up beside them. Use another \
+         --params-dir for test parameters (or, if {file} is itself random, create {file}.random)"
+    )]
+    BesideTrustedSetup { circuit_id: String, dir: PathBuf, file: String },
 }
+
+/// Suffix of the mark written beside each random Filecoin parameter file (`<stem>.random`): a
+/// `v28-*.params` file without one is taken to be a trusted-setup file (from `paramfetch`).
+const RANDOM_MARK: &str = "random";
 
 /// What a backend proves with.
 // one per loaded circuit: the variants' size difference costs nothing
@@ -155,6 +165,19 @@ impl ParamStore {
         self.dir.join(format!("{}.meta", self.stem(spec)))
     }
 
+    /// A filecoin-proofs parameter file in the directory that is not marked random: the
+    /// directory holds an operator's trusted-setup parameters.
+    fn trusted_setup_file(&self) -> Option<String> {
+        let mut names: Vec<String> = fs::read_dir(&self.dir)
+            .ok()?
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with("v28-") && name.ends_with(".params"))
+            .filter(|name| !self.dir.join(name).with_extension(RANDOM_MARK).exists())
+            .collect();
+        names.sort();
+        names.into_iter().next()
+    }
+
     /// Circuit ids loaded in memory, sorted.
     pub fn loaded_ids(&self) -> Vec<String> {
         self.loaded.lock().expect("params lock").keys().cloned().collect()
@@ -234,6 +257,12 @@ impl ParamStore {
         if path.exists() && !force {
             return Ok(path);
         }
+        let filecoin = spec.sector_size().is_some();
+        if filecoin {
+            if let Some(file) = self.trusted_setup_file() {
+                return Err(ParamsError::BesideTrustedSetup { circuit_id: id, dir: self.dir.clone(), file });
+            }
+        }
         warn!(
             circuit_id = %id,
             "generating RANDOM Groth16 parameters: not a trusted setup, for tests and benchmarks only"
@@ -281,6 +310,13 @@ impl ParamStore {
             write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()).map_err(werr(&self.meta_path(spec))))?;
         }
         write(&self.vk_path(spec), &|out| vk.write(out).map_err(werr(&self.vk_path(spec))))?;
+        if filecoin {
+            let mark = path.with_extension(RANDOM_MARK);
+            write(&mark, &|out| {
+                out.write_all(b"random Groth16 parameters made by `snarkflow params generate`: not a trusted setup\n")
+                    .map_err(werr(&mark))
+            })?;
+        }
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }
@@ -333,5 +369,23 @@ mod tests {
         let again = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, false).unwrap();
         assert_eq!(again.vk, first.vk);
         assert!(again.parameters().is_some());
+    }
+
+    #[test]
+    fn random_filecoin_parameters_are_never_written_beside_trusted_setup_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
+        let real = "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-x.params";
+        fs::write(dir.path().join(real), b"from paramfetch").unwrap();
+        let spec = CircuitSpec::WinningPost { sector_size: 2048 };
+        let err = store.generate(&spec, false).unwrap_err().to_string();
+        assert!(err.starts_with("refusing to write random parameters for winning-post-2KiB into"), "{err}");
+        assert!(err.contains(real), "{err}");
+        assert!(!store.params_path(&spec).exists() && !store.vk_path(&spec).exists(), "nothing written");
+        // the synthetic test kinds have no filecoin-proofs file names: they may live there
+        store.generate(&CircuitSpec::DenseChain { constraints: 8 }, false).unwrap();
+        // a file marked random is not a trusted-setup file
+        fs::write(dir.path().join(real).with_extension(RANDOM_MARK), b"").unwrap();
+        assert_eq!(store.trusted_setup_file(), None);
     }
 }

@@ -149,6 +149,15 @@ pub fn params_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("test-params"));
     std::fs::create_dir_all(&dir).expect("test params dir");
+    // every parameter file here is random (made for tests), including ones an older snarkflow
+    // wrote before it marked them: mark them, or new ones would be refused beside them
+    for entry in std::fs::read_dir(&dir).expect("test params dir").flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("v28-") && name.ends_with(".params") && !path.with_extension("random").exists() {
+            let _ = std::fs::write(path.with_extension("random"), b"random test parameters\n");
+        }
+    }
     dir
 }
 
