@@ -68,7 +68,7 @@ async fn handle(bus: &Bus, ledger: &Ledger, metrics: &Metrics, letter: &DeadLett
         letter.deliveries,
         letter.stage.as_str()
     );
-    if crate::events::fail_job(bus, ledger, metrics, &job_id, &reason).await? {
+    if crate::finish::fail_job(bus, ledger, metrics, &job_id, &reason).await? {
         info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "job failed: dead letter");
     }
     bus.remove_dead_task(letter).await?;

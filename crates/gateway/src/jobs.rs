@@ -214,7 +214,7 @@ pub(crate) async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Resul
         s if s.is_terminal() => Err(ApiError::Conflict(format!("job {id} already finished ({})", s.as_str()))),
         _ => {
             state.index.note(&record);
-            crate::events::finished(&state.bus, &state.metrics, &record).await;
+            crate::finish::finished(&state.bus, &state.metrics, &record).await;
             Ok((record, was))
         }
     }

@@ -14,6 +14,7 @@ mod deadletter;
 mod error;
 mod events;
 mod fanout;
+mod finish;
 pub mod grpc;
 mod index;
 mod jobs;

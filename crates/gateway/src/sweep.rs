@@ -111,7 +111,7 @@ async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobSumm
                 record.partitions,
                 record.state.as_str()
             );
-            match crate::events::fail_job(bus, ledger, metrics, &record.id, &reason).await {
+            match crate::finish::fail_job(bus, ledger, metrics, &record.id, &reason).await {
                 Ok(true) => warn!(job_id = %record.id, %reason, "job failed by the ledger pass"),
                 Ok(false) => {}
                 Err(e) => {
