@@ -4,16 +4,22 @@
 #   gen     unpack the binaries, write the sparse 32 GiB C1 fixture, and start generating the
 #           random parameters in the background (setsid: it outlives the command); wait for it
 #           at most WAIT seconds (default 540), printing progress
-#   prove   wait for the parameters (at most WAIT), then the whole pipeline: nats-server,
-#           gateway (verify_seal before done), SYNTH synth-workers of concurrency CONC, GPUS
-#           gpu-workers (cuda-supraseal, --prefetch PREFETCH); JOBS jobs (default 2) of the fixture
-#           submitted at once, each timed (the first includes each synth-worker recording the shape);
-#           peak RSS per role; per-stage spans and the waterfall
+#   up      wait for the parameters (at most WAIT), then start the whole pipeline detached:
+#           nats-server, gateway (verify_seal before done), SYNTH synth-workers of concurrency
+#           CONC, GPUS gpu-workers (cuda-supraseal, --prefetch PREFETCH); submit JOBS jobs
+#           (default 2) of the fixture at once
+#   wait    wait for those jobs (at most WAIT), each timed from the first submit (the first
+#           includes each synth-worker recording the shape); peak RSS per process; stop the
+#           stack; per-stage spans and the waterfall
+#   prove   up, then wait, in one command (small sizes)
+# At 32 GiB on the two-H200 host: `gen` (returns at ~9 min, generation takes ~14.6), `up`
+# (~6 more minutes of generation, then ~1 min to load), `wait` (~5 min), then `stock`: the
+# calls must follow each other within the lease's 30 s idle limit.
 #   stock   filecoin-proofs' own seal_commit_phase2 (supraseal) on the same C1, with its peak RSS
 # Binaries from BINS (a tar.xz of nats-server, gateway, synth-worker, gpu-worker-supraseal,
 # snarkflow-supraseal); results in ${OUT:-.}.
 set -uo pipefail
-step="${1:?usage: device-32gib.sh gen|prove|stock}"
+step="${1:?usage: device-32gib.sh gen|up|wait|prove|stock}"
 out="${OUT:-.}"
 S=/tmp/sf32 d=/tmp/sf32/bin P=/tmp/sf32/params
 mkdir -p "$S/logs" "$d"
@@ -68,63 +74,69 @@ gen)
     echo "parameter generation started"
     wait_params
     ;;
-prove)
+up)
+    # the stack is started detached (setsid), so it outlives this command and `wait` picks it up
     wait_params || exit 1
     SYNTH="${SYNTH:-2}" CONC="${CONC:-5}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-2}"
     pkill -f "$d/" 2>/dev/null; sleep 0.5
-    rm -rf "$S/nats" "$S/spans.jsonl"
-    pids=()
-    "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd "$S/nats" >"$logs/nats.log" 2>&1 & pids+=($!)
-    "$d/snarkflow-supraseal" traces collect --out "$S/spans.jsonl" >/dev/null 2>&1 &
-    collector=$!
+    rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids"
+    mkdir -p "$S/pids"
+    spawn() { # name, command...: detached, pid in $S/pids/name
+        local name=$1; shift
+        RUST_LOG=info setsid "$@" </dev/null >"$logs/$name.log" 2>&1 &
+        echo $! >"$S/pids/$name"
+    }
+    spawn nats "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd "$S/nats"
+    spawn collector "$d/snarkflow-supraseal" traces collect --out "$S/spans.jsonl"
     t=$(date +%s.%N)
-    gpu=()
     for g in $(seq 0 $((GPUS - 1))); do
         cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE" --prefetch "$PREFETCH"
             --memory-budget "${GPU_BUDGET:-60GiB}" --status-listen "127.0.0.1:$((9102 + g))")
         [ "$GPUS" -gt 1 ] && cmd+=(--gpu "$g")
-        RUST_LOG=info "${cmd[@]}" >"$logs/gpu-worker-$g.log" 2>&1 & gpu+=($!); pids+=($!)
+        spawn "gpu-worker-$g" "${cmd[@]}"
     done
-    RUST_LOG=info "$d/gateway" --insecure-no-auth >"$logs/gateway.log" 2>&1 & gateway=$!; pids+=($!)
-    synth=()
+    spawn gateway "$d/gateway" --insecure-no-auth
     for i in $(seq 1 "$SYNTH"); do
-        RUST_LOG=info nice -n 10 "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" \
-            --memory-budget "${SYNTH_BUDGET:-48GiB}" >"$logs/synth-$i.log" 2>&1 & synth+=($!); pids+=($!)
+        spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" --memory-budget "${SYNTH_BUDGET:-48GiB}"
     done
     for g in $(seq 0 $((GPUS - 1))); do
         until get "http://127.0.0.1:$((9102 + g))/readyz" | grep -q '"ready":true'; do
             sleep 1
-            kill -0 "${gpu[$g]}" 2>/dev/null || { echo "gpu-worker $g exited"; tail -20 "$logs/gpu-worker-$g.log"; exit 1; }
+            kill -0 "$(cat "$S/pids/gpu-worker-$g")" 2>/dev/null || { echo "gpu-worker $g exited"; tail -20 "$logs/gpu-worker-$g.log"; exit 1; }
         done
     done
     echo "gpu-workers ready (parameters and shape loaded) after $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s"
     grep -hE "parameters loaded|constraint shape loaded" "$logs"/gpu-worker-*.log | sed 's/^.*Z //' | cut -c1-300
     until get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
-    t0=$(date +%s.%N)
-    ids=()
+    date +%s.%N >"$S/submitted_at"
     for j in $(seq 1 "$JOBS"); do
-        ids+=($("$d/snarkflow-supraseal" submit --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id $MINER | awk '{print $2}'))
+        "$d/snarkflow-supraseal" submit --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id $MINER | awk '{print $2}' >>"$S/ids"
     done
-    echo "submitted ${ids[*]}"
-    for id in "${ids[@]}"; do
+    echo "submitted $(xargs <"$S/ids"): $GPUS GPU(s), $SYNTH synth-workers x $CONC, --prefetch $PREFETCH"
+    ;;
+wait)
+    # wait for the jobs `up` submitted (at most WAIT s), then report and stop the stack
+    t0=$(cat "$S/submitted_at")
+    for id in $(cat "$S/ids"); do
         until "$d/snarkflow-supraseal" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do
             sleep 0.5
-            [ "$(elapsed)" -ge 570 ] && { echo "job $id not finished after $(elapsed) s"; break 2; }
+            [ "$(elapsed)" -ge "$WAIT" ] && { echo "job $id not finished after $(elapsed) s of this step"; break 2; }
         done
         "$d/snarkflow-supraseal" status "$id" >"$out/job-$id.json"
-        echo "$SIZE PoRep job $id, $GPUS GPU(s), $SYNTH synth-workers x $CONC: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s after the first submit"
+        echo "$SIZE PoRep job $id: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s after the first submit"
         grep -E '"error"' "$out/job-$id.json" | head -2
     done
-    for g in $(seq 0 $((GPUS - 1))); do echo "gpu-worker $g peak RSS: $(hwm "${gpu[$g]}")"; done
-    for i in $(seq 1 "$SYNTH"); do echo "synth-worker $i peak RSS: $(hwm "${synth[$((i - 1))]}")"; done
-    echo "gateway peak RSS: $(hwm "$gateway")"
-    "$d/snarkflow-supraseal" proof "${ids[0]}" -o "$out/proof.bin" 2>&1 | tail -1
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    wait "${pids[@]}" 2>/dev/null
-    sleep 1; kill -INT "$collector"; wait "$collector" 2>/dev/null
+    for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(hwm "$(cat "$f")")"; done
+    "$d/snarkflow-supraseal" proof "$(head -1 "$S/ids")" -o "$out/proof.bin" 2>&1 | tail -1
+    for f in "$S"/pids/*; do [ "$(basename "$f")" = collector ] || kill -TERM "$(cat "$f")" 2>/dev/null; done
+    sleep 3; kill -INT "$(cat "$S/pids/collector")" 2>/dev/null; sleep 2
     "$d/snarkflow-supraseal" waterfall --otlp-file "$S/spans.jsonl" --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1
-    cat "$out/waterfall.txt" | head -60
-    grep -hiE "error|panic" "$logs"/*.log | head -10
+    head -60 "$out/waterfall.txt"
+    grep -hE " ERROR " "$logs"/*.log | head -10 | cut -c1-300
+    ;;
+prove)
+    # both, when the whole run fits one command (small sizes)
+    bash "$0" up && bash "$0" wait
     ;;
 stock)
     wait_params || exit 1

@@ -1,19 +1,21 @@
-//! How GPU work is scheduled on this worker's one device: the device lock (one partition on
-//! the device at a time, while other slots prepare theirs), the probe before any work, the
+//! How GPU work is scheduled on this worker's one device: the device gate (one partition on
+//! the device at a time, while other slots prepare theirs; the most urgent waiting goes next), the probe before any work, the
 //! re-probe after a device error (no work is pulled until it passes), and the fatal-exit rule
 //! (a device still broken after [`MAX_FAILED_REPROBES`] probes ends the process, so its
 //! supervisor restarts it with a fresh CUDA context).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus::{IntCounter, IntGaugeVec, Opts};
 use snarkflow_prover::device::DeviceReport;
 use snarkflow_runtime::{Failure, Fatal, WorkerHost};
-use snarkflow_wire::CurrentProof;
+use snarkflow_wire::{CurrentProof, Priority};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
+
+use crate::gate::{Gate, Turn};
 
 /// How long a worker whose device failed its probe waits before probing again.
 const PROBE_RETRY: Duration = Duration::from_secs(30);
@@ -27,8 +29,8 @@ pub(crate) type Detail = Arc<dyn Fn(&str, Option<&DeviceReport>, Option<&str>) -
 
 /// The worker's device and what it knows about it.
 pub(crate) struct Device {
-    /// Held while a partition (or the probe's self-test) is on the device.
-    lock: Arc<Mutex<()>>,
+    /// Held while a partition (or the probe's self-test) is on the device; most urgent next.
+    gate: Arc<Gate>,
     /// Set by a device error; no work is taken until a probe passes.
     failed: Arc<AtomicBool>,
     /// The last successful probe, and why the device is unusable when it is.
@@ -46,7 +48,7 @@ pub(crate) struct Device {
 
 /// The device, held for one partition; clears [`Device`]'s current partition when dropped.
 pub(crate) struct Held<'a> {
-    _lock: MutexGuard<'a, ()>,
+    _turn: Turn<'a>,
     current: &'a Mutex<Option<CurrentProof>>,
 }
 
@@ -73,7 +75,7 @@ impl Device {
             .expect("metric"),
         );
         Device {
-            lock: Default::default(),
+            gate: Default::default(),
             failed: Default::default(),
             state: Mutex::new((None, None)),
             reprobe: Default::default(),
@@ -102,9 +104,9 @@ impl Device {
     /// lock, so it never overlaps a partition's kernels. On success the failed flag is
     /// cleared before the lock is released: no slot waiting for the device sees it failed.
     async fn probe(&self) -> Result<DeviceReport, String> {
-        let (lock, failed) = (self.lock.clone(), self.failed.clone());
+        let (gate, failed) = (self.gate.clone(), self.failed.clone());
         tokio::task::spawn_blocking(move || {
-            let _device = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _device = gate.enter(Priority::Critical);
             let report = snarkflow_prover::device::probe()?;
             failed.store(false, Ordering::SeqCst);
             Ok(report)
@@ -183,15 +185,16 @@ impl Device {
         Ok(())
     }
 
-    /// Take the device for one partition; `Err` when it failed while this slot prepared
-    /// (a slot already waiting for work when the device failed must not use it).
-    pub(crate) fn acquire(&self, proof: CurrentProof) -> Result<Held<'_>, Failure> {
-        let guard = self.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    /// Take the device for one partition, after any more urgent one waiting; `Err` when it
+    /// failed while this slot prepared (a slot already waiting for work when the device failed
+    /// must not use it).
+    pub(crate) fn acquire(&self, priority: Priority, proof: CurrentProof) -> Result<Held<'_>, Failure> {
+        let turn = self.gate.enter(priority);
         if self.failed.load(Ordering::SeqCst) {
             return Err(Failure::Transient("the device failed and is being probed again".into()));
         }
         *self.current.lock().expect("current partition") = Some(proof);
-        Ok(Held { _lock: guard, current: &self.current })
+        Ok(Held { _turn: turn, current: &self.current })
     }
 
     /// The last successful probe's report and the partition on the device now.

@@ -6,11 +6,13 @@
 //! that does not verify is never reported.
 //!
 //! `1 + --prefetch` runtime slots pull partitions, so the next is fetched and rebuilt while
-//! one is proved; the device lock keeps one partition on the device at a time.
+//! one is proved; the device gate keeps one partition on the device at a time, the most urgent
+//! waiting going next.
 
 mod config;
 mod control;
 mod device;
+mod gate;
 mod prepare;
 mod prove;
 mod shapes;

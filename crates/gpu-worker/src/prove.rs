@@ -121,11 +121,10 @@ impl Proving {
         let public_inputs = partition.public_inputs().to_vec();
         let constraints = partition.num_constraints() as u64;
         // one partition on the device at a time (the next one waits here, prepared)
-        let _device = self.device.acquire(wire::CurrentProof {
-            job_id: task.job_id.clone(),
-            kind: task.circuit.kind(),
-            partition: task.partition,
-        })?;
+        let _device = self.device.acquire(
+            task.priority,
+            wire::CurrentProof { job_id: task.job_id.clone(), kind: task.circuit.kind(), partition: task.partition },
+        )?;
         let (label, name) = self.device.label_and_name();
         let span = partition_span!(
             "prove", task, worker, backend = snarkflow_prover::BACKEND, gpu.device = %label, gpu.name = %name, constraints
