@@ -45,7 +45,7 @@ measure() {
     wait "$pid"; rc=$?
     python3 -c "print(f'exit $rc, {$(date +%s.%N) - $t:.1f} s, peak RSS {$peak / 1048576:.1f} GiB')"
 }
-hwm() { awk '/VmHWM/ { printf "%.1f GiB", $2 / 1048576 }' "/proc/$1/status" 2>/dev/null; }
+hwm() { awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$1/status" 2>/dev/null; }
 host() { echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, disk free $(df -h /tmp | awk 'NR==2 {print $4}'); $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs)"; }
 
 # wait for the background parameter generation; 0 when the files are there
