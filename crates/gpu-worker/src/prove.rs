@@ -117,6 +117,7 @@ impl Proving {
         loaded: &LoadedParams,
         partition: SynthesizedPartition,
         worker: &str,
+        delivery: u64,
     ) -> Result<Proved, Failure> {
         let public_inputs = partition.public_inputs().to_vec();
         let constraints = partition.num_constraints() as u64;
@@ -157,19 +158,37 @@ impl Proving {
             .in_scope(|| snarkflow_prover::verify(&loaded.pvk, &proof, &public_inputs));
         let verify_s = started.elapsed().as_secs_f64();
         if !valid {
-            let reason = "proof failed verification against the verifying key";
-            // on a GPU a wrong proof may be the device's fault: retry elsewhere and probe it
-            // (a partition that can never verify fails once its deliveries run out)
-            return Err(if DEVICE_BUILD {
-                self.device.fail(&task.job_id, task.partition, reason.into())
-            } else {
-                Failure::Permanent(reason.into())
-            });
+            return Err(verification_failed(&self.device, task, worker, delivery));
         }
         let mut bytes = Vec::with_capacity(wire::PARTITION_PROOF_BYTES);
         proof.write(&mut bytes).expect("writing to a Vec cannot fail");
         Ok(Proved { proof: bytes, prove_s, verify_s })
     }
+}
+
+/// What a proof that failed verification means. On the CPU backend the witness is wrong: no
+/// retry can help. On a GPU it may be the device's fault, so the first delivery is handed back
+/// (proved again elsewhere, or here once the device passes a probe) — but only once: a second
+/// wrong proof of the same partition fails the job rather than spending every delivery. The
+/// device is probed after any wrong proof.
+fn verification_failed(device: &crate::device::Device, task: &ProveTask, worker: &str, delivery: u64) -> Failure {
+    let reason = "proof failed verification against the verifying key";
+    if !DEVICE_BUILD {
+        return Failure::Permanent(reason.into());
+    }
+    let handed_back = device.fail(&task.job_id, task.partition, reason.into());
+    if retry_wrong_proof(delivery) {
+        handed_back
+    } else {
+        Failure::Permanent(format!(
+            "{reason} on {worker}, on delivery {delivery} of the partition (a wrong proof is retried once)"
+        ))
+    }
+}
+
+/// Whether a wrong proof from a GPU on this delivery of its task is proved once more.
+fn retry_wrong_proof(delivery: u64) -> bool {
+    delivery <= 1
 }
 
 /// Record the wait between the synth-worker's publish and this pickup as a span of its own
@@ -221,14 +240,14 @@ impl Stage for Proving {
         let bytes_fetched = fetched.data.len() as u64;
         self.metrics.bytes.inc_by(bytes_fetched);
         // step spans are made where each step starts, inside the handling span
-        let (parent, worker, this, blocking_task) =
-            (tracing::Span::current(), cx.host.id.clone(), self.clone(), task.clone());
+        let (parent, worker, this, blocking_task, delivery) =
+            (tracing::Span::current(), cx.host.id.clone(), self.clone(), task.clone(), cx.delivery);
         let (prepared, proved) = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
             let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild_pool, &worker)?;
             let loaded = this.loaded_params(&blocking_task)?;
             let Prepared { partition, deserialize_s, rebuild_s } = prepared;
-            let proved = this.prove(&blocking_task, &loaded, partition, &worker)?;
+            let proved = this.prove(&blocking_task, &loaded, partition, &worker, delivery)?;
             Ok::<_, Failure>(((deserialize_s, rebuild_s), proved))
         })
         .await
@@ -268,5 +287,17 @@ impl Stage for Proving {
             tracing::warn!(job_id = %task.job_id, partition = task.partition, error = %e, "could not delete the proved partition");
         }
         Ok("proved")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_gpu_proof_is_proved_once_more_then_fails_the_job() {
+        assert!(retry_wrong_proof(1), "the first wrong proof is handed back");
+        assert!(!retry_wrong_proof(2), "a second delivery's wrong proof fails the job");
+        assert!(!retry_wrong_proof(5));
     }
 }

@@ -159,7 +159,8 @@ impl<S: Stage> Slot<S> {
         span.set_parent(parent.clone());
         let _heartbeat = self.lanes.heartbeat(&msg);
         self.host.in_flight.inc();
-        let cx = TaskContext { host: self.host.clone(), bus: self.bus.clone(), parent };
+        let delivery = msg.info().map(|i| i.delivered.max(1) as u64).unwrap_or(1);
+        let cx = TaskContext { host: self.host.clone(), bus: self.bus.clone(), parent, delivery };
         let watchdog = async {
             match self.watchdog {
                 Some(limit) => tokio::time::sleep(limit).await,

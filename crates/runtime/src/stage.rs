@@ -52,6 +52,8 @@ pub struct TaskContext {
     pub bus: Bus,
     /// The trace context the task's message carried (the producer's span).
     pub parent: opentelemetry::Context,
+    /// Which delivery of the task this is: 1 the first, 2 the first redelivery, ….
+    pub delivery: u64,
 }
 
 /// Fetch an object a task points at and check its digest, classifying failures: a missing or
