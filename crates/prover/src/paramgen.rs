@@ -230,9 +230,10 @@ fn write_in_pieces<W: Write + Send>(
 
     // H: τ^i·t(τ)/δ for i < n − 1
     let h_scalar = |i: usize| t.tau.pow_vartime([i as u64]) * h_coeff;
-    write_section(
+    write_counted(
         out,
         piece,
+        n - 1,
         n - 1,
         |range| {
             let mut power = h_scalar(range.start);
@@ -247,30 +248,26 @@ fn write_in_pieces<W: Write + Send>(
         |ks| g1.bytes(ks, false),
     )?;
     // L: the aux part of ext
-    write_section(out, piece, num_aux, |r| r.map(|i| ext(num_inputs + i)).collect(), |ks| g1.bytes(ks, false))?;
+    write_counted(
+        out,
+        piece,
+        num_aux,
+        num_aux,
+        |r| r.map(|i| ext(num_inputs + i)).collect(),
+        |ks| g1.bytes(ks, false),
+    )?;
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
-    let all = num_inputs + num_aux;
-    write_counted(out, piece, nonzero(&at), all, |r| at[r].to_vec(), |ks| g1.bytes(ks, true))?;
-    write_counted(out, piece, nonzero(&bt), all, |r| bt[r].to_vec(), |ks| g1.bytes(ks, true))?;
-    write_counted(out, piece, nonzero(&bt), all, |r| bt[r].to_vec(), |ks| g2.bytes(ks, true))?;
+    let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
+    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| g1.bytes(ks, true))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g1.bytes(ks, true))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g2.bytes(ks, true))?;
     Ok(vk)
 }
 
-/// One section of `count` points, every scalar making one: its length, then its points.
-fn write_section<W: Write + Send>(
-    out: &mut W,
-    piece: usize,
-    count: usize,
-    scalars: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
-    points: impl Fn(&[Fr]) -> Vec<u8> + Sync,
-) -> Result<(), SynthesisError> {
-    write_counted(out, piece, count, count, scalars, points)
-}
-
-/// One section of `count` points made from `scalars` scalars (zero scalars making none when
-/// `points` drops them): its length, then its points, a piece at a time; piece i + 1 is made
+/// One section of `count` points made from `scalars` scalars (fewer when `points` drops the
+/// zero ones): its length, then its points, a piece at a time; piece i + 1 is made
 /// while piece i is written.
 fn write_counted<W: Write + Send>(
     out: &mut W,

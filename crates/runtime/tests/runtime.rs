@@ -308,6 +308,15 @@ async fn shutdown_hands_work_back_after_the_drain_deadline() {
     assert!(!failed, "handing work back does not fail the job");
 }
 
+/// A job of `partitions` partitions, each queued as a task; returns once none is left queued.
+async fn run_job(bus: &Bus, job_id: &str, partitions: u32, limit: Duration) {
+    create_job_of(bus, job_id, partitions as usize).await;
+    for partition in 0..partitions {
+        publish(bus, wire::encode(&task_of(job_id, partition, partitions))).await;
+    }
+    wait_until("the partitions are done", limit, async || bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_for_one_partition_never_holds_two() {
     // two slots, two partitions, a budget of 1.5 partitions: they run one after the other
@@ -320,15 +329,7 @@ async fn a_budget_for_one_partition_never_holds_two() {
         900 << 20,
     )
     .await;
-    create_job_of(&h.bus, "job-big", 2).await;
-    for partition in 0..2 {
-        publish(&h.bus, wire::encode(&task_of("job-big", partition, 2))).await;
-    }
-    let bus = h.bus.clone();
-    wait_until("both partitions are done", Duration::from_secs(20), async || {
-        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
-    })
-    .await;
+    run_job(&h.bus, "job-big", 2, Duration::from_secs(20)).await;
     assert_eq!(h.stage.calls.load(Ordering::SeqCst), 2);
     assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 1, "never two partitions in the budget at once");
     h.shutdown.cancel();
@@ -350,15 +351,7 @@ async fn partitions_pulled_before_the_estimate_is_known_are_admitted_by_it_once_
     )
     .await;
     h.stage.estimate_after_first.store(true, Ordering::SeqCst);
-    create_job_of(&h.bus, "job-new-circuit", 3).await;
-    for partition in 0..3 {
-        publish(&h.bus, wire::encode(&task_of("job-new-circuit", partition, 3))).await;
-    }
-    let bus = h.bus.clone();
-    wait_until("the partitions are done", Duration::from_secs(30), async || {
-        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
-    })
-    .await;
+    run_job(&h.bus, "job-new-circuit", 3, Duration::from_secs(30)).await;
     assert_eq!(h.stage.calls.load(Ordering::SeqCst), 3);
     assert_eq!(
         h.stage.most_running.load(Ordering::SeqCst),
