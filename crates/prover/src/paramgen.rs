@@ -3,8 +3,9 @@
 //! multiplications done by comb tables instead of wNAF.
 //!
 //! A fixed-base product k·G costs ~256 doublings plus ~50 additions with wNAF. With a comb
-//! table holding d·2^(8w)·G for every byte position w and byte value d (32 × 255 affine points
-//! per base, built once), it is at most 32 mixed additions and no doublings. Almost all of
+//! table holding d·2^(8w)·G for every digit position w and digit value d (built once per
+//! base), it is at most one mixed addition per digit and no doublings: 32 with byte digits,
+//! 16 with the 16-bit digits used once a circuit has millions of points. Almost all of
 //! parameter generation is such products (H, A, B in G1 and G2, L), so this is where the time
 //! goes. The QAP evaluation at τ reuses the recorded [`ConstraintShape`].
 //!
@@ -57,51 +58,88 @@ impl ToxicWaste {
     }
 }
 
-const WINDOWS: usize = 32;
-const ENTRIES: usize = 255;
+/// Comb digits of 8 bits (32 × 255 entries per base: built in milliseconds, what small
+/// circuits use) or 16 bits (16 × 65,535 entries, 100 MB in G1 and 200 MB in G2, built in about
+/// a second: half the additions per point, for circuits with millions of points).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Digits {
+    Bits8,
+    Bits16,
+}
 
-/// A comb table: d·2^(8w)·base for w in 0..32, d in 1..256, affine, so that k·base is the
-/// sum of one entry per non-zero byte of k. (A macro rather than a generic: blstrs' mixed
-/// addition impls do not resolve through the `group` traits' associated types.)
+impl Digits {
+    /// 16-bit digits once there are enough points to repay the larger tables.
+    fn for_points(points: usize) -> Self {
+        if points >= 1 << 22 {
+            Digits::Bits16
+        } else {
+            Digits::Bits8
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            Digits::Bits8 => 1,
+            Digits::Bits16 => 2,
+        }
+    }
+
+    fn windows(self) -> usize {
+        32 / self.bytes()
+    }
+
+    /// Non-zero digit values: 2^bits − 1.
+    fn entries(self) -> usize {
+        (1 << (8 * self.bytes())) - 1
+    }
+}
+
+/// A comb table: d·2^(bits·w)·base for every window w and non-zero digit d, affine, so that
+/// k·base is the sum of one entry per non-zero digit of k. (A macro rather than a generic:
+/// blstrs' mixed addition impls do not resolve through the `group` traits' associated types.)
 macro_rules! comb {
     ($name:ident, $proj:ty, $affine:ty) => {
         struct $name {
+            digits: Digits,
             table: Vec<$affine>,
         }
 
         impl $name {
-            fn new(base: $proj) -> Self {
-                let mut bases = Vec::with_capacity(WINDOWS);
+            fn new(base: $proj, digits: Digits) -> Self {
+                let entries = digits.entries();
+                let mut bases = Vec::with_capacity(digits.windows());
                 let mut b = base;
-                for _ in 0..WINDOWS {
+                for _ in 0..digits.windows() {
                     bases.push(b);
-                    for _ in 0..8 {
+                    for _ in 0..8 * digits.bytes() {
                         b = b.double();
                     }
                 }
-                let projective: Vec<$proj> = bases
+                let rows: Vec<Vec<$affine>> = bases
                     .par_iter()
-                    .flat_map_iter(|b| {
+                    .map(|b| {
                         let mut acc = *b;
-                        let mut row = Vec::with_capacity(ENTRIES);
-                        for _ in 0..ENTRIES {
+                        let mut row = Vec::with_capacity(entries);
+                        for _ in 0..entries {
                             row.push(acc);
                             acc += b;
                         }
-                        row
+                        let mut affine = vec![<$affine>::identity(); entries];
+                        <$proj>::batch_normalize(&row, &mut affine);
+                        affine
                     })
                     .collect();
-                let mut table = vec![<$affine>::identity(); projective.len()];
-                <$proj>::batch_normalize(&projective, &mut table);
-                $name { table }
+                $name { digits, table: rows.concat() }
             }
 
             fn mul(&self, k: &Fr) -> $proj {
-                let bytes = k.to_repr();
+                let repr = k.to_repr();
                 let mut acc = <$proj>::identity();
-                for (w, &d) in bytes.as_ref().iter().enumerate() {
+                let entries = self.digits.entries();
+                for (w, digit) in repr.as_ref().chunks_exact(self.digits.bytes()).enumerate() {
+                    let d = digit.iter().rev().fold(0usize, |d, &byte| d << 8 | byte as usize);
                     if d != 0 {
-                        acc += &self.table[w * ENTRIES + d as usize - 1];
+                        acc += &self.table[w * entries + d - 1];
                     }
                 }
                 acc
@@ -171,7 +209,7 @@ pub fn write_from_shape<W: Write + Send>(
     t: &ToxicWaste,
     out: &mut W,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    write_in_pieces(shape, t, out, PIECE)
+    write_in_pieces(shape, t, out, PIECE, None)
 }
 
 fn write_in_pieces<W: Write + Send>(
@@ -179,6 +217,7 @@ fn write_in_pieces<W: Write + Send>(
     t: &ToxicWaste,
     out: &mut W,
     piece: usize,
+    digits: Option<Digits>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let worker = Worker::new();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
@@ -211,8 +250,9 @@ fn write_in_pieces<W: Write + Send>(
         return Err(SynthesisError::UnconstrainedVariable);
     }
 
-    let g1 = CombG1::new(t.g1);
-    let g2 = CombG2::new(t.g2);
+    let digits = digits.unwrap_or(Digits::for_points(n + num_aux));
+    let g1 = CombG1::new(t.g1, digits);
+    let g2 = CombG2::new(t.g2, digits);
     let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
     let ic_scalars: Vec<Fr> = (0..num_inputs).map(ext).collect();
     let mut ic = vec![G1Affine::identity(); num_inputs];
@@ -328,8 +368,13 @@ mod tests {
             assert!(bytes(&ours) == bytes(&theirs), "{spec:?}: parameters differ");
             // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
             let mut pieces = Vec::new();
-            write_in_pieces(&record_shape(PartitionCircuit::blank(spec), "t").unwrap(), &t, &mut pieces, 1000).unwrap();
+            let shape = record_shape(PartitionCircuit::blank(spec), "t").unwrap();
+            write_in_pieces(&shape, &t, &mut pieces, 1000, None).unwrap();
             assert!(pieces == bytes(&theirs), "{spec:?}: parameters written in pieces differ");
+            // with the 16-bit digits that circuits of millions of points get: the same
+            let mut wide = Vec::new();
+            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16)).unwrap();
+            assert!(wide == bytes(&theirs), "{spec:?}: parameters from 16-bit digits differ");
         }
     }
 
