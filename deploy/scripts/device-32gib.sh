@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
 # A 32 GiB PoRep on the lent H200 host, end to end, in steps that each fit one device command
-# (10 minutes); state is kept in /tmp/sf32 between the calls of one lease.
-#   gen     unpack the binaries, write the sparse 32 GiB C1 fixture, and start generating the
-#           random parameters in the background (setsid: it outlives the command); wait for it
-#           at most WAIT seconds (default 540), printing progress
-#   up      wait for the parameters (at most WAIT), then start the whole pipeline detached:
-#           nats-server, gateway (verify_seal before done), SYNTH synth-workers of concurrency
-#           CONC, GPUS gpu-workers (cuda-supraseal, --prefetch PREFETCH); submit JOBS jobs
-#           (default 2) of the fixture at once
-#   wait    wait for those jobs (at most WAIT), each timed from the first submit (the first
-#           includes each synth-worker recording the shape); peak RSS per process; stop the
-#           stack; per-stage spans and the waterfall
-#   prove   up, then wait, in one command (small sizes)
-# At 32 GiB on the two-H200 host: `gen` (returns at ~9 min, generation takes ~14.6), `up`
-# (~6 more minutes of generation, then ~1 min to load), `wait` (~5 min), then `stock`: the
-# calls must follow each other within the lease's 30 s idle limit.
-#   stock   filecoin-proofs' own seal_commit_phase2 (supraseal) on the same C1, with its peak RSS
+# (10 minutes); state is kept in /tmp/sf32 between the calls of one lease, which must follow
+# each other within the lease's 30 s idle limit.
+#   gen     unpack the binaries; write the sparse 32 GiB fixtures (PoRep C1, WinningPoSt input);
+#           start generating the random parameters in the background (setsid: it outlives the
+#           command; PoRep, then WinningPoSt); start the stack without GPU workers (nats-server,
+#           span collector, gateway verifying before done, SYNTH synth-workers (default 2) with
+#           concurrency CONC and SYNTH_BUDGET (20GiB) each) and submit JOBS PoRep jobs, so their
+#           partitions are synthesized while the parameters are made ("staged"); wait for the
+#           parameters at most WAIT seconds (default 540); also a WinningPoSt per synth-worker,
+#           so they have recorded its shape before the measured one
+#   up      wait for the parameters (at most WAIT), start GPUS gpu-workers (cuda-supraseal,
+#           --prefetch PREFETCH, GPU_BUDGET); once the first partition is on the GPU, submit a
+#           WinningPoSt (WINNING=0 skips it): its latency under a GPU busy with PoRep partitions
+#   wait    wait for every job submitted so far (at most WAIT), each timed from its submit
+#   live    keep LIVE_SYNTH synth-workers (default 1; the others stop, leaving the gpu-worker
+#           its memory) and submit JOBS more PoRep jobs: synthesis live beside the GPU; then
+#           `wait` again
+#   stop    peak RSS per process; stop the stack; per-stage spans and the waterfall
+#   stock   filecoin-proofs' own seal_commit_phase2 (supraseal) on the same C1, with its peak
+#           RSS; stopped when its RSS passes STOCK_CAP_GIB (default: 90% of the host's RAM)
+#   prove   up, wait and stop in one command (small sizes, after gen)
 # Binaries from BINS (a tar.xz of nats-server, gateway, synth-worker, gpu-worker-supraseal,
-# snarkflow-supraseal); results in ${OUT:-.}.
+# snarkflow-supraseal); results in ${OUT:-.}. Rehearse at SIZE=2KiB on any machine.
 set -uo pipefail
-step="${1:?usage: device-32gib.sh gen|up|wait|prove|stock}"
+step="${1:?usage: device-32gib.sh gen|up|wait|live|stop|stock|prove}"
 out="${OUT:-.}"
 S=/tmp/sf32 d=/tmp/sf32/bin P=/tmp/sf32/params
 mkdir -p "$S/logs" "$d"
@@ -31,19 +36,22 @@ started=$(date +%s)
 elapsed() { echo $(( $(date +%s) - started )); }
 get() { python3 -c "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1]).read().decode())" "$1" 2>/dev/null; }
 # measure LOG COMMAND...: run it with its output to LOG, then print "exit N, S s, peak RSS G GiB"
-# (VmHWM sampled each second)
+# (VmHWM sampled each second); with CAP_KIB set, the command is killed once its RSS passes it
 measure() {
-    local log=$1 t pid peak=0 v rc
+    local log=$1 t pid peak=0 v rc capped=""
     shift
     t=$(date +%s.%N)
     "$@" >"$log" 2>&1 & pid=$!
     while kill -0 "$pid" 2>/dev/null; do
         v=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
         [ -n "$v" ] && [ "$v" -gt "$peak" ] && peak=$v
+        if [ -n "${CAP_KIB:-}" ] && [ -n "$v" ] && [ "$v" -gt "$CAP_KIB" ]; then
+            kill -9 "$pid"; capped=" (killed: RSS passed the cap)"
+        fi
         sleep 1
     done
     wait "$pid"; rc=$?
-    python3 -c "print(f'exit $rc, {$(date +%s.%N) - $t:.1f} s, peak RSS {$peak / 1048576:.1f} GiB')"
+    python3 -c "print(f'exit $rc, {$(date +%s.%N) - $t:.1f} s, peak RSS {$peak / 1048576:.1f} GiB$capped')"
 }
 hwm() { awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$1/status" 2>/dev/null; }
 host() { echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, disk free $(df -h /tmp | awk 'NR==2 {print $4}'); $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs)"; }
@@ -61,43 +69,73 @@ wait_params() {
     done
 }
 
+SYNTH="${SYNTH:-2}" CONC="${CONC:-4}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-1}"
+spawn() { # name, command...: detached, pid in $S/pids/name
+    local name=$1; shift
+    RUST_LOG=info setsid "$@" </dev/null >"$logs/$name.log" 2>&1 &
+    echo $! >"$S/pids/$name"
+}
+synth_workers() { # budget: start the synth-workers
+    for i in $(seq 1 "$SYNTH"); do
+        spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" --memory-budget "$1"
+    done
+}
+# submit LABEL ARGS...: one job; "id label submit-time" appended to $S/ids. While the
+# generator has not written the verifying key yet (the gateway answers 503), it tries again.
+submit() {
+    local label=$1 t id answer; shift
+    while true; do
+        t=$(date +%s.%N)
+        answer=$("$d/snarkflow-supraseal" submit "$@" 2>&1)
+        id=$(echo "$answer" | awk '/^job / {print $2}')
+        [ -n "$id" ] && break
+        echo "$answer" | grep -q "no verifying key" && [ "$(elapsed)" -lt "$WAIT" ] || { echo "submitting $label failed: $answer"; return 1; }
+        sleep 2
+    done
+    echo "$id $label $t" >>"$S/ids"
+}
+porep_jobs() { for j in $(seq 1 "$JOBS"); do submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id $MINER; done; }
+
 case "$step" in
 gen)
     tar xJf "${BINS:-.gpu-carry/bins32.tar.xz}" -C "$d" || exit 1
     echo "host: $(host)"
-    echo "fixture: $(measure "$logs/fixture.log" "$d/snarkflow-supraseal" filecoin fixture \
+    echo "PoRep fixture: $(measure "$logs/fixture.log" "$d/snarkflow-supraseal" filecoin fixture \
         --sector-size "$SIZE" --miner-id $MINER --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
     [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
+    echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$d/snarkflow-supraseal" filecoin fixture \
+        --proof winning-post --sector-size "$SIZE" --miner-id $MINER --out "$S/fixture")"
+    pkill -f "$d/" 2>/dev/null; sleep 0.5
+    rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids"
+    mkdir -p "$S/pids"
     # the generator outlives this command (setsid); its exit status and numbers land in params.done
     rm -f "$S/params.done"
     setsid bash "$0" _gen </dev/null >/dev/null 2>&1 &
     echo "parameter generation started"
+    # the stack without GPU workers, and the jobs: synthesized while the parameters are made
+    spawn nats "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd "$S/nats"
+    spawn collector "$d/snarkflow-supraseal" traces collect --out "$S/spans.jsonl"
+    spawn gateway "$d/gateway" --insecure-no-auth
+    synth_workers "${SYNTH_BUDGET:-20GiB}"
+    until get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
+    # a WinningPoSt first: the synth-worker records its shape ahead of the measured one; the
+    # PoRep jobs as soon as the generator has written their verifying key
+    if [ "${WINNING:-1}" = 1 ]; then
+        for i in $(seq 1 "$SYNTH"); do submit winning-warm --kind winning-post --input "$S/fixture/winning-post.json"; done
+    fi
+    porep_jobs staged
+    echo "submitted $(awk '{print $1}' "$S/ids" | xargs): $SYNTH synth-workers x $CONC, ${SYNTH_BUDGET:-20GiB} each"
     wait_params
     ;;
 up)
-    # the stack is started detached (setsid), so it outlives this command and `wait` picks it up
+    # the stack is detached (setsid), so it outlives this command and `wait` picks it up
     wait_params || exit 1
-    SYNTH="${SYNTH:-2}" CONC="${CONC:-5}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-2}"
-    pkill -f "$d/" 2>/dev/null; sleep 0.5
-    rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids"
-    mkdir -p "$S/pids"
-    spawn() { # name, command...: detached, pid in $S/pids/name
-        local name=$1; shift
-        RUST_LOG=info setsid "$@" </dev/null >"$logs/$name.log" 2>&1 &
-        echo $! >"$S/pids/$name"
-    }
-    spawn nats "$d/nats-server" -js -a 127.0.0.1 -p 4222 -sd "$S/nats"
-    spawn collector "$d/snarkflow-supraseal" traces collect --out "$S/spans.jsonl"
     t=$(date +%s.%N)
     for g in $(seq 0 $((GPUS - 1))); do
-        cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE" --prefetch "$PREFETCH"
-            --memory-budget "${GPU_BUDGET:-60GiB}" --status-listen "127.0.0.1:$((9102 + g))")
+        cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE,winning-post-$SIZE"
+            --prefetch "$PREFETCH" --memory-budget "${GPU_BUDGET:-60GiB}" --status-listen "127.0.0.1:$((9102 + g))")
         [ "$GPUS" -gt 1 ] && cmd+=(--gpu "$g")
         spawn "gpu-worker-$g" "${cmd[@]}"
-    done
-    spawn gateway "$d/gateway" --insecure-no-auth
-    for i in $(seq 1 "$SYNTH"); do
-        spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" --memory-budget "${SYNTH_BUDGET:-48GiB}"
     done
     for g in $(seq 0 $((GPUS - 1))); do
         until get "http://127.0.0.1:$((9102 + g))/readyz" | grep -q '"ready":true'; do
@@ -105,48 +143,67 @@ up)
             kill -0 "$(cat "$S/pids/gpu-worker-$g")" 2>/dev/null || { echo "gpu-worker $g exited"; tail -20 "$logs/gpu-worker-$g.log"; exit 1; }
         done
     done
-    echo "gpu-workers ready (parameters and shape loaded) after $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s"
+    echo "gpu-workers ready (parameters and shapes loaded) after $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s"
     grep -hE "parameters loaded|constraint shape loaded" "$logs"/gpu-worker-*.log | sed 's/^.*Z //' | cut -c1-300
-    until get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
-    date +%s.%N >"$S/submitted_at"
-    for j in $(seq 1 "$JOBS"); do
-        "$d/snarkflow-supraseal" submit --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id $MINER | awk '{print $2}' >>"$S/ids"
-    done
-    echo "submitted $(xargs <"$S/ids"): $GPUS GPU(s), $SYNTH synth-workers x $CONC, --prefetch $PREFETCH"
+    grep -c "partition synthesized" "$logs"/synth-*.log | xargs echo "partitions synthesized so far (per log):"
+    if [ "${WINNING:-1}" = 1 ]; then
+        # once the first PoRep partition is proved (the next ones are on the GPU or prepared),
+        # a WinningPoSt: it should wait for the partition on the device only
+        until grep -q "partition proved" "$logs"/gpu-worker-0.log; do sleep 0.2; done
+        sleep "${WINNING_AFTER:-1}"
+        submit winning --kind winning-post --input "$S/fixture/winning-post.json"
+        echo "WinningPoSt submitted while the GPU proves PoRep partitions"
+    fi
+    ;;
+live)
+    # synthesis live beside the GPU: LIVE_SYNTH synth-workers kept (they know the shapes), the
+    # others stopped, so what synthesis holds leaves the gpu-worker its memory
+    for i in $(seq $(( ${LIVE_SYNTH:-1} + 1 )) "$SYNTH"); do kill -TERM "$(cat "$S/pids/synth-$i")" 2>/dev/null; done
+    porep_jobs live
+    echo "submitted $(awk '$2 == "porep-live" {print $1}' "$S/ids" | xargs): synthesis live on ${LIVE_SYNTH:-1} synth-worker(s)"
     ;;
 wait)
-    # wait for the jobs `up` submitted (at most WAIT s), then report and stop the stack
-    t0=$(cat "$S/submitted_at")
-    for id in $(cat "$S/ids"); do
-        until "$d/snarkflow-supraseal" status "$id" | grep -qE '"state": "(done|failed|cancelled)"'; do
+    # wait for every job submitted (at most WAIT s), each timed from its submit
+    while read -r id label t0; do
+        [ -f "$out/job-$id.json" ] && continue
+        until "$d/snarkflow-supraseal" status "$id" </dev/null | grep -qE '"state": "(done|failed|cancelled)"'; do
             sleep 0.5
-            [ "$(elapsed)" -ge "$WAIT" ] && { echo "job $id not finished after $(elapsed) s of this step"; break 2; }
+            [ "$(elapsed)" -ge "$WAIT" ] && { echo "job $id ($label) not finished after $(elapsed) s of this step"; exit 2; }
         done
-        "$d/snarkflow-supraseal" status "$id" >"$out/job-$id.json"
-        echo "$SIZE PoRep job $id: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s after the first submit"
+        t1=$(date +%s.%N)
+        "$d/snarkflow-supraseal" status "$id" </dev/null >"$out/job-$id.json"
+        echo "$SIZE $label job $id: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($t1 - $t0, 1))") s after its submit"
         grep -E '"error"' "$out/job-$id.json" | head -2
-    done
+    done <"$S/ids"
+    "$d/snarkflow-supraseal" proof "$(head -1 "$S/ids" | awk '{print $1}')" -o "$out/proof.bin" 2>&1 | tail -1
+    ;;
+stop)
     for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(hwm "$(cat "$f")")"; done
-    "$d/snarkflow-supraseal" proof "$(head -1 "$S/ids")" -o "$out/proof.bin" 2>&1 | tail -1
     for f in "$S"/pids/*; do [ "$(basename "$f")" = collector ] || kill -TERM "$(cat "$f")" 2>/dev/null; done
     sleep 3; kill -INT "$(cat "$S/pids/collector")" 2>/dev/null; sleep 2
     "$d/snarkflow-supraseal" waterfall --otlp-file "$S/spans.jsonl" --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1
-    head -60 "$out/waterfall.txt"
+    head -70 "$out/waterfall.txt"
     grep -hE " ERROR " "$logs"/*.log | head -10 | cut -c1-300
+    pkill -f "$d/" 2>/dev/null
     ;;
 prove)
-    # both, when the whole run fits one command (small sizes)
-    bash "$0" up && bash "$0" wait
+    # up, wait and stop in one command (small sizes)
+    bash "$0" up && bash "$0" wait && bash "$0" stop
     ;;
 stock)
     wait_params || exit 1
-    echo "stock seal_commit_phase2: $(measure "$logs/stock.log" "$d/snarkflow-supraseal" bench stock-c2 --miner-id $MINER --c1 "$S/fixture/c1.json")"
+    pkill -f "$d/" 2>/dev/null; sleep 2
+    cap=$(( ${STOCK_CAP_GIB:-$(( $(free -g | awk '/Mem:/ {print $2}') * 9 / 10 ))} * 1048576 ))
+    echo "stock seal_commit_phase2: $(CAP_KIB=$cap measure "$logs/stock.log" "$d/snarkflow-supraseal" bench stock-c2 --miner-id $MINER --c1 "$S/fixture/c1.json")"
     grep -E "STOCK|verified|FAILED|rror|memory" "$logs/stock.log" | head
     ;;
 _gen)
-    # (run by gen, detached) the generator, measured; the result in params.done
+    # (run by gen, detached) the generators, measured; the result in params.done
+    # WinningPoSt first (small), so its job can be submitted early
+    w=$(measure "$logs/params-winning.log" "$d/snarkflow-supraseal" params generate --proof winning-post --sector-size "$SIZE" --params-dir "$P")
     r=$(measure "$logs/params.log" "$d/snarkflow-supraseal" params generate --proof porep-c2 --sector-size "$SIZE" --params-dir "$P")
-    { echo "parameters: $r"; echo "exit $(echo "$r" | awk '{print $2}' | tr -d ,)"; ls -la "$P"; } >"$S/params.tmp"
+    { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; grep -iE "constraints|comb|written" "$logs"/params*.log | tail -6 | cut -c1-200
+      echo "exit $(echo "$r" | awk '{print $2}' | tr -d ,)"; ls -la "$P"; df -h /tmp | tail -1; } >"$S/params.tmp"
     mv "$S/params.tmp" "$S/params.done"
     ;;
 *) echo "unknown step $step"; exit 2 ;;

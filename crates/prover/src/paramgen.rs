@@ -191,7 +191,7 @@ pub fn generate_random<C: Circuit<Fr>, R: RngCore>(
 /// for byte. For large circuits use [`write_from_shape`], which never holds them whole.
 pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Parameters<Bls12>, SynthesisError> {
     let mut bytes = Vec::new();
-    write_from_shape(shape, t, &mut bytes)?;
+    write_from_shape(shape, t, &mut bytes, |_| Ok(()))?;
     Ok(Parameters::read(&bytes[..], false)?)
 }
 
@@ -203,13 +203,15 @@ const PIECE: usize = 1 << 20;
 /// toxic waste, to `out` in bellperson's file format (`Parameters::write`), and returns the
 /// verifying key. Each section's points are made and written a piece at a time, so memory
 /// holds the shape, the three QAP evaluations (3 × 32 bytes per variable) and a few pieces —
-/// not the points (~480 bytes per constraint: 47 GB at 32 GiB PoRep).
+/// not the points (~480 bytes per constraint: 47 GB at 32 GiB PoRep). `on_vk` gets the
+/// verifying key as soon as it is known, before the (long) sections are made.
 pub fn write_from_shape<W: Write + Send>(
     shape: &ConstraintShape,
     t: &ToxicWaste,
     out: &mut W,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    write_in_pieces(shape, t, out, PIECE, None)
+    write_in_pieces(shape, t, out, PIECE, None, on_vk)
 }
 
 fn write_in_pieces<W: Write + Send>(
@@ -218,6 +220,7 @@ fn write_in_pieces<W: Write + Send>(
     out: &mut W,
     piece: usize,
     digits: Option<Digits>,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let worker = Worker::new();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
@@ -267,6 +270,7 @@ fn write_in_pieces<W: Write + Send>(
         ic,
     };
     vk.write(&mut *out)?;
+    on_vk(&vk)?;
 
     // H: τ^i·t(τ)/δ for i < n − 1
     let h_scalar = |i: usize| t.tau.pow_vartime([i as u64]) * h_coeff;
@@ -369,11 +373,11 @@ mod tests {
             // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
             let mut pieces = Vec::new();
             let shape = record_shape(PartitionCircuit::blank(spec), "t").unwrap();
-            write_in_pieces(&shape, &t, &mut pieces, 1000, None).unwrap();
+            write_in_pieces(&shape, &t, &mut pieces, 1000, None, |_| Ok(())).unwrap();
             assert!(pieces == bytes(&theirs), "{spec:?}: parameters written in pieces differ");
             // with the 16-bit digits that circuits of millions of points get: the same
             let mut wide = Vec::new();
-            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16)).unwrap();
+            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), |_| Ok(())).unwrap();
             assert!(wide == bytes(&theirs), "{spec:?}: parameters from 16-bit digits differ");
         }
     }

@@ -282,7 +282,10 @@ impl ParamStore {
         }
         let toxic = crate::ToxicWaste::random(&mut rand::rngs::OsRng);
         let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {
-            let tmp = target.with_extension("tmp");
+            // `<file>.tmp`: the .params and .vk files are written at the same time
+            let mut tmp = target.as_os_str().to_owned();
+            tmp.push(".tmp");
+            let tmp = PathBuf::from(tmp);
             let file = File::create(&tmp).map_err(werr(&tmp))?;
             let mut out = BufWriter::with_capacity(1 << 22, file);
             let written = what(&mut out)
@@ -294,22 +297,30 @@ impl ParamStore {
             }
             written
         };
-        // the parameters are written as they are made, never whole in memory (47 GB at 32 GiB)
-        let vk = Mutex::new(None);
-        write(&path, &|out| {
-            let made = crate::write_from_shape(&shape, &toxic, out).map_err(|source| match source {
+        // the parameters are written as they are made, never whole in memory (47 GB at 32 GiB);
+        // the verifying key is known first and written at once, so a gateway can take jobs
+        // (which wait for a gpu-worker) while the sections are made (minutes at 32 GiB)
+        let vk_path = self.vk_path(spec);
+        let made = write(&path, &|out| {
+            crate::write_from_shape(&shape, &toxic, out, |vk| {
+                write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+            })
+            .map_err(|source| match source {
                 bellperson::SynthesisError::IoError(source) => ParamsError::Write { path: path.clone(), source },
                 source => ParamsError::Generate { circuit_id: id.clone(), source },
-            })?;
-            *vk.lock().expect("vk lock") = Some(made);
-            Ok(())
-        })?;
+            })
+            .map(drop)
+        });
+        if made.is_err() {
+            // a key without its parameters would let a gateway take jobs nobody can prove
+            let _ = fs::remove_file(&vk_path);
+        }
+        made?;
         drop(shape);
-        let vk = vk.into_inner().expect("vk lock").expect("written with the parameters");
         if let Some(meta) = snarkflow_filecoin_meta(spec) {
             write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()).map_err(werr(&self.meta_path(spec))))?;
         }
-        write(&self.vk_path(spec), &|out| vk.write(out).map_err(werr(&self.vk_path(spec))))?;
         if filecoin {
             let mark = path.with_extension(RANDOM_MARK);
             write(&mark, &|out| {
@@ -368,6 +379,12 @@ mod tests {
         // a fresh store reads the same file back
         let again = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, false).unwrap();
         assert_eq!(again.vk, first.vk);
+        // the .vk file (written before the sections) is the parameters' key
+        let vk_file = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(
+            &fs::read(store.vk_path(&spec)).unwrap()[..],
+        )
+        .unwrap();
+        assert!(vk_file == first.vk);
         assert!(again.parameters().is_some());
     }
 
