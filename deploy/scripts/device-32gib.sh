@@ -8,11 +8,12 @@
 #           span collector, gateway verifying before done, SYNTH synth-workers (default 2) with
 #           concurrency CONC and SYNTH_BUDGET (20GiB) each) and submit JOBS PoRep jobs, so their
 #           partitions are synthesized while the parameters are made ("staged"); wait for the
-#           parameters at most WAIT seconds (default 540); also a WinningPoSt per synth-worker,
-#           so they have recorded its shape before the measured one
+#           parameters at most WAIT seconds (default 540)
 #   up      wait for the parameters (at most WAIT), start GPUS gpu-workers (cuda-supraseal,
 #           --prefetch PREFETCH, GPU_BUDGET); once the first partition is on the GPU, submit a
-#           WinningPoSt (WINNING=0 skips it): its latency under a GPU busy with PoRep partitions
+#           WinningPoSt (WINNING=0 skips it): its latency under a GPU busy with PoRep partitions.
+#           (WinningPoSt parameters are made first: a WinningPoSt submitted during the 17 minutes
+#           of PoRep generation would miss its 300 s deadline.)
 #   wait    wait for every job submitted so far (at most WAIT), each timed from its submit
 #   live    keep LIVE_SYNTH synth-workers (default 1; the others stop, leaving the gpu-worker
 #           its memory) and submit JOBS more PoRep jobs: synthesis live beside the GPU; then
@@ -96,6 +97,13 @@ submit() {
 }
 porep_jobs() { for j in $(seq 1 "$JOBS"); do submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id $MINER; done; }
 
+# stop what an earlier step started (by its pid files: a `pkill -f` on the binaries' path would
+# also match the device command that names them)
+stop_stack() {
+    for f in "$S"/pids/*; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done
+    sleep "${1:-0.5}"
+}
+
 case "$step" in
 gen)
     tar xJf "${BINS:-.gpu-carry/bins32.tar.xz}" -C "$d" || exit 1
@@ -105,7 +113,7 @@ gen)
     [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
     echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$d/snarkflow-supraseal" filecoin fixture \
         --proof winning-post --sector-size "$SIZE" --miner-id $MINER --out "$S/fixture")"
-    pkill -f "$d/" 2>/dev/null; sleep 0.5
+    stop_stack
     rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids"
     mkdir -p "$S/pids"
     # the generator outlives this command (setsid); its exit status and numbers land in params.done
@@ -118,11 +126,7 @@ gen)
     spawn gateway "$d/gateway" --insecure-no-auth
     synth_workers "${SYNTH_BUDGET:-20GiB}"
     until get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
-    # a WinningPoSt first: the synth-worker records its shape ahead of the measured one; the
-    # PoRep jobs as soon as the generator has written their verifying key
-    if [ "${WINNING:-1}" = 1 ]; then
-        for i in $(seq 1 "$SYNTH"); do submit winning-warm --kind winning-post --input "$S/fixture/winning-post.json"; done
-    fi
+    # as soon as the generator has written their verifying key
     porep_jobs staged
     echo "submitted $(awk '{print $1}' "$S/ids" | xargs): $SYNTH synth-workers x $CONC, ${SYNTH_BUDGET:-20GiB} each"
     wait_params
@@ -184,7 +188,7 @@ stop)
     "$d/snarkflow-supraseal" waterfall --otlp-file "$S/spans.jsonl" --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1
     head -70 "$out/waterfall.txt"
     grep -hE " ERROR " "$logs"/*.log | head -10 | cut -c1-300
-    pkill -f "$d/" 2>/dev/null
+    stop_stack
     ;;
 prove)
     # up, wait and stop in one command (small sizes)
@@ -192,7 +196,7 @@ prove)
     ;;
 stock)
     wait_params || exit 1
-    pkill -f "$d/" 2>/dev/null; sleep 2
+    stop_stack 2
     cap=$(( ${STOCK_CAP_GIB:-$(( $(free -g | awk '/Mem:/ {print $2}') * 9 / 10 ))} * 1048576 ))
     echo "stock seal_commit_phase2: $(CAP_KIB=$cap measure "$logs/stock.log" "$d/snarkflow-supraseal" bench stock-c2 --miner-id $MINER --c1 "$S/fixture/c1.json")"
     grep -E "STOCK|verified|FAILED|rror|memory" "$logs/stock.log" | head
