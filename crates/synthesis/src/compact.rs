@@ -111,6 +111,85 @@ fn parse_header(bytes: &[u8]) -> Result<(Header, usize), CompactError> {
     Ok((header, 6 + cursor.position() as usize))
 }
 
+/// Values per chunk decoded by one thread.
+const CHUNK: usize = 1 << 20;
+
+/// The `n` values from their tags, small-value varints and raw representations, `chunk` values
+/// per parallel piece. Where each piece's varints and raw values start is found first: raw
+/// values by counting raw tags, varints by counting the bytes that end one (high bit clear) —
+/// a quick scan; then the pieces decode in parallel, each checking it ends where the next
+/// begins. Any structural fault is an error, as when decoded in one pass.
+fn decode_values(tags: &[u8], smalls: &[u8], raws: &[u8], n: usize, chunk: usize) -> Result<Vec<Fr>, CompactError> {
+    use rayon::prelude::*;
+    let malformed = |m: &str| CompactError::Malformed(m.to_owned());
+    let chunk = chunk.max(4) / 4 * 4; // whole tag bytes per piece
+    let tag = |i: usize| (tags[i / 4] >> (2 * (i % 4))) & 3;
+    let pieces = n.div_ceil(chunk);
+    // per piece: how many small and raw values it holds
+    let counts: Vec<(usize, usize)> = (0..pieces)
+        .into_par_iter()
+        .map(|p| {
+            (p * chunk..((p + 1) * chunk).min(n)).fold((0, 0), |(s, r), i| match tag(i) {
+                TAG_SMALL => (s + 1, r),
+                TAG_RAW => (s, r + 1),
+                _ => (s, r),
+            })
+        })
+        .collect();
+    // where each piece starts in the two streams
+    let mut starts = Vec::with_capacity(pieces + 1);
+    let (mut small_values, mut raw_values) = (0usize, 0usize);
+    let mut ends_seen = 0usize; // varints ended so far in the scan of `smalls`
+    let mut byte = 0usize;
+    for &(s, r) in std::iter::once(&(0, 0)).chain(&counts) {
+        small_values += s;
+        raw_values += r;
+        while ends_seen < small_values {
+            let b = *smalls.get(byte).ok_or_else(|| malformed("small values truncated"))?;
+            byte += 1;
+            if b & 0x80 == 0 {
+                ends_seen += 1;
+            }
+        }
+        starts.push((byte, raw_values * 32));
+    }
+    let (smalls_end, raws_end) = starts[pieces];
+    if smalls_end != smalls.len() || raws_end != raws.len() {
+        return Err(malformed(if raws_end > raws.len() { "raw values truncated" } else { "trailing bytes" }));
+    }
+    let mut values = vec![Fr::ZERO; n];
+    values.par_chunks_mut(chunk).enumerate().try_for_each(|(p, out)| {
+        let ((mut s, mut r), end) = (starts[p], starts[p + 1]);
+        for (k, v) in out.iter_mut().enumerate() {
+            *v = match tag(p * chunk + k) {
+                TAG_ZERO => Fr::ZERO,
+                TAG_ONE => Fr::ONE,
+                TAG_SMALL => {
+                    let (mut x, mut shift) = (0u64, 0u32);
+                    loop {
+                        let byte = smalls[s];
+                        s += 1;
+                        x |= u64::from(byte & 0x7f).checked_shl(shift).ok_or_else(|| malformed("varint too long"))?;
+                        shift += 7;
+                        if byte & 0x80 == 0 {
+                            break;
+                        }
+                    }
+                    Fr::from(x)
+                }
+                _ => {
+                    let repr: [u8; 32] = raws[r..r + 32].try_into().expect("32 bytes");
+                    r += 32;
+                    Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
+                }
+            };
+        }
+        debug_assert_eq!((s, r), end, "piece {p} ends where the next begins");
+        Ok(())
+    })?;
+    Ok(values)
+}
+
 /// Decode and check a compact witness: digest first, then structure and canonical values.
 pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), CompactError> {
     if bytes.len() < 4 || bytes[..4] != COMPACT_MAGIC {
@@ -134,40 +213,74 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
     let smalls = body.get(pos..pos + smalls_len as usize).ok_or_else(|| malformed("small values truncated"))?;
     pos += smalls.len();
     let raws = &body[pos..];
-    let (mut s, mut r) = (0usize, 0usize);
-    let mut values = Vec::with_capacity(n);
-    for i in 0..n {
-        let v = match (tags[i / 4] >> (2 * (i % 4))) & 3 {
-            TAG_ZERO => Fr::ZERO,
-            TAG_ONE => Fr::ONE,
-            TAG_SMALL => {
-                let (mut x, mut shift) = (0u64, 0u32);
-                loop {
-                    let byte = *smalls.get(s).ok_or_else(|| malformed("small values truncated"))?;
-                    s += 1;
-                    x |= u64::from(byte & 0x7f).checked_shl(shift).ok_or_else(|| malformed("varint too long"))?;
-                    shift += 7;
-                    if byte & 0x80 == 0 {
-                        break;
-                    }
-                }
-                Fr::from(x)
-            }
-            _ => {
-                let repr: [u8; 32] =
-                    raws.get(r..r + 32).ok_or_else(|| malformed("raw values truncated"))?.try_into().expect("32");
-                r += 32;
-                Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
-            }
-        };
-        values.push(v);
-    }
-    if s != smalls.len() || r != raws.len() {
-        return Err(malformed("trailing bytes"));
-    }
+    let mut values = decode_values(tags, smalls, raws, n, CHUNK)?;
     let aux = values.split_off(header.inputs as usize);
     Ok((
         PartitionWitness { circuit_id: header.circuit_id, partition: header.partition, inputs: values, aux },
         header.shape_hash,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// The tag, varint and raw streams of `values`, as `encode_compact` lays them out.
+    fn streams(values: Vec<Fr>) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let n = values.len();
+        let w = PartitionWitness { circuit_id: "t".into(), partition: 0, inputs: Vec::new(), aux: values };
+        let bytes = encode_compact(&w, [0; 32]);
+        let (_, pos) = parse_header(&bytes).unwrap();
+        let tags = bytes[pos..pos + n.div_ceil(4)].to_vec();
+        let at = pos + tags.len();
+        let smalls_len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        let smalls = bytes[at + 8..at + 8 + smalls_len].to_vec();
+        let raws = bytes[at + 8 + smalls_len..bytes.len() - 32].to_vec();
+        (tags, smalls, raws)
+    }
+
+    fn mixed(n: usize, seed: u64) -> Vec<Fr> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| match rng.gen_range(0..4) {
+                0 => Fr::ZERO,
+                1 => Fr::ONE,
+                2 => Fr::from(rng.gen::<u64>() >> rng.gen_range(0..64)),
+                _ => Fr::random(&mut rng),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decoding_in_pieces_gives_the_values_for_any_piece_size() {
+        for n in [0, 1, 3, 4, 5, 1000, 1027] {
+            let values = mixed(n, n as u64);
+            let (tags, smalls, raws) = streams(values.clone());
+            for chunk in [1, 4, 8, 12, 100, 1024, CHUNK] {
+                assert!(decode_values(&tags, &smalls, &raws, n, chunk).unwrap() == values, "n {n}, pieces of {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_streams_are_refused_by_every_piece_size() {
+        let n = 1000;
+        let (tags, smalls, raws) = streams(mixed(n, 7));
+        for chunk in [4, 12, 1024] {
+            let err = |t: &[u8], s: &[u8], r: &[u8]| decode_values(t, s, r, n, chunk).unwrap_err().to_string();
+            assert!(err(&tags, &smalls[..smalls.len() - 1], &raws).contains("small values truncated"));
+            assert!(err(&tags, &[&smalls[..], &[1]].concat(), &raws).contains("trailing bytes"));
+            assert!(err(&tags, &smalls, &raws[..raws.len() - 32]).contains("raw values truncated"));
+            assert!(err(&tags, &smalls, &[&raws[..], &[0; 32]].concat()).contains("trailing bytes"));
+            // a raw value at or above the field's modulus
+            let mut big = raws.clone();
+            big[..32].copy_from_slice(&[0xff; 32]);
+            assert!(err(&tags, &smalls, &big).contains("non-canonical field element"));
+            // a varint longer than 64 bits: eleven continuation bytes where one value was
+            let long = [&[0x80u8; 10][..], &smalls[..]].concat();
+            let e = err(&tags, &long, &raws);
+            assert!(e.contains("varint too long") || e.contains("trailing bytes"), "{e}");
+        }
+    }
 }
