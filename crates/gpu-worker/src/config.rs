@@ -35,8 +35,9 @@ pub struct Config {
     /// hung on a blocking thread cannot be interrupted). Raise it for 32 GiB on a CPU prover.
     #[arg(long, env = "SNARKFLOW_TASK_TIMEOUT_SECS", default_value_t = 3600)]
     pub task_timeout_secs: u64,
-    /// Threads rebuilding a, b, c from compact witnesses (default: a quarter of the cores, at
-    /// least 2), so the rebuild of the next partition does not starve the prover's CPU side.
+    /// Threads decoding compact witnesses and rebuilding a, b, c from them (default: a quarter
+    /// of the cores, at least 2), so preparing the next partition does not starve the prover's
+    /// CPU side.
     #[arg(long, env = "SNARKFLOW_REBUILD_THREADS")]
     pub rebuild_threads: Option<usize>,
     #[command(flatten)]

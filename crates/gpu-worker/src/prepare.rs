@@ -36,8 +36,9 @@ pub(crate) fn prepare(
             Prepared { partition, deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
         }
         PartitionEncoding::CompactWitness => {
+            // decoded in parallel pieces, on the rebuild threads (not the prover's)
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| decode_compact(&payload))
+                .in_scope(|| rebuild_pool.install(|| decode_compact(&payload)))
                 .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
             drop(payload);
             let deserialize_s = started.elapsed().as_secs_f64();
