@@ -380,10 +380,9 @@ mod tests {
         let again = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, false).unwrap();
         assert_eq!(again.vk, first.vk);
         // the .vk file (written before the sections) is the parameters' key
-        let vk_file = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(
-            &fs::read(store.vk_path(&spec)).unwrap()[..],
-        )
-        .unwrap();
+        let vk_file =
+            bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(&fs::read(store.vk_path(&spec)).unwrap()[..])
+                .unwrap();
         assert!(vk_file == first.vk);
         assert!(again.parameters().is_some());
     }
