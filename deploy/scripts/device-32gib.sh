@@ -17,7 +17,8 @@
 #   wait    wait for every job submitted so far (at most WAIT), each timed from its submit
 #   live    keep LIVE_SYNTH synth-workers (default 1; the others stop, leaving the gpu-worker
 #           its memory) and submit JOBS more PoRep jobs: synthesis live beside the GPU; then
-#           `wait` again
+#           `wait` again. On the 125 GiB one-H200 host run `up` with GPU_BUDGET=32GiB (the
+#           gpu-worker near 90 GiB) so two or three synthesis partitions (~8.7 GiB) fit beside it
 #   stop    peak RSS per process; stop the stack; per-stage spans and the waterfall
 #   stock   filecoin-proofs' own seal_commit_phase2 (supraseal) on the same C1, with its peak
 #           RSS; stopped when its RSS passes STOCK_CAP_GIB (default: 90% of the host's RAM)
