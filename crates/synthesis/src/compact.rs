@@ -114,22 +114,38 @@ fn parse_header(bytes: &[u8]) -> Result<(Header, usize), CompactError> {
 /// Values per chunk decoded by one thread.
 const CHUNK: usize = 1 << 20;
 
-/// The `n` values from their tags, small-value varints and raw representations, `chunk` values
-/// per parallel piece. Where each piece's varints and raw values start is found first: raw
-/// values by counting raw tags, varints by counting the bytes that end one (high bit clear) —
-/// a quick scan; then the pieces decode in parallel, each checking it ends where the next
-/// begins. Any structural fault is an error, as when decoded in one pass.
-fn decode_values(tags: &[u8], smalls: &[u8], raws: &[u8], n: usize, chunk: usize) -> Result<Vec<Fr>, CompactError> {
+/// The values from their tags, small-value varints and raw representations, decoded into
+/// `outs` in order (the inputs, then the aux values: no copy to split them afterwards), at most
+/// `chunk` values per parallel piece. Where each piece's varints and raw values start is found
+/// first: raw values by counting raw tags, varints by counting the bytes that end one (high bit
+/// clear) — a quick scan; then the pieces decode in parallel, each checking it ends where the
+/// next begins. Any structural fault is an error, as when decoded in one pass.
+fn decode_values(
+    tags: &[u8],
+    smalls: &[u8],
+    raws: &[u8],
+    outs: &mut [&mut [Fr]],
+    chunk: usize,
+) -> Result<(), CompactError> {
     use rayon::prelude::*;
     let malformed = |m: &str| CompactError::Malformed(m.to_owned());
-    let chunk = chunk.max(4) / 4 * 4; // whole tag bytes per piece
+    let chunk = chunk.max(1);
     let tag = |i: usize| (tags[i / 4] >> (2 * (i % 4))) & 3;
-    let pieces = n.div_ceil(chunk);
+    // the pieces: each output cut into `chunk`s, with the index of its first value
+    let mut pieces: Vec<(usize, &mut [Fr])> = Vec::new();
+    let mut first = 0;
+    for out in outs.iter_mut() {
+        for piece in out.chunks_mut(chunk) {
+            let len = piece.len();
+            pieces.push((first, piece));
+            first += len;
+        }
+    }
     // per piece: how many small and raw values it holds
-    let counts: Vec<(usize, usize)> = (0..pieces)
-        .into_par_iter()
-        .map(|p| {
-            (p * chunk..((p + 1) * chunk).min(n)).fold((0, 0), |(s, r), i| match tag(i) {
+    let counts: Vec<(usize, usize)> = pieces
+        .par_iter()
+        .map(|(first, piece)| {
+            (*first..first + piece.len()).fold((0, 0), |(s, r), i| match tag(i) {
                 TAG_SMALL => (s + 1, r),
                 TAG_RAW => (s, r + 1),
                 _ => (s, r),
@@ -137,7 +153,7 @@ fn decode_values(tags: &[u8], smalls: &[u8], raws: &[u8], n: usize, chunk: usize
         })
         .collect();
     // where each piece starts in the two streams
-    let mut starts = Vec::with_capacity(pieces + 1);
+    let mut starts = Vec::with_capacity(pieces.len() + 1);
     let (mut small_values, mut raw_values) = (0usize, 0usize);
     let mut ends_seen = 0usize; // varints ended so far in the scan of `smalls`
     let mut byte = 0usize;
@@ -153,15 +169,14 @@ fn decode_values(tags: &[u8], smalls: &[u8], raws: &[u8], n: usize, chunk: usize
         }
         starts.push((byte, raw_values * 32));
     }
-    let (smalls_end, raws_end) = starts[pieces];
+    let (smalls_end, raws_end) = starts[pieces.len()];
     if smalls_end != smalls.len() || raws_end != raws.len() {
         return Err(malformed(if raws_end > raws.len() { "raw values truncated" } else { "trailing bytes" }));
     }
-    let mut values = vec![Fr::ZERO; n];
-    values.par_chunks_mut(chunk).enumerate().try_for_each(|(p, out)| {
+    pieces.into_par_iter().enumerate().try_for_each(|(p, (first, out))| {
         let ((mut s, mut r), end) = (starts[p], starts[p + 1]);
         for (k, v) in out.iter_mut().enumerate() {
-            *v = match tag(p * chunk + k) {
+            *v = match tag(first + k) {
                 TAG_ZERO => Fr::ZERO,
                 TAG_ONE => Fr::ONE,
                 TAG_SMALL => {
@@ -186,8 +201,16 @@ fn decode_values(tags: &[u8], smalls: &[u8], raws: &[u8], n: usize, chunk: usize
         }
         debug_assert_eq!((s, r), end, "piece {p} ends where the next begins");
         Ok(())
-    })?;
-    Ok(values)
+    })
+}
+
+/// `n` zero field elements, the pages written by all threads (a 32 GiB partition's aux
+/// vector is 4.2 GB: one thread spends seconds faulting its pages in).
+fn zeros(n: usize) -> Vec<Fr> {
+    use rayon::prelude::*;
+    let mut v = Vec::new();
+    (0..n).into_par_iter().map(|_| Fr::ZERO).collect_into_vec(&mut v);
+    v
 }
 
 /// Decode and check a compact witness: digest first, then structure and canonical values.
@@ -213,10 +236,10 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
     let smalls = body.get(pos..pos + smalls_len as usize).ok_or_else(|| malformed("small values truncated"))?;
     pos += smalls.len();
     let raws = &body[pos..];
-    let mut values = decode_values(tags, smalls, raws, n, CHUNK)?;
-    let aux = values.split_off(header.inputs as usize);
+    let (mut inputs, mut aux) = (zeros(header.inputs as usize), zeros(n - header.inputs as usize));
+    decode_values(tags, smalls, raws, &mut [&mut inputs, &mut aux], CHUNK)?;
     Ok((
-        PartitionWitness { circuit_id: header.circuit_id, partition: header.partition, inputs: values, aux },
+        PartitionWitness { circuit_id: header.circuit_id, partition: header.partition, inputs, aux },
         header.shape_hash,
     ))
 }
@@ -240,6 +263,13 @@ mod tests {
         (tags, smalls, raws)
     }
 
+    /// Decode `n` values into two outputs split at `split` (inputs and aux), joined again.
+    fn decode(t: &[u8], s: &[u8], r: &[u8], n: usize, split: usize, chunk: usize) -> Result<Vec<Fr>, CompactError> {
+        let (mut a, mut b) = (zeros(split), zeros(n - split));
+        decode_values(t, s, r, &mut [&mut a, &mut b], chunk)?;
+        Ok([a, b].concat())
+    }
+
     fn mixed(n: usize, seed: u64) -> Vec<Fr> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         (0..n)
@@ -253,12 +283,15 @@ mod tests {
     }
 
     #[test]
-    fn decoding_in_pieces_gives_the_values_for_any_piece_size() {
+    fn decoding_in_pieces_gives_the_values_for_any_piece_size_and_split() {
         for n in [0, 1, 3, 4, 5, 1000, 1027] {
             let values = mixed(n, n as u64);
             let (tags, smalls, raws) = streams(values.clone());
-            for chunk in [1, 4, 8, 12, 100, 1024, CHUNK] {
-                assert!(decode_values(&tags, &smalls, &raws, n, chunk).unwrap() == values, "n {n}, pieces of {chunk}");
+            for chunk in [1, 3, 4, 8, 12, 100, 1024, CHUNK] {
+                for split in [0, 1, 3, n / 2, n].into_iter().filter(|&k| k <= n) {
+                    let got = decode(&tags, &smalls, &raws, n, split, chunk).unwrap();
+                    assert!(got == values, "n {n}, pieces of {chunk}, split at {split}");
+                }
             }
         }
     }
@@ -267,8 +300,8 @@ mod tests {
     fn malformed_streams_are_refused_by_every_piece_size() {
         let n = 1000;
         let (tags, smalls, raws) = streams(mixed(n, 7));
-        for chunk in [4, 12, 1024] {
-            let err = |t: &[u8], s: &[u8], r: &[u8]| decode_values(t, s, r, n, chunk).unwrap_err().to_string();
+        for (chunk, split) in [(4, 0), (12, 5), (1024, 3), (7, 1000)] {
+            let err = |t: &[u8], s: &[u8], r: &[u8]| decode(t, s, r, n, split, chunk).unwrap_err().to_string();
             assert!(err(&tags, &smalls[..smalls.len() - 1], &raws).contains("small values truncated"));
             assert!(err(&tags, &[&smalls[..], &[1]].concat(), &raws).contains("trailing bytes"));
             assert!(err(&tags, &smalls, &raws[..raws.len() - 32]).contains("raw values truncated"));
