@@ -10,6 +10,35 @@ use snarkflow_wire::{PartitionEncoding, ProveTask};
 
 use crate::shapes::ShapeStore;
 
+/// Partitions with at least this many constraints are prepared one at a time: each then has
+/// every rebuild thread, so the next partition for the device is ready in half the time (two
+/// 32 GiB partitions rebuilt together both finished late, leaving the GPU idle). Small ones
+/// prepare side by side: their pieces are too small to spread over every thread.
+const ONE_AT_A_TIME: usize = 1 << 24;
+
+/// The threads that decode and rebuild partitions, kept apart from the prover's own CPU work
+/// (supraseal prepares MSMs and does the B-G2 MSM on the CPU while the GPU runs).
+pub(crate) struct RebuildThreads {
+    pool: rayon::ThreadPool,
+    large: std::sync::Mutex<()>,
+}
+
+impl RebuildThreads {
+    pub(crate) fn new(pool: rayon::ThreadPool) -> Self {
+        RebuildThreads { pool, large: std::sync::Mutex::new(()) }
+    }
+
+    /// For a partition of `constraints` at or over [`ONE_AT_A_TIME`]: wait until no other such
+    /// partition is being prepared; it is this one's turn while the guard lives.
+    fn turn(&self, constraints: usize) -> Option<std::sync::MutexGuard<'_, ()>> {
+        (constraints >= ONE_AT_A_TIME).then(|| self.large.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}
+
 /// A decoded partition, ready for the device, and what preparing it cost.
 pub(crate) struct Prepared {
     pub partition: SynthesizedPartition,
@@ -23,7 +52,7 @@ pub(crate) fn prepare(
     task: &ProveTask,
     payload: Vec<u8>,
     shapes: &ShapeStore,
-    rebuild_pool: &rayon::ThreadPool,
+    rebuild: &RebuildThreads,
     worker: &str,
 ) -> Result<Prepared, Failure> {
     let bytes = payload.len() as u64;
@@ -36,13 +65,15 @@ pub(crate) fn prepare(
             Prepared { partition, deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
         }
         PartitionEncoding::CompactWitness => {
+            let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
+            let constraints = shape.num_constraints();
+            let turn = rebuild.turn(constraints);
             // decoded in parallel pieces, on the rebuild threads (not the prover's)
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| rebuild_pool.install(|| decode_compact(&payload)))
+                .in_scope(|| rebuild.run(|| decode_compact(&payload)))
                 .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
             drop(payload);
             let deserialize_s = started.elapsed().as_secs_f64();
-            let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
             if shape.hash != shape_hash {
                 return Err(Failure::Permanent(format!(
                     "witness was made for shape {} but this prover's {} shape is {}",
@@ -52,9 +83,10 @@ pub(crate) fn prepare(
                 )));
             }
             let started = Instant::now();
-            let partition = partition_span!("rebuild", task, worker, constraints = shape.num_constraints() as u64)
-                .in_scope(|| rebuild_pool.install(|| shape.rebuild(witness)))
+            let partition = partition_span!("rebuild", task, worker, constraints = constraints as u64)
+                .in_scope(|| rebuild.run(|| shape.rebuild(witness)))
                 .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
+            drop(turn);
             Prepared { partition, deserialize_s, rebuild_s: started.elapsed().as_secs_f64() }
         }
     };

@@ -13,7 +13,7 @@ use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveSta
 use tracing::{info, Instrument};
 
 use crate::device::Device;
-use crate::prepare::{prepare, Prepared};
+use crate::prepare::{prepare, Prepared, RebuildThreads};
 use crate::shapes::ShapeStore;
 
 /// Whether this build proves on a GPU (where a wrong proof may be the device's fault).
@@ -23,9 +23,8 @@ const DEVICE_BUILD: bool = cfg!(any(feature = "cuda", feature = "cuda-supraseal"
 #[derive(Clone)]
 pub(crate) struct Proving {
     pub device: Arc<Device>,
-    /// Threads for rebuilding a, b, c: kept apart from the prover's own CPU work
-    /// (supraseal prepares MSMs and does the B-G2 MSM on the CPU while the GPU runs).
-    pub rebuild_pool: Arc<rayon::ThreadPool>,
+    /// Threads for decoding and rebuilding a, b, c.
+    pub rebuild: Arc<RebuildThreads>,
     pub params: Arc<ParamStore>,
     pub shapes: Arc<ShapeStore>,
     pub generate_missing_params: bool,
@@ -74,8 +73,14 @@ impl Proving {
                 .expect("metric"),
             ),
         };
-        let proving =
-            Proving { device, rebuild_pool: Arc::new(rebuild_pool), params, shapes, generate_missing_params, metrics };
+        let proving = Proving {
+            device,
+            rebuild: Arc::new(RebuildThreads::new(rebuild_pool)),
+            params,
+            shapes,
+            generate_missing_params,
+            metrics,
+        };
         proving.mark_loaded_params();
         proving
     }
@@ -244,7 +249,7 @@ impl Stage for Proving {
             (tracing::Span::current(), cx.host.id.clone(), self.clone(), task.clone(), cx.delivery);
         let (prepared, proved) = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
-            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild_pool, &worker)?;
+            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild, &worker)?;
             let loaded = this.loaded_params(&blocking_task)?;
             let Prepared { partition, deserialize_s, rebuild_s } = prepared;
             let proved = this.prove(&blocking_task, &loaded, partition, &worker, delivery)?;
