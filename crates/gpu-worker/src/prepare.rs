@@ -68,6 +68,7 @@ pub(crate) fn prepare(
             let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
             let constraints = shape.num_constraints();
             let turn = rebuild.turn(constraints);
+            let started = Instant::now(); // not counting the wait for the turn
             // decoded in parallel pieces, on the rebuild threads (not the prover's)
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
                 .in_scope(|| rebuild.run(|| decode_compact(&payload)))
