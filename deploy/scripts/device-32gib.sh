@@ -190,6 +190,8 @@ stop)
     head -70 "$out/waterfall.txt"
     grep -hE " ERROR " "$logs"/*.log | head -10 | cut -c1-300
     stop_stack
+    # the spans and logs come back for a closer look
+    gzip -c "$S/spans.jsonl" >"$out/spans.jsonl.gz"; tar czf "$out/logs.tgz" -C "$S" logs ids
     ;;
 prove)
     # up, wait and stop in one command (small sizes)
