@@ -111,6 +111,15 @@ impl Lanes {
         }
     }
 
+    /// The most urgent lane alone: what a worker's urgent slots pull from.
+    pub fn most_urgent(&self) -> Lanes {
+        Lanes {
+            lanes: self.lanes.iter().take(1).cloned().collect(),
+            ack_wait: self.ack_wait,
+            connections: self.connections.clone(),
+        }
+    }
+
     /// Start heartbeats for `msg` at a third of the ack wait.
     pub fn heartbeat(&self, msg: &Message) -> Heartbeat {
         Heartbeat::start(msg.clone(), self.ack_wait / 3)

@@ -9,7 +9,8 @@
 //! `SNARKFLOW_CHAOS_SECS` (default 40) — `just chaos` runs a longer one.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,27 +29,33 @@ fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A service run as a child process that the driver kills and restarts.
+/// A service run as a child process that the driver kills and restarts; its output (info
+/// level, every life of it) goes to `<logs>/<name>.log`, read back for a job that is lost.
 struct Service {
     name: String,
     bin: &'static str,
     args: Vec<String>,
+    log: PathBuf,
     child: Option<Child>,
 }
 
 impl Service {
-    fn new(name: &str, bin: &'static str, args: Vec<String>) -> Service {
-        let mut service = Service { name: name.into(), bin, args, child: None };
+    fn new(name: &str, bin: &'static str, args: Vec<String>, logs: &Path) -> Service {
+        let log = logs.join(format!("{name}.log"));
+        let mut service = Service { name: name.into(), bin, args, log, child: None };
         service.start();
         service
     }
 
     fn start(&mut self) {
         if self.child.is_none() {
+            let log = || std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("service log");
             let child = Command::new(self.bin)
                 .args(&self.args)
-                .env("RUST_LOG", "warn")
-                .stdout(Stdio::null())
+                .env("RUST_LOG", "info")
+                .env("NO_COLOR", "1")
+                .stdout(log())
+                .stderr(log())
                 .spawn()
                 .unwrap_or_else(|e| panic!("start {}: {e}", self.bin));
             self.child = Some(child);
@@ -181,11 +188,12 @@ async fn chaos() {
     gateway_args.extend(gateway_auth_flags());
     let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
     gpu_args.extend(["--nats-replicas", "3"].map(String::from));
+    let logs = tempfile::tempdir().unwrap();
     let services = Arc::new(Mutex::new(vec![
-        Service::new("gateway", env!("CARGO_BIN_EXE_e2e-gateway"), gateway_args),
-        Service::new("synth-1", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-1"])),
-        Service::new("synth-2", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-2"])),
-        Service::new("gpu-1", env!("CARGO_BIN_EXE_e2e-gpu-worker"), gpu_args),
+        Service::new("gateway", env!("CARGO_BIN_EXE_e2e-gateway"), gateway_args, logs.path()),
+        Service::new("synth-1", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-1"]), logs.path()),
+        Service::new("synth-2", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-2"]), logs.path()),
+        Service::new("gpu-1", env!("CARGO_BIN_EXE_e2e-gpu-worker"), gpu_args, logs.path()),
     ]));
     let http = api_client();
 
@@ -270,6 +278,7 @@ async fn chaos() {
         let job = snarkflow_e2e::wait_job(&http, &base, id, Duration::from_secs(900)).await.ok();
         let Some(job) = job else {
             lost.push(format!("job {id} never finished"));
+            print_job_story(logs.path(), id);
             continue;
         };
         match job["state"].as_str() {
@@ -320,9 +329,27 @@ async fn chaos() {
     for f in &failed {
         println!("  failed: {f}");
     }
+    if !lost.is_empty() || !left.is_empty() {
+        println!("service logs kept in {}", logs.keep().display());
+    }
     assert!(lost.is_empty(), "lost jobs: {lost:?}");
     assert_eq!(verified, done, "every done proof verifies");
     assert!(left.is_empty(), "objects left behind: {left:?}");
     assert_eq!(duplicates, 0, "a retried key made another job");
     drop(services);
+}
+
+/// What every service's log says about job `id`, for a job that did not end: the lines naming
+/// it, in each log's order, with the last lines around each service's deaths.
+fn print_job_story(logs: &Path, id: &str) {
+    println!("--- the story of job {id}, from the service logs ---");
+    let Ok(entries) = std::fs::read_dir(logs) else { return };
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        for line in text.lines().filter(|l| l.contains(id) || l.contains("ERROR")) {
+            println!("{name}: {}", line.chars().take(400).collect::<String>());
+        }
+    }
+    println!("--- end of the story of job {id} ---");
 }

@@ -50,6 +50,11 @@ pub struct Config {
     /// Kernel work stays serialized: one partition on the device at a time. 0 = no overlap.
     #[arg(long, env = "SNARKFLOW_PREFETCH", default_value_t = 1)]
     pub prefetch: usize,
+    /// More slots that take only critical-priority partitions (WinningPoSt by default): one is
+    /// prepared while the prefetch slots hold long partitions, then goes on the device next.
+    /// 0 = none.
+    #[arg(long, env = "SNARKFLOW_URGENT_SLOTS", default_value_t = 1)]
+    pub urgent_slots: usize,
     /// The GPUs CUDA shows this process (set by `--gpu`, or by the operator), for `/readyz`.
     #[arg(long, env = "CUDA_VISIBLE_DEVICES", hide = true)]
     pub cuda_visible_devices: Option<String>,

@@ -69,7 +69,7 @@ pub(crate) fn prepare(
             let constraints = shape.num_constraints();
             let turn = rebuild.turn(constraints);
             let started = Instant::now(); // not counting the wait for the turn
-            // decoded in parallel pieces, on the rebuild threads (not the prover's)
+                                          // decoded in parallel pieces, on the rebuild threads (not the prover's)
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
                 .in_scope(|| rebuild.run(|| decode_compact(&payload)))
                 .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;

@@ -18,6 +18,10 @@ use crate::{Fatal, MemoryBudget, Stage, TaskContext, WorkerHost};
 pub struct SlotConfig {
     /// Slots pulling and handling tasks concurrently (at least 1).
     pub slots: usize,
+    /// More slots that pull only critical-priority tasks (WinningPoSt by default), so one never
+    /// waits for a regular slot to come free behind partitions that take a minute; their tasks
+    /// are admitted by the same memory budget.
+    pub urgent_slots: usize,
     /// Time in-flight tasks get to finish after shutdown before they are handed back.
     pub drain: Duration,
     /// Memory the tasks in flight may hold together (their stage's estimates).
@@ -72,10 +76,13 @@ pub async fn run<S: Stage>(
     };
     info!(
         worker = %host.id, stage = S::Task::STAGE.as_str(), slots = config.slots.max(1),
-        memory_budget = %crate::gib(config.memory.bytes()), "worker taking work"
+        urgent_slots = config.urgent_slots, memory_budget = %crate::gib(config.memory.bytes()), "worker taking work"
     );
+    let urgent = Arc::new(lanes.most_urgent());
     let mut slots = tokio::task::JoinSet::new();
-    for _ in 0..config.slots.max(1) {
+    let pulls =
+        std::iter::repeat_n(&lanes, config.slots.max(1)).chain(std::iter::repeat_n(&urgent, config.urgent_slots));
+    for lanes in pulls {
         let slot = Slot {
             host: host.clone(),
             bus: bus.clone(),

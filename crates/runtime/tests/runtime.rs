@@ -86,7 +86,7 @@ async fn start(behaviour: Behaviour, max_deliver: i64, drain: Duration) -> Harne
 }
 
 async fn start_watched(behaviour: Behaviour, watchdog: Duration) -> Harness {
-    start_full(behaviour, 5, Duration::from_secs(5), 1, 0, 1 << 30, Some(watchdog)).await
+    start_full(behaviour, 5, Duration::from_secs(5), (1, 0), 0, 1 << 30, Some(watchdog)).await
 }
 
 async fn start_with(
@@ -97,14 +97,14 @@ async fn start_with(
     estimate: u64,
     budget: u64,
 ) -> Harness {
-    start_full(behaviour, max_deliver, drain, slots, estimate, budget, None).await
+    start_full(behaviour, max_deliver, drain, (slots, 0), estimate, budget, None).await
 }
 
 async fn start_full(
     behaviour: Behaviour,
     max_deliver: i64,
     drain: Duration,
-    slots: usize,
+    (slots, urgent_slots): (usize, usize),
     estimate: u64,
     budget: u64,
     watchdog: Option<Duration>,
@@ -128,7 +128,7 @@ async fn start_full(
         host,
         bus.clone(),
         stage.clone(),
-        SlotConfig { slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget), watchdog },
+        SlotConfig { slots, urgent_slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget), watchdog },
         shutdown.clone(),
     ));
     Harness { nats, bus, stage, shutdown, worker }
@@ -182,6 +182,11 @@ async fn create_job_of(bus: &Bus, id: &str, partitions: usize) {
 
 async fn publish(bus: &Bus, payload: Vec<u8>) {
     bus.publish(wire::synth_subject(Priority::Normal), payload, None).await.unwrap();
+}
+
+async fn publish_critical(bus: &Bus, task: SynthTask) {
+    let task = SynthTask { priority: Priority::Critical, ..task };
+    bus.publish(wire::synth_subject(Priority::Critical), wire::encode(&task), None).await.unwrap();
 }
 
 /// Events published so far (the events stream is drained by this call).
@@ -332,6 +337,41 @@ async fn a_budget_for_one_partition_never_holds_two() {
     run_job(&h.bus, "job-big", 2, Duration::from_secs(20)).await;
     assert_eq!(h.stage.calls.load(Ordering::SeqCst), 2);
     assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 1, "never two partitions in the budget at once");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_task_takes_the_urgent_slot_while_the_regular_slot_is_busy() {
+    // one regular slot, one urgent slot: two normal tasks, then a critical one while the first
+    // normal task runs. The critical task runs beside it; the second normal task waits for the
+    // regular slot (the urgent slot never takes it).
+    let h = start_full(
+        Behaviour::SucceedAfter(Duration::from_millis(1500)),
+        5,
+        Duration::from_secs(5),
+        (1, 1),
+        0,
+        1 << 30,
+        None,
+    )
+    .await;
+    for job in ["normal-1", "normal-2", "urgent"] {
+        create_job(&h.bus, job).await;
+    }
+    publish(&h.bus, wire::encode(&task("normal-1"))).await;
+    publish(&h.bus, wire::encode(&task("normal-2"))).await;
+    wait_until("the first normal task runs", Duration::from_secs(10), async || {
+        h.stage.calls.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    publish_critical(&h.bus, task("urgent")).await;
+    wait_until("every task ran", Duration::from_secs(20), async || {
+        h.bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(*h.stage.seen.lock().unwrap(), ["normal-1", "urgent", "normal-2"], "the critical task went first");
+    assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 2, "the critical task ran beside the regular slot's");
     h.shutdown.cancel();
     h.worker.await.unwrap().unwrap();
 }

@@ -18,6 +18,10 @@ pub struct Config {
     /// core you give this worker is the usual choice.
     #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
+    /// More slots that take only critical-priority partitions (WinningPoSt by default), so one
+    /// never waits behind `--concurrency` long PoRep partitions. 0 = none.
+    #[arg(long, env = "SNARKFLOW_URGENT_SLOTS", default_value_t = 1)]
+    pub urgent_slots: usize,
     /// How partitions travel to the provers: `compact` (the witness only; provers rebuild
     /// a, b, c from the circuit's shape) or `raw` (the full synthesized partition, ~4× the
     /// witness in field elements alone).

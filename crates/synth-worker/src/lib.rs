@@ -46,6 +46,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let memory = config.memory.budget();
     let slots = SlotConfig {
         slots: config.concurrency,
+        urgent_slots: config.urgent_slots,
         drain: Duration::from_secs(config.drain_secs),
         memory,
         watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),
