@@ -168,18 +168,26 @@ live)
     echo "submitted $(awk '$2 == "porep-live" {print $1}' "$S/ids" | xargs): synthesis live on ${LIVE_SYNTH:-1} synth-worker(s)"
     ;;
 wait)
-    # wait for every job submitted (at most WAIT s), each timed from its submit
-    while read -r id label t0; do
-        [ -f "$out/job-$id.json" ] && continue
-        until "$d/snarkflow-supraseal" status "$id" </dev/null | grep -qE '"state": "(done|failed|cancelled)"'; do
-            sleep 0.5
-            [ "$(elapsed)" -ge "$WAIT" ] && { echo "job $id ($label) not finished after $(elapsed) s of this step"; exit 2; }
-        done
-        t1=$(date +%s.%N)
-        "$d/snarkflow-supraseal" status "$id" </dev/null >"$out/job-$id.json"
-        echo "$SIZE $label job $id: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($t1 - $t0, 1))") s after its submit"
-        grep -E '"error"' "$out/job-$id.json" | head -2
-    done <"$S/ids"
+    # wait for every job submitted (at most WAIT s), each timed from its submit to when this
+    # step first saw it ended (all polled each round, so one slow job does not delay the rest)
+    while true; do
+        pending=0
+        while read -r id label t0; do
+            [ -f "$out/job-$id.json" ] && continue
+            if "$d/snarkflow-supraseal" status "$id" </dev/null >"$S/status.json" 2>&1 \
+                && grep -qE '"state": "(done|failed|cancelled)"' "$S/status.json"; then
+                t1=$(date +%s.%N)
+                mv "$S/status.json" "$out/job-$id.json"
+                echo "$SIZE $label job $id: $(grep -oE '"state": "[a-z]+"' "$out/job-$id.json" | head -1) $(python3 -c "print(round($t1 - $t0, 1))") s after its submit"
+                grep -E '"error"' "$out/job-$id.json" | head -2
+            else
+                pending=$((pending + 1))
+            fi
+        done <"$S/ids"
+        [ "$pending" = 0 ] && break
+        [ "$(elapsed)" -ge "$WAIT" ] && { echo "$pending job(s) not finished after $(elapsed) s of this step"; exit 2; }
+        sleep 0.5
+    done
     "$d/snarkflow-supraseal" proof "$(head -1 "$S/ids" | awk '{print $1}')" -o "$out/proof.bin" 2>&1 | tail -1
     ;;
 stop)
