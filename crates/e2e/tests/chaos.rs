@@ -62,6 +62,17 @@ impl Service {
         }
     }
 
+    /// If the process ended by itself (a worker stops on a fatal condition and leaves the
+    /// restart to its supervisor), start it again as the supervisor would; true if it had.
+    fn supervise(&mut self) -> bool {
+        let exited = self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_some());
+        if exited {
+            self.child = None;
+            self.start();
+        }
+        exited
+    }
+
     /// SIGKILL: no drain, no goodbye.
     fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -211,6 +222,11 @@ async fn chaos() {
                     (rng.gen_range(1000..3000), rng.gen_range(0..7), rng.gen_range(200..1500))
                 };
                 tokio::time::sleep(Duration::from_millis(pause)).await;
+                for service in services.lock().unwrap().iter_mut() {
+                    if service.supervise() {
+                        *kills.entry(format!("{} exited by itself", service.name)).or_default() += 1;
+                    }
+                }
                 if !outage_done && started.elapsed() > Duration::from_secs(8) {
                     // the cluster loses its quorum for a few seconds while submits go on
                     outage_done = true;
@@ -262,6 +278,20 @@ async fn chaos() {
         let mut s = services.lock().unwrap();
         s.iter_mut().for_each(Service::start);
     }
+    // the supervisor goes on while the jobs finish
+    let supervisor = {
+        let services = services.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                for service in services.lock().unwrap().iter_mut() {
+                    if service.supervise() {
+                        println!("chaos: {} exited by itself after the chaos; restarted", service.name);
+                    }
+                }
+            }
+        })
+    };
 
     phase("chaos over, every service back");
     // every job ends
@@ -336,6 +366,7 @@ async fn chaos() {
     assert_eq!(verified, done, "every done proof verifies");
     assert!(left.is_empty(), "objects left behind: {left:?}");
     assert_eq!(duplicates, 0, "a retried key made another job");
+    supervisor.abort();
     drop(services);
 }
 

@@ -3,9 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use snarkflow_bus::{
-    extract_context, now_ms, AckKind, Bus, BusError, Failure, Lanes, Message, Outcome, TaskRef, TaskStatus,
-};
+use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, Failure, Lanes, Message, Outcome, TaskRef, TaskStatus};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Stage as WorkStage};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
@@ -36,8 +34,6 @@ pub struct SlotConfig {
 /// Why a worker stopped other than by shutdown.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error(transparent)]
-    Bus(#[from] BusError),
     #[error("{}", .0.0)]
     Fatal(Fatal),
 }
@@ -60,7 +56,20 @@ pub async fn run<S: Stage>(
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     debug_assert_eq!(host.stage, S::Task::STAGE, "a worker host runs the stage it was made for");
-    let lanes = Arc::new(bus.lanes(S::Task::STAGE).await?);
+    // the lanes' consumers are created (or opened) on the broker: during a NATS outage or a
+    // cluster without quorum that fails for a while, which is no reason for the worker to exit
+    let lanes = loop {
+        match bus.lanes(S::Task::STAGE).await {
+            Ok(lanes) => break Arc::new(lanes),
+            Err(e) => {
+                warn!(error = %e, stage = S::Task::STAGE.as_str(), "opening the work lanes failed; retrying");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(PULL_RETRY) => {}
+                }
+            }
+        }
+    };
     // `stop` ends pulling (shutdown or fatal); `abandon` ends in-flight work after the drain
     let stop = shutdown.child_token();
     let abandon = CancellationToken::new();
