@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_runtime::{Failure, Outcome, SlotConfig, Stage, TaskContext, WorkerHost};
-use snarkflow_testkit::NatsServer;
+use snarkflow_testkit::{NatsCluster, NatsServer};
 use snarkflow_wire::{
     self as wire, CircuitSpec, JobEvent, JobEventBody, JobRecord, JobState, PartitionRecord, Priority, SynthTask,
     SCHEMA_VERSION,
@@ -114,16 +114,7 @@ async fn start_full(
     let bus = Bus::connect(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let host = WorkerHost::start(wire::Stage::Synthesis, "test-worker".into(), None, shutdown.clone()).await.unwrap();
-    let stage = Arc::new(TestStage {
-        behaviour,
-        calls: AtomicUsize::new(0),
-        estimate,
-        estimate_after_first: AtomicBool::new(false),
-        first_started: Mutex::new(None),
-        running: AtomicUsize::new(0),
-        most_running: AtomicUsize::new(0),
-        seen: Mutex::new(Vec::new()),
-    });
+    let stage = test_stage(behaviour, estimate);
     let worker = tokio::spawn(snarkflow_runtime::run(
         host,
         bus.clone(),
@@ -132,6 +123,19 @@ async fn start_full(
         shutdown.clone(),
     ));
     Harness { nats, bus, stage, shutdown, worker }
+}
+
+fn test_stage(behaviour: Behaviour, estimate: u64) -> Arc<TestStage> {
+    Arc::new(TestStage {
+        behaviour,
+        calls: AtomicUsize::new(0),
+        estimate,
+        estimate_after_first: AtomicBool::new(false),
+        first_started: Mutex::new(None),
+        running: AtomicUsize::new(0),
+        most_running: AtomicUsize::new(0),
+        seen: Mutex::new(Vec::new()),
+    })
 }
 
 fn task(job_id: &str) -> SynthTask {
@@ -156,7 +160,11 @@ async fn create_job(bus: &Bus, id: &str) {
 }
 
 async fn create_job_of(bus: &Bus, id: &str, partitions: usize) {
-    let record = JobRecord {
+    bus.ledger().create(&job_record(id, partitions)).await.unwrap();
+}
+
+fn job_record(id: &str, partitions: usize) -> JobRecord {
+    JobRecord {
         schema: SCHEMA_VERSION,
         id: id.into(),
         circuit: CircuitSpec::DenseChain { constraints: 8 },
@@ -176,8 +184,7 @@ async fn create_job_of(bus: &Bus, id: &str, partitions: usize) {
         deadline_at_ms: None,
         enqueued: true,
         request_sha256: None,
-    };
-    bus.ledger().create(&record).await.unwrap();
+    }
 }
 
 async fn publish(bus: &Bus, payload: Vec<u8>) {
@@ -496,4 +503,50 @@ async fn a_task_whose_result_is_recorded_already_is_dropped_unprocessed() {
     assert_eq!(h.stage.calls.load(Ordering::SeqCst), 1, "only the partition not yet done is worked on");
     h.shutdown.cancel();
     h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_while_nats_has_no_quorum_waits_for_its_lanes() {
+    // the worker starts while a three-node cluster has lost two nodes (JetStream answers
+    // "temporarily unavailable" or times out, so opening the lanes fails): it must wait and
+    // take work once the quorum is back, not exit
+    let mut cluster = NatsCluster::start(3);
+    let config = BusConfig { ack_wait: Duration::from_secs(1), replicas: 3, ..BusConfig::new(cluster.url()) };
+    let bus = Bus::connect(config).await.unwrap();
+    let shutdown = CancellationToken::new();
+    let host = WorkerHost::start(wire::Stage::Synthesis, "test-worker".into(), None, shutdown.clone()).await.unwrap();
+    let stage = test_stage(Behaviour::SucceedAfter(Duration::ZERO), 0);
+    cluster.nodes[0].stop();
+    cluster.nodes[1].stop();
+    let worker = tokio::spawn(snarkflow_runtime::run(
+        host,
+        bus.clone(),
+        stage.clone(),
+        SlotConfig {
+            slots: 1,
+            urgent_slots: 0,
+            drain: Duration::from_secs(1),
+            memory: snarkflow_runtime::MemoryBudget::new(1 << 30),
+            watchdog: None,
+        },
+        shutdown.clone(),
+    ));
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert!(!worker.is_finished(), "the worker exited while NATS had no quorum: {:?}", worker.await);
+    cluster.nodes[0].restart();
+    cluster.nodes[1].restart();
+    let record = job_record("job-after-outage", 1);
+    // (a create that timed out may still have been written)
+    wait_until("the cluster takes writes again", Duration::from_secs(90), async || {
+        bus.ledger().create(&record).await.is_ok() || matches!(bus.ledger().get(&record.id).await, Ok(Some(_)))
+    })
+    .await;
+    let payload = wire::encode(&task("job-after-outage"));
+    wait_until("the task is published", Duration::from_secs(60), async || {
+        bus.publish(wire::synth_subject(Priority::Normal), payload.clone(), Some("job-after-outage/0")).await.is_ok()
+    })
+    .await;
+    wait_until("the task is handled", Duration::from_secs(60), async || stage.calls.load(Ordering::SeqCst) == 1).await;
+    shutdown.cancel();
+    worker.await.unwrap().unwrap();
 }
