@@ -22,6 +22,9 @@ pub struct Lanes {
 /// Idle polling starts fast and backs off to this, bounding pickup latency on an idle system.
 const MAX_IDLE_BACKOFF: Duration = Duration::from_millis(200);
 
+/// How often a pull still unanswered is checked against the consumer's waiting requests.
+const PULL_CHECK: Duration = Duration::from_secs(15);
+
 /// How long a pull already sent may still deliver once shutdown begins.
 const SHUTDOWN_PULL_GRACE: Duration = Duration::from_millis(300);
 
@@ -95,7 +98,7 @@ impl Lanes {
                         warn!(lane = priority.as_str(), "reconnected to NATS; pulling again");
                         Ok(None)
                     }
-                    pulled = &mut pull => pulled,
+                    pulled = held(&mut pull, consumer, *priority) => pulled,
                 };
                 match pulled {
                     Ok(Some(msg)) => return Ok(Some((*priority, msg))),
@@ -158,5 +161,36 @@ impl Heartbeat {
 impl Drop for Heartbeat {
     fn drop(&mut self) {
         self.stop.cancel();
+    }
+}
+
+/// Wait for `pull` on `consumer`'s lane. The server may hold a pull while other messages of
+/// the consumer await their ack, which is fine; but a pull held by a consumer leader that then
+/// moves (a cluster node restarted, the connection itself untouched) is forgotten and never
+/// answered: seen in a chaos run, every slot of a gpu-worker waited forever with the tasks
+/// ack-pending and the consumer holding no waiting request. So every [`PULL_CHECK`] an
+/// unanswered pull asks the consumer how many requests it holds; none means ours is lost, and
+/// it counts as an empty pull (the caller pulls again).
+async fn held<F, T>(
+    pull: &mut std::pin::Pin<&mut F>,
+    consumer: &PullConsumer,
+    priority: Priority,
+) -> Result<Option<T>, BusError>
+where
+    F: std::future::Future<Output = Result<Option<T>, BusError>>,
+{
+    loop {
+        tokio::select! {
+            pulled = pull.as_mut() => return pulled,
+            _ = tokio::time::sleep(PULL_CHECK) => {
+                let mut consumer = consumer.clone();
+                if let Ok(info) = consumer.info().await {
+                    if info.num_waiting == 0 {
+                        warn!(lane = priority.as_str(), "a pull the broker no longer holds (its consumer's leader moved?); pulling again");
+                        return Ok(None);
+                    }
+                }
+            }
+        }
     }
 }
