@@ -356,7 +356,7 @@ async fn chaos() {
     for f in &failed {
         println!("  failed: {f}");
     }
-    if !lost.is_empty() || !left.is_empty() {
+    if !lost.is_empty() || !left.is_empty() || !failed.is_empty() {
         println!("service logs kept in {}", logs.keep().display());
     }
     assert!(lost.is_empty(), "lost jobs: {lost:?}");
