@@ -33,10 +33,6 @@ impl RebuildThreads {
     fn turn(&self, constraints: usize) -> Option<std::sync::MutexGuard<'_, ()>> {
         (constraints >= ONE_AT_A_TIME).then(|| self.large.lock().unwrap_or_else(|e| e.into_inner()))
     }
-
-    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(f)
-    }
 }
 
 /// A decoded partition, ready for the device, and what preparing it cost.
@@ -68,10 +64,11 @@ pub(crate) fn prepare(
             let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
             let constraints = shape.num_constraints();
             let turn = rebuild.turn(constraints);
-            let started = Instant::now(); // not counting the wait for the turn
-                                          // decoded in parallel pieces, on the rebuild threads (not the prover's)
+            // timed from the turn, not the wait for it; decoded in parallel pieces on the
+            // rebuild threads (not the prover's)
+            let started = Instant::now();
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| rebuild.run(|| decode_compact(&payload)))
+                .in_scope(|| rebuild.pool.install(|| decode_compact(&payload)))
                 .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
             drop(payload);
             let deserialize_s = started.elapsed().as_secs_f64();
@@ -85,7 +82,7 @@ pub(crate) fn prepare(
             }
             let started = Instant::now();
             let partition = partition_span!("rebuild", task, worker, constraints = constraints as u64)
-                .in_scope(|| rebuild.run(|| shape.rebuild(witness)))
+                .in_scope(|| rebuild.pool.install(|| shape.rebuild(witness)))
                 .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
             drop(turn);
             Prepared { partition, deserialize_s, rebuild_s: started.elapsed().as_secs_f64() }
