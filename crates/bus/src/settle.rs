@@ -2,9 +2,13 @@
 //! ack rule for every worker.
 //!
 //! - success → `Ack`;
-//! - transient failure (broker, store, a device error) → `Nak` with a delay, so the message
+//! - transient failure (a device error, a full store) → `Nak` with a delay, so the message
 //!   comes back — except on its last allowed delivery, where it becomes permanent (the broker
 //!   would drop it and the job would hang);
+//! - the broker unavailable ([`Failure::Unavailable`]): the worker first retries the task in
+//!   place, holding the message (see the runtime's slots), so an election or a node restart
+//!   does not spend one of the task's deliveries; only if that lasts does it settle as a
+//!   transient failure;
 //! - permanent failure → a `PartitionFailed` event for the job, then `Term`; if the event
 //!   cannot be published the message is `Nak`ed instead, because without the event the job
 //!   would never finish.
@@ -25,20 +29,25 @@ pub const RETRY_DELAY: Duration = Duration::from_secs(2);
 pub enum Failure {
     /// Bad input or a wrong result: retrying cannot help.
     Permanent(String),
-    /// The broker, the store or a device hiccuped: retry later.
+    /// A device hiccuped or the store is full: retry later, on any worker.
     Transient(String),
+    /// The broker did not answer (no quorum, a leader election, a node restarting, a lost
+    /// compare-and-set race): nothing is wrong with the task or this worker, so the worker
+    /// retries in place for a while before handing the task back.
+    Unavailable(String),
 }
 
 /// The bus's errors, classified by source: an object that is missing or fails its digest, or
 /// bytes that do not decode, cannot be repaired by waiting; the broker being unreachable or a
-/// lost compare-and-set can.
+/// lost compare-and-set can, in place; a full store needs others to finish first.
 impl From<BusError> for Failure {
     fn from(e: BusError) -> Self {
         match e {
             BusError::Corrupt { .. } | BusError::NotFound(_) | BusError::Undecodable { .. } | BusError::Config(_) => {
                 Failure::Permanent(e.to_string())
             }
-            BusError::Nats { .. } | BusError::Conflict(_) | BusError::Full(_) => Failure::Transient(e.to_string()),
+            BusError::Nats { .. } | BusError::Conflict(_) => Failure::Unavailable(e.to_string()),
+            BusError::Full(_) => Failure::Transient(e.to_string()),
         }
     }
 }
@@ -68,14 +77,15 @@ pub fn is_last_delivery(bus: &Bus, lanes: &Lanes, msg: &Message) -> (bool, i64) 
 /// be ignored (the broker has no delivery left): 1 + 2 + 4 + … seconds, about two minutes.
 const LAST_DELIVERY_PUBLISH_ATTEMPTS: u32 = 7;
 
-/// Turn a transient failure on the last allowed delivery into a permanent one.
+/// Turn a transient failure (or a lasting unavailability) on the last allowed delivery into a
+/// permanent one.
 pub fn final_delivery_rule(
     result: Result<Outcome, Failure>,
     last_delivery: bool,
     max_deliver: i64,
 ) -> Result<Outcome, Failure> {
     match result {
-        Err(Failure::Transient(reason)) if last_delivery => {
+        Err(Failure::Transient(reason) | Failure::Unavailable(reason)) if last_delivery => {
             Err(Failure::Permanent(format!("gave up after {max_deliver} deliveries: {reason}")))
         }
         other => other,
@@ -98,7 +108,7 @@ pub async fn settle(
             let _ = msg.ack().await;
             outcome
         }
-        Err(Failure::Transient(reason)) => {
+        Err(Failure::Transient(reason) | Failure::Unavailable(reason)) => {
             warn!(job_id = %task.job_id, partition = task.partition, %reason, "{what} will be retried");
             let _ = msg.ack_with(AckKind::Nak(Some(RETRY_DELAY))).await;
             "retried"
@@ -155,5 +165,20 @@ mod tests {
         assert_eq!(final_delivery_rule(Ok("proved"), true, 5), Ok("proved"));
         let permanent = Err(Failure::Permanent("bad input".into()));
         assert_eq!(final_delivery_rule(permanent.clone(), true, 5), permanent);
+        let unavailable = Err(Failure::Unavailable("no quorum".into()));
+        assert_eq!(final_delivery_rule(unavailable.clone(), false, 5), unavailable);
+        assert_eq!(
+            final_delivery_rule(unavailable, true, 5),
+            Err(Failure::Permanent("gave up after 5 deliveries: no quorum".into()))
+        );
+    }
+
+    #[test]
+    fn broker_errors_are_unavailability_and_missing_objects_are_permanent() {
+        let nats = BusError::Nats { op: "publishing an event".into(), source: "no responders".into() };
+        assert!(matches!(Failure::from(nats), Failure::Unavailable(_)));
+        assert!(matches!(Failure::from(BusError::Conflict("job-1".into())), Failure::Unavailable(_)));
+        assert!(matches!(Failure::from(BusError::Full("objects".into())), Failure::Transient(_)));
+        assert!(matches!(Failure::from(BusError::NotFound("job-1/0".into())), Failure::Permanent(_)));
     }
 }

@@ -192,7 +192,20 @@ async fn chaos() {
     let listen = format!("127.0.0.1:{}", free_port());
     let base = format!("http://{listen}");
     let params = params_dir().display().to_string();
-    let mut gateway_args = nats(&["--listen", &listen, "--params-dir", &params, "--ledger-pass-secs", "2"]);
+    // a short orphan grace (and so request timeout), so that the input of a submit that failed
+    // after storing it is collected within the run
+    let mut gateway_args = nats(&[
+        "--listen",
+        &listen,
+        "--params-dir",
+        &params,
+        "--ledger-pass-secs",
+        "2",
+        "--request-timeout-secs",
+        "30",
+        "--orphan-grace-secs",
+        "40",
+    ]);
     gateway_args.extend(gateway_auth_flags());
     let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
     gpu_args.extend(["--nats-replicas", "3"].map(String::from));
@@ -337,7 +350,8 @@ async fn chaos() {
     phase("duplicates checked");
     // nothing of a finished job stays in the object store (the ledger pass collects leftovers)
     let bus = Bus::connect(BusConfig { replicas: 3, ..BusConfig::new(url.clone()) }).await.unwrap();
-    let leak_deadline = Instant::now() + Duration::from_secs(60);
+    // the orphan grace (40 s) and two ledger passes, with room to spare
+    let leak_deadline = Instant::now() + Duration::from_secs(90);
     let mut left = bus.object_names().await.unwrap();
     while !left.is_empty() && Instant::now() < leak_deadline {
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -51,9 +51,19 @@ async fn a_fan_out_its_gateway_left_half_done_is_finished() {
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
     let id = uuid_like();
     let created = now_ms() - 60_000;
-    let record = JobRecord {
+    let record = job_record(&id, created);
+    bus.ledger().create(&record).await.unwrap();
+    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
+    assert_eq!(job["state"], "done", "{job}");
+    verify_job_proof(&job, &stack.proof(&id).await.unwrap().1).unwrap();
+    assert!(objects(&stack).await.is_empty(), "a done job leaves no object behind");
+}
+
+/// A queued two-partition dense-chain record created at `created`, not yet fanned out.
+fn job_record(id: &str, created: u64) -> JobRecord {
+    JobRecord {
         schema: SCHEMA_VERSION,
-        id: id.clone(),
+        id: id.into(),
         circuit: CircuitSpec::DenseChain { constraints: 256 },
         priority: Priority::Normal,
         seed: 7,
@@ -71,12 +81,7 @@ async fn a_fan_out_its_gateway_left_half_done_is_finished() {
         deadline_at_ms: Some(created + 3_600_000),
         enqueued: false,
         request_sha256: None,
-    };
-    bus.ledger().create(&record).await.unwrap();
-    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
-    assert_eq!(job["state"], "done", "{job}");
-    verify_job_proof(&job, &stack.proof(&id).await.unwrap().1).unwrap();
-    assert!(objects(&stack).await.is_empty(), "a done job leaves no object behind");
+    }
 }
 
 fn uuid_like() -> String {
@@ -149,6 +154,36 @@ async fn objects_live_as_long_as_their_job() {
         assert!(Instant::now() < deadline, "the finished job's leftover object was never deleted");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_object_of_a_job_never_recorded_is_deleted_after_the_grace() {
+    // what a submit leaves when it stored the input and then failed to write the record (the
+    // client's retry made another job): an object no record names. Beside it, the input of a
+    // live job, which must stay.
+    let nats = NatsServer::start();
+    let flags = ["--ledger-pass-secs", "1", "--request-timeout-secs", "2", "--orphan-grace-secs", "3"];
+    let (gateway, _base) = start_gateway_with(&nats.url(), &flags).await.unwrap();
+    let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+    let orphan = snarkflow_wire::input_object(&uuid_like());
+    bus.put_partition(&orphan, b"an input whose record was never written").await.unwrap();
+    let live = uuid_like();
+    let mut record = job_record(&live, now_ms());
+    let live_input = snarkflow_wire::input_object(&live);
+    bus.put_partition(&live_input, b"a live job's input").await.unwrap();
+    record.enqueued = true;
+    bus.ledger().create(&record).await.unwrap();
+    let objects = || async { bus.object_names().await.unwrap() };
+    // not within the grace
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(objects().await.contains(&orphan), "deleted before its grace was over");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while objects().await.contains(&orphan) {
+        assert!(Instant::now() < deadline, "the orphaned input was never deleted");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(objects().await, vec![live_input], "the live job's input stays");
+    gateway.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -58,6 +58,11 @@ pub struct Config {
     /// their deadline, finishing half-done fan-outs. Each pass reads every record.
     #[arg(long, env = "SNARKFLOW_LEDGER_PASS_SECS", default_value_t = 15)]
     pub ledger_pass_secs: u64,
+    /// Seconds an object whose job has no record is kept before the ledger pass deletes it
+    /// (the input of a submit that failed after storing it). Must exceed
+    /// --request-timeout-secs: a submit still in flight stores its input before its record.
+    #[arg(long, env = "SNARKFLOW_ORPHAN_GRACE_SECS", default_value_t = 900)]
+    pub orphan_grace_secs: u64,
     /// PEM certificate chain to serve HTTPS with (with --tls-key).
     #[arg(long, env = "SNARKFLOW_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -149,6 +149,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 /// finish in-flight requests, stop the event loop (un-acked events are redelivered).
 pub async fn serve(listener: TcpListener, config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let bus_config = config.nats.bus_config("gateway")?;
+    anyhow::ensure!(
+        config.orphan_grace_secs > config.request_timeout_secs,
+        "--orphan-grace-secs ({}) must be longer than --request-timeout-secs ({}): a submit still in flight has stored its input but not yet its record",
+        config.orphan_grace_secs,
+        config.request_timeout_secs
+    );
     let auth = if config.insecure_no_auth {
         warn!("AUTHENTICATION IS OFF (--insecure-no-auth): anyone who reaches this gateway can submit, read and cancel every job");
         Auth::Disabled
@@ -227,7 +233,10 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         state.index.clone(),
         state.metrics.clone(),
         state.quotas.clone(),
-        std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
+        sweep::Pass {
+            every: std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
+            orphan_grace: std::time::Duration::from_secs(config.orphan_grace_secs),
+        },
         shutdown.clone(),
     ));
     // cuzk's gRPC interface for Curio, beside the HTTP API; a listener that cannot start

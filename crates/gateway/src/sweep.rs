@@ -1,8 +1,9 @@
 //! The ledger pass: every `--ledger-pass-secs`, from the gateway's index of the ledger (a read
 //! of every record only while the index is not ready), it refreshes the queue-depth and jobs
 //! gauges and the tenants' in-flight counts, fails jobs past their deadline, finishes fan-outs
-//! a stopped gateway left half done, and deletes objects of finished jobs. Any number of
-//! gateways may run it; every change it makes is a compare-and-set on the record.
+//! a stopped gateway left half done, and deletes objects of finished jobs and, after a grace,
+//! objects of jobs that were never recorded. Any number of gateways may run it; every change
+//! it makes to a record is a compare-and-set.
 
 use std::time::{Duration, Instant};
 
@@ -17,14 +18,21 @@ use crate::{JobSummary, LedgerIndex, Metrics, Quotas};
 /// (a live submit finishes in milliseconds).
 const FANOUT_GRACE: Duration = Duration::from_secs(30);
 
-/// Run the ledger pass every `every` until `shutdown`.
+/// How often the ledger pass runs and how long it leaves an object whose job has no record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pass {
+    pub every: Duration,
+    pub orphan_grace: Duration,
+}
+
+/// Run the ledger pass every `pass.every` until `shutdown`.
 pub(crate) async fn run(
     bus: Bus,
     ledger: Ledger,
     index: LedgerIndex,
     metrics: Metrics,
     quotas: Quotas,
-    every: Duration,
+    pass: Pass,
     shutdown: CancellationToken,
 ) {
     loop {
@@ -42,13 +50,13 @@ pub(crate) async fn run(
                 quotas.refresh(began, &jobs);
                 count_jobs(&metrics, &jobs);
                 sweep(&bus, &ledger, &metrics, &jobs).await;
-                collect_garbage(&bus, &jobs).await;
+                collect_garbage(&bus, &ledger, &jobs, pass.orphan_grace).await;
             }
             Err(e) => warn!(error = %e, "reading the ledger failed; the next pass retries"),
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
+            _ = tokio::time::sleep(pass.every) => {}
         }
     }
 }
@@ -76,24 +84,35 @@ fn count_jobs(metrics: &Metrics, records: &[JobSummary]) {
 
 /// Delete objects whose job is over or gone: object lifetimes follow their jobs, not a clock.
 /// What a job's own clean-up missed (a delete that failed, a gateway that stopped first, a
-/// partition stored after its job ended) goes here.
-async fn collect_garbage(bus: &Bus, records: &[JobSummary]) {
+/// partition stored after its job ended) goes here, and so does the input of a submit that
+/// stored it and then failed to write its record (the client's retry made another job).
+async fn collect_garbage(bus: &Bus, ledger: &Ledger, records: &[JobSummary], orphan_grace: Duration) {
     let objects = match bus.objects().await {
         Ok(objects) => objects,
         Err(e) => return warn!(error = %e, "listing objects failed; the next pass retries"),
     };
     // A pass can miss records (a listing cut short while NATS is unsteady) and a single read
-    // can miss one too (a lagging replica answers), so only a record seen finished lets an
-    // object go; objects of jobs never seen are left to the bucket's max_age.
+    // can miss one too (a lagging replica answers), so an object goes when its record was seen
+    // finished, or when its job has had no record for the whole grace: not in this pass's
+    // list and not found by a read of its own, the object older than any submit can take.
     let finished: std::collections::HashSet<&str> =
         records.iter().filter(|r| r.state.is_terminal()).map(|r| r.id.as_str()).collect();
-    for (name, _modified_ms) in objects {
+    let known: std::collections::HashSet<&str> = records.iter().map(|r| r.id.as_str()).collect();
+    let now = now_ms();
+    for (name, modified_ms) in objects {
         let job = name.split('/').next().unwrap_or_default();
-        if !finished.contains(job) {
+        let why = if finished.contains(job) {
+            "its job no longer needs it"
+        } else if !known.contains(job)
+            && Duration::from_millis(now.saturating_sub(modified_ms)) > orphan_grace
+            && matches!(ledger.get(job).await, Ok(None))
+        {
+            "its job was never recorded"
+        } else {
             continue;
-        }
+        };
         match bus.delete_partition(&name).await {
-            Ok(()) => info!(object = %name, "deleted an object its job no longer needs"),
+            Ok(()) => info!(object = %name, why, "deleted an object"),
             Err(e) => warn!(object = %name, error = %e, "deleting a leftover object failed; the next pass retries"),
         }
     }

@@ -44,6 +44,15 @@ const PULL_RETRY: Duration = Duration::from_secs(1);
 /// How often a task whose estimate is not known yet re-asks for it while it waits.
 const REESTIMATE: Duration = Duration::from_millis(500);
 
+/// How long a task keeps being retried in place, its message held, while the broker is
+/// unavailable ([`Failure::Unavailable`]) before it is handed back like any transient failure,
+/// spending a delivery. Leader elections and node restarts take seconds; a NATS cluster that
+/// loses quorum for longer than this is an outage, and the job's deadline bounds it anyway.
+const BROKER_PATIENCE: Duration = Duration::from_secs(90);
+
+/// First and longest pause between in-place retries while the broker is unavailable.
+const BROKER_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(8));
+
 /// Run `stage` on `bus` until `shutdown` (or a [`Fatal`] from the stage): the host reports
 /// ready while slots pull; on shutdown it reports draining, slots stop pulling, and in-flight
 /// tasks get `config.drain` before they are handed back (nak'ed, so another worker takes them
@@ -185,7 +194,7 @@ impl<S: Stage> Slot<S> {
         };
         let mut hung = None;
         let result = tokio::select! {
-            r = self.process_live(task.clone(), cx).instrument(span.clone()) => r,
+            r = self.process_patiently(&task, cx).instrument(span.clone()) => r,
             _ = self.abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
             _ = watchdog => {
                 let limit = self.watchdog.unwrap_or_default().as_secs();
@@ -213,6 +222,28 @@ impl<S: Stage> Slot<S> {
         }
     }
 
+    /// [`Self::process_live`], again while the broker is unavailable, for up to
+    /// [`BROKER_PATIENCE`]: the message stays held (heartbeats go on), so a leader election
+    /// does not spend one of the task's deliveries, and the next try starts over from the
+    /// ledger check (the partition may have been finished elsewhere meanwhile).
+    async fn process_patiently(&self, task: &S::Task, cx: TaskContext) -> Result<Outcome, Failure> {
+        let began = tokio::time::Instant::now();
+        let (mut pause, longest) = BROKER_RETRY;
+        loop {
+            match self.process_live(task.clone(), cx.clone()).await {
+                Err(Failure::Unavailable(reason)) if began.elapsed() + pause < BROKER_PATIENCE => {
+                    warn!(
+                        job_id = %task.job_id(), partition = task.partition(), %reason,
+                        retry_in_ms = pause.as_millis() as u64, "the broker is unavailable; retrying the task in place"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(longest);
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The stage's work, for a job that is still live and a partition that exists.
     async fn process_live(&self, task: S::Task, cx: TaskContext) -> Result<Outcome, Failure> {
         let status = self.bus.ledger().task_status(task.job_id(), task.partition(), S::Task::STAGE).await?;
@@ -223,7 +254,11 @@ impl<S: Stage> Slot<S> {
             };
             info!(job_id = %task.job_id(), partition = task.partition(), why, "dropping the task");
             if let Some(object) = task.object() {
-                self.bus.delete_partition(object).await?;
+                // the work is done: a failed delete is left to the ledger pass's garbage
+                // collection (the job's objects go when it ends), never a reason to redo it
+                if let Err(e) = self.bus.delete_partition(object).await {
+                    warn!(job_id = %task.job_id(), partition = task.partition(), error = %e, "deleting a redelivered task's partition failed; garbage collection takes it");
+                }
             }
             return Ok("skipped");
         }

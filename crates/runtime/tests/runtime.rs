@@ -23,6 +23,8 @@ enum Behaviour {
     SucceedAfter(Duration),
     /// Fail transiently at once.
     Transient,
+    /// Say the broker is unavailable this many times, then succeed.
+    UnavailableTimes(usize),
     /// Hang on a blocking thread, as a wedged device would (no await point to cancel); for 8 s
     /// only, since the test's runtime waits for its blocking threads when it is dropped.
     Hang,
@@ -41,6 +43,8 @@ struct TestStage {
     most_running: AtomicUsize,
     /// The jobs of the tasks handed to the stage, in order.
     seen: Mutex<Vec<String>>,
+    /// The delivery of the message behind each call, in order.
+    deliveries: Mutex<Vec<u64>>,
 }
 
 impl Stage for TestStage {
@@ -51,8 +55,9 @@ impl Stage for TestStage {
         (recorded || !self.estimate_after_first.load(Ordering::SeqCst)).then_some(self.estimate)
     }
 
-    async fn process(&self, task: SynthTask, _cx: TaskContext) -> Result<Outcome, Failure> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
+    async fn process(&self, task: SynthTask, cx: TaskContext) -> Result<Outcome, Failure> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        self.deliveries.lock().unwrap().push(cx.delivery);
         self.first_started.lock().unwrap().get_or_insert_with(Instant::now);
         self.seen.lock().unwrap().push(task.job_id);
         let running = self.running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -63,6 +68,8 @@ impl Stage for TestStage {
                 Ok("done")
             }
             Behaviour::Transient => Err(Failure::Transient("the test says so".into())),
+            Behaviour::UnavailableTimes(n) if call < n => Err(Failure::Unavailable("no quorum, says the test".into())),
+            Behaviour::UnavailableTimes(_) => Ok("done"),
             Behaviour::Hang => {
                 let _ = tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_secs(8))).await;
                 Ok("done")
@@ -86,7 +93,8 @@ async fn start(behaviour: Behaviour, max_deliver: i64, drain: Duration) -> Harne
 }
 
 async fn start_watched(behaviour: Behaviour, watchdog: Duration) -> Harness {
-    start_full(behaviour, 5, Duration::from_secs(5), (1, 0), 0, 1 << 30, Some(watchdog)).await
+    let tuning = Tuning { watchdog: Some(watchdog), ..Tuning::default() };
+    start_full(behaviour, 5, Duration::from_secs(5), (1, 0), 0, 1 << 30, tuning).await
 }
 
 async fn start_with(
@@ -97,7 +105,7 @@ async fn start_with(
     estimate: u64,
     budget: u64,
 ) -> Harness {
-    start_full(behaviour, max_deliver, drain, (slots, 0), estimate, budget, None).await
+    start_full(behaviour, max_deliver, drain, (slots, 0), estimate, budget, Tuning::default()).await
 }
 
 async fn start_full(
@@ -107,10 +115,10 @@ async fn start_full(
     (slots, urgent_slots): (usize, usize),
     estimate: u64,
     budget: u64,
-    watchdog: Option<Duration>,
+    Tuning { watchdog, ack_wait }: Tuning,
 ) -> Harness {
     let nats = NatsServer::start();
-    let config = BusConfig { ack_wait: Duration::from_secs(1), max_deliver, ..BusConfig::new(nats.url()) };
+    let config = BusConfig { ack_wait, max_deliver, ..BusConfig::new(nats.url()) };
     let bus = Bus::connect(config).await.unwrap();
     let shutdown = CancellationToken::new();
     let host = WorkerHost::start(wire::Stage::Synthesis, "test-worker".into(), None, shutdown.clone()).await.unwrap();
@@ -125,6 +133,19 @@ async fn start_full(
     Harness { nats, bus, stage, shutdown, worker }
 }
 
+/// The rest of a harness's settings.
+struct Tuning {
+    watchdog: Option<Duration>,
+    /// Short by default, so that redeliveries come quickly.
+    ack_wait: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { watchdog: None, ack_wait: Duration::from_secs(1) }
+    }
+}
+
 fn test_stage(behaviour: Behaviour, estimate: u64) -> Arc<TestStage> {
     Arc::new(TestStage {
         behaviour,
@@ -135,6 +156,7 @@ fn test_stage(behaviour: Behaviour, estimate: u64) -> Arc<TestStage> {
         running: AtomicUsize::new(0),
         most_running: AtomicUsize::new(0),
         seen: Mutex::new(Vec::new()),
+        deliveries: Mutex::new(Vec::new()),
     })
 }
 
@@ -259,6 +281,29 @@ async fn a_transient_failure_on_the_last_delivery_fails_the_job() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_outage_does_not_spend_the_tasks_deliveries() {
+    // two deliveries allowed, the broker "unavailable" three times in a row: the task is retried
+    // in place on its first delivery and succeeds; handed back each time, it would have failed
+    // its job on the second delivery
+    let h = start(Behaviour::UnavailableTimes(3), 2, Duration::from_secs(5)).await;
+    create_job(&h.bus, "job-election").await;
+    publish(&h.bus, wire::encode(&task("job-election"))).await;
+    let bus = h.bus.clone();
+    wait_until("the task is acked", Duration::from_secs(30), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(*h.stage.deliveries.lock().unwrap(), [1, 1, 1, 1], "four tries, all on the first delivery");
+    let failed = events(&h.bus, Duration::from_millis(500))
+        .await
+        .into_iter()
+        .any(|e| matches!(e.body, JobEventBody::PartitionFailed { .. }));
+    assert!(!failed, "the job did not fail");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_task_fails_the_job_it_names() {
     let h = start(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5)).await;
     create_job(&h.bus, "job-garbled").await;
@@ -360,7 +405,7 @@ async fn a_critical_task_takes_the_urgent_slot_while_the_regular_slot_is_busy() 
         (1, 1),
         0,
         1 << 30,
-        None,
+        Tuning::default(),
     )
     .await;
     for job in ["normal-1", "normal-2", "urgent"] {
@@ -442,7 +487,13 @@ async fn pulls_in_flight_across_a_broker_restart_are_made_again() {
     // holds a pull while another message of the consumer awaits its ack). The broker
     // restarts and forgets that pull: slot 2 must pull again, not wait for a reply that
     // will never come.
-    let mut h = start_with(Behaviour::SucceedAfter(Duration::from_secs(60)), 5, Duration::ZERO, 2, 0, 1 << 30).await;
+    // an ack wait longer than the restart: the long task's heartbeats pause while the broker is
+    // down, and a current nats-server takes more than a second to recover its streams — with a
+    // 1 s ack wait the long task was redelivered to slot 2, which then had no pull to lose
+    let tuning = Tuning { ack_wait: Duration::from_secs(10), ..Tuning::default() };
+    let mut h =
+        start_full(Behaviour::SucceedAfter(Duration::from_secs(60)), 5, Duration::ZERO, (2, 0), 0, 1 << 30, tuning)
+            .await;
     create_job(&h.bus, "job-long").await;
     publish(&h.bus, wire::encode(&task("job-long"))).await;
     let stage = h.stage.clone();
