@@ -6,7 +6,10 @@
 //! left (0), duplicate jobs for one key (0).
 //!
 //! Size from the environment: `SNARKFLOW_CHAOS_JOBS` (default 5) and `SNARKFLOW_CHAOS_SECS`
-//! (default 20), the size the test suite and CI run — `just chaos` runs a longer one.
+//! (default 20), the size the test suite and CI run — `just chaos` runs a longer one. The
+//! services are this package's binaries unless `SNARKFLOW_CHAOS_BIN_DIR` names a folder holding
+//! `e2e-gateway`, `e2e-synth-worker` and `e2e-gpu-worker` (a soak on another host), and
+//! `SNARKFLOW_CHAOS_GPU_WORKER` a gpu-worker of a GPU build.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,14 +36,14 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// level, every life of it) goes to `<logs>/<name>.log`, read back for a job that is lost.
 struct Service {
     name: String,
-    bin: &'static str,
+    bin: PathBuf,
     args: Vec<String>,
     log: PathBuf,
     child: Option<Child>,
 }
 
 impl Service {
-    fn new(name: &str, bin: &'static str, args: Vec<String>, logs: &Path) -> Service {
+    fn new(name: &str, bin: PathBuf, args: Vec<String>, logs: &Path) -> Service {
         let log = logs.join(format!("{name}.log"));
         let mut service = Service { name: name.into(), bin, args, log, child: None };
         service.start();
@@ -50,14 +53,14 @@ impl Service {
     fn start(&mut self) {
         if self.child.is_none() {
             let log = || std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("service log");
-            let child = Command::new(self.bin)
+            let child = Command::new(&self.bin)
                 .args(&self.args)
                 .env("RUST_LOG", "info")
                 .env("NO_COLOR", "1")
                 .stdout(log())
                 .stderr(log())
                 .spawn()
-                .unwrap_or_else(|e| panic!("start {}: {e}", self.bin));
+                .unwrap_or_else(|e| panic!("start {}: {e}", self.bin.display()));
             self.child = Some(child);
         }
     }
@@ -85,6 +88,14 @@ impl Service {
 impl Drop for Service {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A service binary: `SNARKFLOW_CHAOS_BIN_DIR/<name>` when set, else the one cargo built.
+fn service_bin(name: &str, built: &str) -> PathBuf {
+    match std::env::var_os("SNARKFLOW_CHAOS_BIN_DIR") {
+        Some(dir) => Path::new(&dir).join(name),
+        None => PathBuf::from(built),
     }
 }
 
@@ -210,11 +221,16 @@ async fn chaos() {
     let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
     gpu_args.extend(["--nats-replicas", "3"].map(String::from));
     let logs = tempfile::tempdir().unwrap();
+    let gateway = service_bin("e2e-gateway", env!("CARGO_BIN_EXE_e2e-gateway"));
+    let synth = service_bin("e2e-synth-worker", env!("CARGO_BIN_EXE_e2e-synth-worker"));
+    let gpu = std::env::var_os("SNARKFLOW_CHAOS_GPU_WORKER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| service_bin("e2e-gpu-worker", env!("CARGO_BIN_EXE_e2e-gpu-worker")));
     let services = Arc::new(Mutex::new(vec![
-        Service::new("gateway", env!("CARGO_BIN_EXE_e2e-gateway"), gateway_args, logs.path()),
-        Service::new("synth-1", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-1"]), logs.path()),
-        Service::new("synth-2", env!("CARGO_BIN_EXE_e2e-synth-worker"), nats(&["--worker-id", "synth-2"]), logs.path()),
-        Service::new("gpu-1", env!("CARGO_BIN_EXE_e2e-gpu-worker"), gpu_args, logs.path()),
+        Service::new("gateway", gateway, gateway_args, logs.path()),
+        Service::new("synth-1", synth.clone(), nats(&["--worker-id", "synth-1"]), logs.path()),
+        Service::new("synth-2", synth, nats(&["--worker-id", "synth-2"]), logs.path()),
+        Service::new("gpu-1", gpu, gpu_args, logs.path()),
     ]));
     let http = api_client();
 

@@ -13,6 +13,7 @@
 mod compact;
 mod density;
 mod encoding;
+pub mod native;
 mod recorder;
 mod shape;
 mod witness;

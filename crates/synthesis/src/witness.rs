@@ -17,9 +17,9 @@ pub struct PartitionWitness {
 }
 
 #[derive(Debug, Default)]
-struct WitnessRecorder {
-    inputs: Vec<Fr>,
-    aux: Vec<Fr>,
+pub(crate) struct WitnessRecorder {
+    pub(crate) inputs: Vec<Fr>,
+    pub(crate) aux: Vec<Fr>,
 }
 
 impl ConstraintSystem<Fr> for WitnessRecorder {

@@ -1,0 +1,22 @@
+//! Native witness generation: the auxiliary assignment a circuit's gadgets would allocate,
+//! computed directly, without a constraint system (issue 16).
+//!
+//! Each type here mirrors one bellperson gadget's *allocation behaviour*: which operations
+//! allocate a variable, in which order, holding which value — including the gadgets' constant
+//! folding (an operation on constants allocates nothing, an AND with a constant `true` returns
+//! its other operand, …). Nothing builds a linear combination or names a namespace. Exactness
+//! is what matters: the tests run the gadget and its mirror on the same inputs and compare the
+//! two assignments value for value, so a dependency upgrade that changes a gadget is caught.
+//!
+//! - [`Aux`]: where allocated values go, in allocation order.
+//! - [`Bit`]: `bellpepper_core::boolean::Boolean` (constant, a variable, or a variable's negation).
+//! - [`U32`]: bellperson's `UInt32` (rotations, shifts, xor, `addmany`, SHA-256's `ch`, `maj`).
+//! - [`sha256`]: bellperson's `sha256` and `sha256_compression_function`.
+
+mod bits;
+mod sha256;
+mod uint32;
+
+pub use bits::{Aux, Bit};
+pub use sha256::{sha256, sha256_compression, sha256_iv};
+pub use uint32::U32;
