@@ -103,31 +103,43 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// The requests: every kind, Filecoin ones at 2 KiB from sparse fixtures.
+/// The requests: every kind, Filecoin ones at 2 KiB from sparse fixtures (made on every core:
+/// a soak's hundred PoRep fixtures took minutes one by one).
 fn requests(count: usize) -> Vec<Value> {
-    let mut rng = rand::thread_rng();
-    let prover_id = snarkflow_filecoin::prover_id(MINER);
+    use rayon::prelude::*;
     (0..count)
-        .map(|n| match n % 5 {
-            0 => json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 3, "seed": n}}),
-            1 => json!({"kind": "sha256-chain", "input": {"blocks": 1, "partitions": 2, "seed": n}}),
-            2 => {
-                let sector = 100 + n as u64;
-                let c1 = snarkflow_filecoin::sparse::porep_c1(RegisteredSealProof::StackedDrg2KiBV1_1, prover_id, sector, &mut rng)
-                    .unwrap();
-                json!({"kind": "porep-c2", "input": {"miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&c1, sector)}})
-            }
-            3 => json!({"kind": "window-post", "input": snarkflow_filecoin::sparse_post::post_request(
-                snarkflow_filecoin::PostKind::Window, 2048, MINER, &[1, 2], &mut rng).unwrap()}),
-            _ => json!({"kind": "winning-post", "input": snarkflow_filecoin::sparse_post::post_request(
-                snarkflow_filecoin::PostKind::Winning, 2048, MINER, &[3], &mut rng).unwrap()}),
-        })
-        .enumerate()
-        .map(|(n, mut r)| {
+        .into_par_iter()
+        .map(|n| {
+            let mut r = request(n);
             r["idempotency_key"] = format!("chaos-{n}").into();
             r
         })
         .collect()
+}
+
+/// Request `n` of the mix.
+fn request(n: usize) -> Value {
+    let mut rng = rand::thread_rng();
+    let prover_id = snarkflow_filecoin::prover_id(MINER);
+    match n % 5 {
+        0 => json!({"kind": "dense-chain", "input": {"constraints": 512, "partitions": 3, "seed": n}}),
+        1 => json!({"kind": "sha256-chain", "input": {"blocks": 1, "partitions": 2, "seed": n}}),
+        2 => {
+            let sector = 100 + n as u64;
+            let c1 = snarkflow_filecoin::sparse::porep_c1(
+                RegisteredSealProof::StackedDrg2KiBV1_1,
+                prover_id,
+                sector,
+                &mut rng,
+            )
+            .unwrap();
+            json!({"kind": "porep-c2", "input": {"miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&c1, sector)}})
+        }
+        3 => json!({"kind": "window-post", "input": snarkflow_filecoin::sparse_post::post_request(
+            snarkflow_filecoin::PostKind::Window, 2048, MINER, &[1, 2], &mut rng).unwrap()}),
+        _ => json!({"kind": "winning-post", "input": snarkflow_filecoin::sparse_post::post_request(
+            snarkflow_filecoin::PostKind::Winning, 2048, MINER, &[3], &mut rng).unwrap()}),
+    }
 }
 
 /// Submit until the gateway answers with an id (retrying, same key, through kills and
@@ -290,14 +302,15 @@ async fn chaos() {
     };
 
     // the clients: submissions spread over the chaos window
+    // (on a schedule: a submit that waited out an outage makes the next ones come sooner)
     let spacing = chaos_for / (jobs as u32).max(1);
+    let began = tokio::time::Instant::now();
     let mut submitted: Vec<(usize, Option<String>)> = Vec::new();
     for (n, request) in requests.iter().enumerate() {
+        tokio::time::sleep_until(began + spacing * n as u32).await;
         submitted.push((n, submit(&http, &base, request, Duration::from_secs(120)).await));
-        tokio::time::sleep(spacing).await;
     }
-    let remaining = chaos_for.saturating_sub(spacing * jobs as u32);
-    tokio::time::sleep(remaining).await;
+    tokio::time::sleep_until(began + chaos_for).await;
     stop.cancel();
     let kills = driver.await.unwrap();
     {
