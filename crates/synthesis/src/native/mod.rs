@@ -11,12 +11,15 @@
 //! - [`Aux`]: where allocated values go, in allocation order.
 //! - [`Bit`]: `bellpepper_core::boolean::Boolean` (constant, a variable, or a variable's negation).
 //! - [`U32`]: bellperson's `UInt32` (rotations, shifts, xor, `addmany`, SHA-256's `ch`, `maj`).
+//! - [`Num`]: bellpepper's `AllocatedNum` (`alloc`, `mul`, `square`, `to_bits_le`, `to_bits_le_strict`).
 //! - [`sha256`]: bellperson's `sha256` and `sha256_compression_function`.
 
 mod bits;
+mod num;
 mod sha256;
 mod uint32;
 
 pub use bits::{Aux, Bit};
+pub use num::Num;
 pub use sha256::{sha256, sha256_compression, sha256_iv};
 pub use uint32::U32;
