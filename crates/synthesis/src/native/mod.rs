@@ -13,13 +13,16 @@
 //! - [`U32`]: bellperson's `UInt32` (rotations, shifts, xor, `addmany`, SHA-256's `ch`, `maj`).
 //! - [`Num`]: bellpepper's `AllocatedNum` (`alloc`, `mul`, `square`, `to_bits_le`, `to_bits_le_strict`).
 //! - [`sha256`]: bellperson's `sha256` and `sha256_compression_function`.
+//! - [`poseidon_hash`]: neptune's `circuit::poseidon_hash` (its optimized round schedule).
 
 mod bits;
 mod num;
+mod poseidon;
 mod sha256;
 mod uint32;
 
 pub use bits::{Aux, Bit};
 pub use num::Num;
+pub use poseidon::poseidon_hash;
 pub use sha256::{sha256, sha256_compression, sha256_iv};
 pub use uint32::U32;
