@@ -52,8 +52,14 @@ impl BusConfig {
     pub const DEFAULT_JOB_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
     /// Far longer than a submit takes to write its job after claiming the key.
     pub const DEFAULT_KEY_ORPHAN_AFTER: Duration = Duration::from_secs(30);
-    /// Tasks and events are a few hundred bytes and job records a few KiB: millions fit.
-    pub const DEFAULT_MAX_STREAM_BYTES: u64 = 4 << 30;
+    /// Tasks and events are a few hundred bytes and job records a few KiB: millions fit. The
+    /// server reserves each limit from its JetStream storage (`max_file_store`, by default 75%
+    /// of the free disk) when the stream is created, so the [`BOUNDED_STREAMS`](Self::BOUNDED_STREAMS)
+    /// of them must fit together: 6 GiB at this default.
+    pub const DEFAULT_MAX_STREAM_BYTES: u64 = 1 << 30;
+    /// Streams whose size `max_stream_bytes` bounds: the work streams, the events stream, the
+    /// dead-letter stream and the two key-value buckets.
+    pub const BOUNDED_STREAMS: u64 = Stage::ALL.len() as u64 + 4;
 
     pub fn new(url: impl Into<String>) -> Self {
         BusConfig {
@@ -96,6 +102,24 @@ const CONNECT_REPORT_AFTER: Duration = Duration::from_secs(1);
 const REPORT_EVERY: Duration = Duration::from_secs(2);
 
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
+
+/// What to do when the server cannot reserve the streams' limits, or `None` when `message`
+/// is another failure.
+fn storage_hint(message: &str, config: &BusConfig) -> Option<String> {
+    if !message.contains("insufficient storage resources") {
+        return None;
+    }
+    let each = match config.max_stream_bytes {
+        Some(bytes) => format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)),
+        None => "unlimited".to_owned(),
+    };
+    Some(format!(
+        "the server's JetStream storage (max_file_store; by default 75% of the free disk) cannot \
+         reserve {} streams of {each} each (--nats-max-stream-bytes) plus the object store's \
+         limit (--nats-max-object-bytes): lower those, free disk, or raise max_file_store",
+        BusConfig::BOUNDED_STREAMS
+    ))
+}
 
 /// A size limit as JetStream takes it (-1: none).
 pub(crate) fn limit(bytes: Option<u64>) -> i64 {
@@ -188,10 +212,13 @@ impl Bus {
                     return Ok(Bus { client, js, ledger, connections, partitions, config });
                 }
                 Err(e) => {
-                    let message = match last_problem() {
+                    let mut message = match last_problem() {
                         Some(why) => format!("{e} ({why})"),
                         None => e.to_string(),
                     };
+                    if let Some(hint) = storage_hint(&message, &config) {
+                        message = format!("{message}; {hint}");
+                    }
                     warn!(error = %message, "declaring the NATS topology failed; retrying");
                     waiting(&format!("cannot declare the NATS topology: {message}"));
                     tokio::time::sleep(REPORT_EVERY).await;

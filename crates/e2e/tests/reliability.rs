@@ -264,3 +264,24 @@ async fn a_full_object_store_refuses_inputs_with_503_and_partitions_wait_for_roo
     let (_, proof) = stack.proof(&id).await.unwrap();
     verify_job_proof(&job, &proof).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_server_too_small_for_the_stream_limits_is_reported_with_what_to_change() {
+    // 3 GB of JetStream storage: the default limits (6 streams of 1 GiB) do not fit
+    let nats = NatsServer::start_with_max_store(3_000_000_000);
+    let reports = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = reports.clone();
+    let waiting = move |message: &str| seen.lock().unwrap().push(message.to_owned());
+    let connect = Bus::connect_reporting(BusConfig::new(nats.url()), &waiting);
+    let waited = tokio::time::timeout(Duration::from_secs(8), connect).await;
+    assert!(waited.is_err(), "the default limits were reserved from 3 GB");
+    let reports = reports.lock().unwrap().clone();
+    let report = reports.iter().find(|r| r.contains("insufficient storage")).unwrap_or_else(|| panic!("{reports:?}"));
+    assert!(report.contains("--nats-max-stream-bytes") && report.contains("6 streams of 1.0 GiB"), "{report}");
+
+    // the two streams made before the refusal keep their 1 GiB (limits apply at creation);
+    // the other four at 128 MiB fit beside them
+    let config = BusConfig { max_stream_bytes: Some(128 << 20), ..BusConfig::new(nats.url()) };
+    let bus = tokio::time::timeout(Duration::from_secs(20), Bus::connect(config)).await;
+    assert!(matches!(bus, Ok(Ok(_))), "smaller limits did not fit in 3 GB");
+}

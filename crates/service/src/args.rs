@@ -63,8 +63,9 @@ pub struct NatsArgs {
     /// Largest size of each work stream, the events stream and each key-value bucket
     /// (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused
     /// (a submit answers 503 storage_full) instead of dropping queued work. Applied when they
-    /// are first created.
-    #[arg(long, env = "SNARKFLOW_NATS_MAX_STREAM_BYTES", default_value = "4GiB", value_parser = parse_bytes)]
+    /// are first created. The server reserves the six limits from its JetStream storage
+    /// (by default 75% of its free disk) when it creates them.
+    #[arg(long, env = "SNARKFLOW_NATS_MAX_STREAM_BYTES", default_value = "1GiB", value_parser = parse_bytes)]
     pub nats_max_stream_bytes: u64,
     /// Largest size of the object store holding job inputs and synthesized partitions (0: as
     /// large as the server allows). A submit whose input does not fit answers 503

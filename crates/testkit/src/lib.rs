@@ -37,6 +37,21 @@ impl NatsServer {
         server
     }
 
+    /// Start a server whose JetStream storage is `max_file_store` bytes (the limit the
+    /// server reserves stream limits from; without one it takes 75% of the free disk).
+    pub fn start_with_max_store(max_file_store: u64) -> NatsServer {
+        let store = tempfile::tempdir().expect("temporary store directory");
+        let config = tempfile::tempdir().expect("temporary config directory");
+        let text = format!(
+            "jetstream {{\n  store_dir: {:?}\n  max_file_store: {max_file_store}\n}}\n",
+            store.path().display().to_string()
+        );
+        std::fs::write(config.path().join("nats.conf"), text).expect("writing the nats-server configuration");
+        let mut server = NatsServer { child: None, port: free_port(), store, config: Some(config) };
+        server.spawn();
+        server
+    }
+
     /// Start a server from configuration files (`(name, text)`; one named `nats.conf`, which
     /// may include the others). The harness adds the JetStream block with its own store
     /// directory, so the configuration must not have one; address and port are the harness's.
