@@ -15,7 +15,7 @@ use filecoin_proofs_api::seal::{SealCommitPhase1Output, VanillaSealProof};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, PartitionWitness};
 use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
@@ -270,6 +270,28 @@ pub fn visit_partition<V: CircuitVisitor>(
 ) -> Result<V::Output, FilecoinError> {
     let size = u64::from(input.c1.registered_proof.sector_size());
     Ok((|| with_sector_shape!(size, partition_circuit::<V>, input, k, visitor))()?)
+}
+
+fn native_partition<Tree: 'static + MerkleTreeTrait>(
+    input: &PorepInput,
+    k: usize,
+    circuit_id: &str,
+) -> anyhow::Result<PartitionWitness> {
+    let vanilla: Vec<Vec<filecoin_proofs::VanillaSealProof<Tree>>> = input.c1.vanilla_proofs.clone().try_into()?;
+    let proofs = vanilla.get(k).with_context(|| format!("the C1 output has no partition {k}"))?;
+    let pub_in = public_inputs_of::<Tree>(&input.c1)?;
+    let tau = pub_in.tau.as_ref().expect("public_inputs_of sets tau");
+    let (inputs, aux) =
+        crate::native::partition::<Tree>(pub_in.replica_id.into(), tau.comm_d.into(), tau.comm_r.into(), proofs)?;
+    Ok(PartitionWitness { circuit_id: circuit_id.to_owned(), partition: k as u32, inputs, aux })
+}
+
+/// Partition `k`'s witness computed natively ([`crate::native`]): the same values, in the
+/// same order, as witness-only synthesis of [`visit_partition`]'s circuit, at a fraction of
+/// the cost.
+pub fn native_witness(input: &PorepInput, k: usize, circuit_id: &str) -> Result<PartitionWitness, FilecoinError> {
+    let size = u64::from(input.c1.registered_proof.sector_size());
+    Ok((|| with_sector_shape!(size, native_partition, input, k, circuit_id))()?)
 }
 
 /// The circuit without a witness (parameter generation, constraint shapes).

@@ -1,0 +1,408 @@
+//! The PoRep witness computed natively (issue 16): the inputs and auxiliary assignment
+//! `StackedCircuit::synthesize` would allocate, from the partition's vanilla proofs, without a
+//! constraint system.
+//!
+//! Every function here mirrors one storage-proofs gadget's allocations, in its order, on top
+//! of the bellperson mirrors in [`snarkflow_synthesis::native`]:
+//!
+//! - [`partition`]: `StackedCircuit::synthesize` (public commitments, `comm_r = H(comm_c, comm_r_last)`).
+//! - `challenge`: `stacked::circuit::params::Proof::synthesize` (one challenge: the data
+//!   leaf's inclusion, the parents' columns, labelling, encoding, the replica and column
+//!   inclusions).
+//! - `inclusion`: `PoRCircuit::synthesize` with a private root (index bits, path elements,
+//!   `insert`, one hash per level, the path bits packed into public inputs).
+//! - `insert`: `gadgets::insertion::insert` for arities 2, 4, 8 (every published tree).
+//! - `label`: `create_label_circuit`.
+//!
+//! The challenges of a partition are independent (each allocates the same number of
+//! variables), so they are computed in parallel and laid end to end.
+//!
+//! Exactness against the gadgets is what the tests in `tests/native_porep.rs` check; a
+//! storage-proofs upgrade that changes a gadget fails them.
+
+use blstrs::Scalar as Fr;
+use ff::{Field, PrimeField};
+use filecoin_hashers::{
+    Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8,
+};
+use rayon::prelude::*;
+use snarkflow_synthesis::native::{poseidon_hash, sha256, Aux, Bit, Num};
+use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
+
+use crate::FilecoinError;
+
+/// `Fr::CAPACITY`: bits a packed field element holds.
+const CAPACITY: usize = Fr::CAPACITY as usize;
+
+/// The hash of a Merkle tree's levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TreeHash {
+    /// filecoin-hashers' SHA-256 (tree D).
+    Sha256,
+    /// filecoin-hashers' Poseidon (tree C, tree R last).
+    Poseidon,
+}
+
+/// One level of a Merkle path as the circuit takes it: the siblings and the position of the
+/// node among them.
+type PathLevel = (Vec<Fr>, usize);
+
+/// A challenge's inputs and auxiliary values.
+#[derive(Debug, Default)]
+struct Part {
+    inputs: Vec<Fr>,
+    aux: Aux,
+}
+
+/// What a column proof gives the circuit: the column's rows and its inclusion path in tree C.
+struct ColumnParts {
+    rows: Vec<Fr>,
+    path: Vec<PathLevel>,
+}
+
+/// One challenge's proof, taken out of its vanilla form.
+struct ChallengeParts {
+    data_leaf: Fr,
+    challenge: u64,
+    comm_d_path: Vec<PathLevel>,
+    comm_r_last_path: Vec<PathLevel>,
+    comm_c_path: Vec<PathLevel>,
+    drg_parents: Vec<ColumnParts>,
+    exp_parents: Vec<ColumnParts>,
+}
+
+/// The public inputs (leading ONE included) and auxiliary assignment of a PoRep partition
+/// whose challenges' vanilla proofs are `proofs`.
+pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
+    replica_id: Fr,
+    comm_d: Fr,
+    comm_r: Fr,
+    proofs: &[filecoin_proofs::VanillaSealProof<Tree>],
+) -> Result<(Vec<Fr>, Vec<Fr>), FilecoinError> {
+    let first = proofs.first().ok_or_else(|| FilecoinError::new("a partition without vanilla proofs"))?;
+    let (comm_r_last, comm_c): (Fr, Fr) = (first.comm_r_last().into(), first.comm_c().into());
+    if proofs.iter().any(|p| Into::<Fr>::into(p.comm_r_last()) != comm_r_last || Into::<Fr>::into(p.comm_c()) != comm_c)
+    {
+        return Err(FilecoinError::new("the partition's vanilla proofs disagree on comm_r_last or comm_c"));
+    }
+    let challenges = proofs.par_iter().map(challenge_parts::<Tree>).collect::<Result<Vec<_>, _>>()?;
+
+    let mut head = Part::default();
+    head.inputs.push(Fr::ONE);
+    let aux = &mut head.aux;
+    let replica_id = Num::alloc(aux, replica_id);
+    head.inputs.push(replica_id.value);
+    let replica_id_bits = reverse_bit_numbering(replica_id.to_bits_le(aux));
+    let comm_d = Num::alloc(aux, comm_d);
+    head.inputs.push(comm_d.value);
+    let comm_r = Num::alloc(aux, comm_r);
+    head.inputs.push(comm_r.value);
+    let comm_r_last = Num::alloc(aux, comm_r_last);
+    let comm_c = Num::alloc(aux, comm_c);
+    let _ = poseidon_hash(aux, &[comm_c, comm_r_last], &POSEIDON_CONSTANTS_2);
+
+    let parts: Vec<Part> = challenges.par_iter().map(|c| challenge(c, &replica_id_bits)).collect::<Result<_, _>>()?;
+    let inputs = head.inputs.len() + parts.iter().map(|p| p.inputs.len()).sum::<usize>();
+    let aux = head.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>();
+    let (mut all_inputs, mut all_aux) = (Vec::with_capacity(inputs), Vec::with_capacity(aux));
+    for part in std::iter::once(head).chain(parts) {
+        all_inputs.extend_from_slice(&part.inputs);
+        all_aux.extend_from_slice(&part.aux.values);
+    }
+    Ok((all_inputs, all_aux))
+}
+
+/// A Merkle proof's levels as the circuit takes them (`as_options`, all present).
+fn levels<P: MerkleProofTrait>(proof: &P) -> Result<Vec<PathLevel>, FilecoinError> {
+    proof
+        .as_options()
+        .into_iter()
+        .map(|(hashes, index)| {
+            let hashes = hashes.into_iter().collect::<Option<Vec<Fr>>>();
+            match (hashes, index) {
+                (Some(hashes), Some(index)) => Ok((hashes, index)),
+                _ => Err(FilecoinError::new("a Merkle proof with a missing element")),
+            }
+        })
+        .collect()
+}
+
+/// The parts of one challenge's vanilla proof. A column proof keeps its inclusion proof
+/// private to storage-proofs, so columns are read through their serde form.
+fn challenge_parts<Tree: 'static + MerkleTreeTrait>(
+    proof: &filecoin_proofs::VanillaSealProof<Tree>,
+) -> Result<ChallengeParts, FilecoinError> {
+    type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
+        <Tree as MerkleTreeTrait>::Hasher,
+        <Tree as MerkleTreeTrait>::Arity,
+        <Tree as MerkleTreeTrait>::SubTreeArity,
+        <Tree as MerkleTreeTrait>::TopTreeArity,
+    >;
+    let bad = |what: &str, e: serde_json::Error| FilecoinError::new(format!("reading a vanilla proof's {what}: {e}"));
+    let column = |value: &serde_json::Value| -> Result<ColumnParts, FilecoinError> {
+        let rows: Vec<<Tree::Hasher as Hasher>::Domain> =
+            serde_json::from_value(value["column"]["rows"].clone()).map_err(|e| bad("column rows", e))?;
+        let inclusion: TreeProof<Tree> =
+            serde_json::from_value(value["inclusion_proof"].clone()).map_err(|e| bad("column inclusion proof", e))?;
+        Ok(ColumnParts { rows: rows.into_iter().map(Into::into).collect(), path: levels(&inclusion)? })
+    };
+    let columns = serde_json::to_value(&proof.replica_column_proofs).map_err(|e| bad("column proofs", e))?;
+    let list = |key: &str| -> Result<Vec<ColumnParts>, FilecoinError> {
+        columns[key]
+            .as_array()
+            .ok_or_else(|| FilecoinError::new(format!("no {key} in a vanilla proof")))?
+            .iter()
+            .map(column)
+            .collect()
+    };
+    let labeling =
+        proof.labeling_proofs.first().ok_or_else(|| FilecoinError::new("a vanilla proof without labeling proofs"))?;
+    let labeling = serde_json::to_value(labeling).map_err(|e| bad("labeling proof", e))?;
+    let challenge = labeling["node"].as_u64().ok_or_else(|| FilecoinError::new("a labeling proof without a node"))?;
+    let c_x = column(&columns["c_x"])?;
+    Ok(ChallengeParts {
+        data_leaf: proof.comm_d_proofs.leaf().into(),
+        challenge,
+        comm_d_path: levels(&proof.comm_d_proofs)?,
+        comm_r_last_path: levels(&proof.comm_r_last_proof)?,
+        comm_c_path: c_x.path,
+        drg_parents: list("drg_parents")?,
+        exp_parents: list("exp_parents")?,
+    })
+}
+
+/// `params::Proof::synthesize`: one challenge.
+fn challenge(c: &ChallengeParts, replica_id_bits: &[Bit]) -> Result<Part, FilecoinError> {
+    let mut part = Part::default();
+    let Part { inputs, aux } = &mut part;
+    let data_leaf = Num::alloc(aux, c.data_leaf);
+    inclusion(aux, inputs, data_leaf, &c.comm_d_path, TreeHash::Sha256)?;
+
+    let layers = c.drg_parents.first().map_or(0, |p| p.rows.len());
+    if layers == 0 || c.exp_parents.is_empty() {
+        return Err(FilecoinError::new("a challenge without parents"));
+    }
+    let mut columns = |parents: &[ColumnParts]| -> Result<Vec<Vec<Num>>, FilecoinError> {
+        parents
+            .iter()
+            .map(|parent| {
+                if parent.rows.len() != layers {
+                    return Err(FilecoinError::new("parent columns of different heights"));
+                }
+                let rows: Vec<Num> = parent.rows.iter().map(|&r| Num::alloc(aux, r)).collect();
+                let hash = column_hash(aux, &rows)?;
+                inclusion(aux, inputs, hash, &parent.path, TreeHash::Poseidon)?;
+                Ok(rows)
+            })
+            .collect()
+    };
+    let drg = columns(&c.drg_parents)?;
+    let exp = columns(&c.exp_parents)?;
+
+    // UInt64::alloc, then pack_into_input (64 bits: one input)
+    let node_bits: Vec<Bit> = (0..64).map(|i| Bit::alloc(aux, (c.challenge >> i) & 1 == 1)).collect();
+    inputs.push(Fr::from(c.challenge));
+    let node_be: Vec<Bit> = node_bits.iter().rev().copied().collect();
+
+    let mut labels = Vec::with_capacity(layers);
+    for layer in 1..=layers {
+        let mut parents: Vec<Vec<Bit>> = Vec::with_capacity(drg.len() + exp.len());
+        for column in &drg {
+            parents.push(reverse_bit_numbering(column[layer - 1].to_bits_le(aux)));
+        }
+        if layer > 1 {
+            for column in &exp {
+                parents.push(reverse_bit_numbering(column[layer - 2].to_bits_le(aux)));
+            }
+        }
+        labels.push(label(aux, replica_id_bits, &parents, layer as u32, &node_be)?);
+    }
+
+    // encode: key + data, allocated
+    let key = labels[layers - 1];
+    let encoded = Num::alloc(aux, key.value + data_leaf.value);
+    inclusion(aux, inputs, encoded, &c.comm_r_last_path, TreeHash::Poseidon)?;
+    let column = column_hash(aux, &labels)?;
+    inclusion(aux, inputs, column, &c.comm_c_path, TreeHash::Poseidon)?;
+    Ok(part)
+}
+
+/// `create_label_circuit` of the expanded parents of `parents` (6 base parents at layer 1,
+/// 6 + 8 above): SHA-256 of replica id, layer, node and 37 parents, packed.
+fn label(
+    aux: &mut Aux,
+    replica_id: &[Bit],
+    parents: &[Vec<Bit>],
+    layer: u32,
+    node_be: &[Bit],
+) -> Result<Num, FilecoinError> {
+    const TOTAL_PARENTS: usize = 37;
+    let expanded: Vec<&Vec<Bit>> = match parents.len() {
+        // layer 1: the base parents repeated, then the first once more
+        6 => parents.iter().cycle().take(36).chain(std::iter::once(&parents[0])).collect(),
+        // above: base and expansion parents twice, then the first 9
+        14 => parents.iter().chain(parents).chain(&parents[..9]).collect(),
+        n => return Err(FilecoinError::new(format!("{n} parents per layer; the stacked graph has 6 and 14"))),
+    };
+    debug_assert_eq!(expanded.len(), TOTAL_PARENTS);
+    let mut message = Vec::with_capacity((2 + TOTAL_PARENTS) * 256);
+    message.extend_from_slice(replica_id);
+    message.resize(256, Bit::Const(false));
+    message.extend((0..32).rev().map(|i| Bit::Const((layer >> i) & 1 == 1)));
+    message.extend_from_slice(node_be);
+    message.resize(512, Bit::Const(false));
+    for parent in expanded {
+        message.extend_from_slice(parent);
+        message.resize(message.len().next_multiple_of(256), Bit::Const(false));
+    }
+    let digest = sha256(aux, &message);
+    let bits = reverse_bit_numbering(digest);
+    Ok(pack_bits(aux, &bits[..CAPACITY]))
+}
+
+/// `hash_single_column`: Poseidon of a column (2 layers at test sizes, 11 in production).
+fn column_hash(aux: &mut Aux, rows: &[Num]) -> Result<Num, FilecoinError> {
+    match rows.len() {
+        2 => Ok(poseidon_hash(aux, rows, &POSEIDON_CONSTANTS_2)),
+        11 => Ok(poseidon_hash(aux, rows, &POSEIDON_CONSTANTS_11)),
+        n => Err(FilecoinError::new(format!("columns of {n} layers; the stacked circuit hashes 2 or 11"))),
+    }
+}
+
+/// `PoRCircuit::synthesize` with the leaf and root already allocated and a private root:
+/// the computed root (its equality with the root is a constraint, not an allocation).
+fn inclusion(
+    aux: &mut Aux,
+    inputs: &mut Vec<Fr>,
+    leaf: Num,
+    path: &[PathLevel],
+    hash: TreeHash,
+) -> Result<Num, FilecoinError> {
+    let mut cur = leaf;
+    let mut path_bits = Vec::new();
+    for (hashes, index) in path {
+        let arity = hashes.len() + 1;
+        if !arity.is_power_of_two() || arity < 2 {
+            return Err(FilecoinError::new(format!("a Merkle level of arity {arity}")));
+        }
+        let bit_count = arity.trailing_zeros() as usize;
+        let index_bits: Vec<Bit> = (0..bit_count).map(|i| Bit::alloc(aux, (index >> i) & 1 == 1)).collect();
+        path_bits.extend_from_slice(&index_bits);
+        let siblings: Vec<Num> = hashes.iter().map(|&h| Num::alloc(aux, h)).collect();
+        let row = insert(aux, cur, &index_bits, &siblings)?;
+        cur = match hash {
+            TreeHash::Sha256 => sha256_leaves(aux, &row),
+            TreeHash::Poseidon => match arity {
+                2 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_2),
+                4 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_4),
+                8 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_8),
+                n => return Err(FilecoinError::new(format!("a Poseidon tree of arity {n}"))),
+            },
+        };
+    }
+    pack_into_inputs(inputs, &path_bits);
+    Ok(cur)
+}
+
+/// filecoin-hashers' `Sha256Function::hash_multi_leaf_circuit`: each leaf's 255 bits (padded
+/// to bytes, bit order reversed within each byte), hashed, the digest's bytes bit-reversed and
+/// packed.
+fn sha256_leaves(aux: &mut Aux, leaves: &[Num]) -> Num {
+    let mut message = Vec::with_capacity(leaves.len() * 256);
+    for leaf in leaves {
+        message.extend(reverse_bit_numbering(leaf.to_bits_le(aux)));
+    }
+    let digest = sha256(aux, &message);
+    let bits = reverse_bit_numbering(digest);
+    pack_bits(aux, &bits[..CAPACITY])
+}
+
+/// `gadgets::insertion::insert`: `element` placed among `siblings` at the position `bits`
+/// encode, every output (and intermediate) a `pick`, allocated.
+fn insert(aux: &mut Aux, element: Num, bits: &[Bit], siblings: &[Num]) -> Result<Vec<Num>, FilecoinError> {
+    let pick = |aux: &mut Aux, condition: Bit, a: Num, b: Num| {
+        Num::alloc(aux, if condition.value() { a.value } else { b.value })
+    };
+    let a = element;
+    Ok(match (bits, siblings) {
+        ([b0], [b]) => vec![pick(aux, *b0, *b, a), pick(aux, *b0, a, *b)],
+        ([b0, b1], [b, c, d]) => {
+            let (b0, b1) = (*b0, *b1);
+            let p0_x0 = pick(aux, b0, *b, a);
+            let p0 = pick(aux, b1, *b, p0_x0);
+            let p1_x0 = pick(aux, b0, a, *b);
+            let p1 = pick(aux, b1, *c, p1_x0);
+            let p2_x1 = pick(aux, b0, *d, a);
+            let p2 = pick(aux, b1, p2_x1, *c);
+            let p3_x1 = pick(aux, b0, a, *d);
+            let p3 = pick(aux, b1, p3_x1, *d);
+            vec![p0, p1, p2, p3]
+        }
+        ([b0, b1, b2], [b, c, d, e, f, g, h]) => {
+            let (b0, b1, b2) = (*b0, *b1, *b2);
+            // AllocatedBit::nor and ::and of the two low bits
+            let nor = Bit::alloc(aux, !b0.value() && !b1.value());
+            let and = Bit::alloc(aux, b0.value() && b1.value());
+            let p0_xx0 = pick(aux, nor, a, *b);
+            let p0 = pick(aux, b2, *b, p0_xx0);
+            let p1_x00 = pick(aux, b0, a, *b);
+            let p1_xx0 = pick(aux, b1, *c, p1_x00);
+            let p1 = pick(aux, b2, *c, p1_xx0);
+            let p2_x10 = pick(aux, b0, *d, a);
+            let p2_xx0 = pick(aux, b1, p2_x10, *c);
+            let p2 = pick(aux, b2, *d, p2_xx0);
+            let p3_xx0 = pick(aux, and, a, *d);
+            let p3 = pick(aux, b2, *e, p3_xx0);
+            let p4_xx1 = pick(aux, nor, a, *f);
+            let p4 = pick(aux, b2, p4_xx1, *e);
+            let p5_x01 = pick(aux, b0, a, *f);
+            let p5_xx1 = pick(aux, b1, *g, p5_x01);
+            let p5 = pick(aux, b2, p5_xx1, *f);
+            let p6_x11 = pick(aux, b0, *h, a);
+            let p6_xx1 = pick(aux, b1, p6_x11, *g);
+            let p6 = pick(aux, b2, p6_xx1, *g);
+            let p7_xx1 = pick(aux, and, a, *h);
+            let p7 = pick(aux, b2, p7_xx1, *h);
+            vec![p0, p1, p2, p3, p4, p5, p6, p7]
+        }
+        _ => {
+            return Err(FilecoinError::new(format!(
+                "insertion into {} siblings with {} index bits (arities 2, 4 and 8 are supported)",
+                siblings.len(),
+                bits.len()
+            )))
+        }
+    })
+}
+
+/// storage-proofs' `reverse_bit_numbering`: pad to whole bytes with constant zeros, reverse
+/// the bit order within each byte.
+fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
+    bits.resize(bits.len().next_multiple_of(8), Bit::Const(false));
+    for byte in bits.chunks_mut(8) {
+        byte.reverse();
+    }
+    bits
+}
+
+/// The value of up to `CAPACITY` bits, least significant first.
+fn packed(bits: &[Bit]) -> Fr {
+    debug_assert!(bits.len() <= CAPACITY);
+    let mut repr = [0u8; 32];
+    for (i, bit) in bits.iter().enumerate() {
+        if bit.value() {
+            repr[i / 8] |= 1 << (i % 8);
+        }
+    }
+    Fr::from_repr_vartime(repr.into()).expect("fewer than 255 bits are below the modulus")
+}
+
+/// `multipack::pack_bits`: the first `CAPACITY` bits as one allocated number.
+fn pack_bits(aux: &mut Aux, bits: &[Bit]) -> Num {
+    Num::alloc(aux, packed(&bits[..bits.len().min(CAPACITY)]))
+}
+
+/// `multipack::pack_into_inputs`: one public input per `CAPACITY` bits.
+fn pack_into_inputs(inputs: &mut Vec<Fr>, bits: &[Bit]) {
+    inputs.extend(bits.chunks(CAPACITY).map(packed));
+}
