@@ -86,6 +86,17 @@ pub trait ProofKind {
         None
     }
 
+    /// Partition `partition`'s witness computed natively, without the gadgets (issue 16):
+    /// `None` when this kind has no native generator (its gadgets are the only path). Equal
+    /// to witness-only synthesis of [`ProofKind::visit_partition`]'s circuit, value for value.
+    fn native_witness(
+        _spec: &CircuitSpec,
+        _partition: u32,
+        _input: Option<&JobInput>,
+    ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
+        None
+    }
+
     /// Public inputs of every partition, computed from the job alone.
     fn public_inputs(
         spec: &CircuitSpec,

@@ -93,6 +93,16 @@ pub fn visit_with_witness<V: CircuitVisitor>(
     with_kind!(spec.kind(), K => K::visit_partition(spec, seed, partition, input, visitor))
 }
 
+/// Partition `partition`'s witness from the kind's native generator, or `None` when the kind
+/// has none (see [`ProofKind::native_witness`]).
+pub fn native_witness(
+    spec: &CircuitSpec,
+    partition: u32,
+    input: Option<&JobInput>,
+) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
+    with_kind!(spec.kind(), K => K::native_witness(spec, partition, input))
+}
+
 /// File name (without extension) of a circuit's Groth16 parameters: the circuit id for the
 /// synthetic kinds, filecoin-proofs' `v28-<circuit identifier>` for the Filecoin kinds.
 pub fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {

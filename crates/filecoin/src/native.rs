@@ -394,7 +394,7 @@ fn packed(bits: &[Bit]) -> Fr {
             repr[i / 8] |= 1 << (i % 8);
         }
     }
-    Fr::from_repr_vartime(repr.into()).expect("fewer than 255 bits are below the modulus")
+    Fr::from_repr_vartime(repr).expect("fewer than 255 bits are below the modulus")
 }
 
 /// `multipack::pack_bits`: the first `CAPACITY` bits as one allocated number.

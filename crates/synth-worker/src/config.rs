@@ -7,6 +7,24 @@ use snarkflow_runtime::MemoryBudgetArgs;
 use snarkflow_service::{NatsArgs, TelemetryArgs};
 use snarkflow_wire::PartitionEncoding;
 
+/// Where witnesses come from (`--witness`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WitnessSource {
+    /// The native generator where the kind has one, the gadgets elsewhere.
+    Native,
+    /// bellperson's gadgets for every kind.
+    Gadgets,
+}
+
+impl WitnessSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WitnessSource::Native => "native",
+            WitnessSource::Gadgets => "gadgets",
+        }
+    }
+}
+
 /// snarkflow synth-worker: builds and synthesizes partition circuits.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "synth-worker", version)]
@@ -27,6 +45,17 @@ pub struct Config {
     /// witness in field elements alone).
     #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact")]
     pub wire_format: PartitionEncoding,
+    /// Where a partition's witness comes from (compact wire format): `native` computes it
+    /// directly for the kinds that have a native generator (PoRep, every size) and uses the
+    /// gadgets for the others; `gadgets` runs bellperson's gadgets for every kind (the
+    /// reference path).
+    #[arg(long, env = "SNARKFLOW_WITNESS", value_enum, default_value = "native")]
+    pub witness: WitnessSource,
+    /// Also compute every Nth native witness with the gadgets and compare the two (0: never;
+    /// 1: every partition, at about twice the witness-only cost). A difference fails the
+    /// partition with the first differing variable, never ships either witness.
+    #[arg(long, env = "SNARKFLOW_NATIVE_CHECK_EVERY", default_value_t = 0)]
+    pub native_check_every: u64,
     #[command(flatten)]
     pub memory: MemoryBudgetArgs,
     /// Address for /healthz, /readyz and /metrics; unset serves none.

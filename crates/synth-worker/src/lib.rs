@@ -13,7 +13,7 @@ mod synthesize;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use config::Config;
+pub use config::{Config, WitnessSource};
 use snarkflow_bus::Bus;
 use snarkflow_runtime::{SlotConfig, WorkerHost};
 use snarkflow_wire::Stage;
@@ -38,10 +38,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         _ = shutdown.cancelled() => return Ok(()),
         bus = Bus::connect_reporting(config.nats.bus_config("synth")?, &waiting) => bus?,
     };
-    let stage = Arc::new(synthesize::Synthesis::new(&host, config.wire_format));
+    let witness = synthesize::WitnessPolicy { source: config.witness, check_every: config.native_check_every };
+    let stage = Arc::new(synthesize::Synthesis::new(&host, config.wire_format, witness));
     host.readiness.set(
         true,
-        serde_json::json!({ "worker": host.id, "concurrency": config.concurrency, "wire_format": config.wire_format.as_str() }),
+        serde_json::json!({
+            "worker": host.id,
+            "concurrency": config.concurrency,
+            "wire_format": config.wire_format.as_str(),
+            "witness": witness.source.as_str(),
+        }),
     );
     let memory = config.memory.budget();
     let slots = SlotConfig {

@@ -1,19 +1,39 @@
 //! The synthesis stage: one partition from task to announced payload.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use prometheus::IntCounter;
+use prometheus::{IntCounter, IntCounterVec, Opts};
 use snarkflow_circuits::JobInput;
 use snarkflow_runtime::{partition_span, Failure, Outcome, Stage, TaskContext, WorkerHost};
-use snarkflow_synthesis::{encode_compact, RecordShape, Synthesize, SynthesizeWitness};
+use snarkflow_synthesis::{encode_compact, PartitionWitness, RecordShape, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, PartitionEncoding, ProveTask, SynthStats, SynthTask, SCHEMA_VERSION,
 };
 use tracing::{info, Instrument};
 
 use crate::inputs::InputCache;
+use crate::WitnessSource;
+
+/// Where witnesses come from and how often a native one is checked against the gadgets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WitnessPolicy {
+    pub(crate) source: WitnessSource,
+    /// Every Nth native witness is also made by the gadgets and compared (0: never).
+    pub(crate) check_every: u64,
+}
+
+/// The spot check's state, shared with the blocking synthesis threads.
+#[derive(Clone)]
+struct NativeCheck {
+    policy: WitnessPolicy,
+    /// Native witnesses made so far (which of them is checked).
+    made: Arc<AtomicU64>,
+    /// `snarkflow_synth_native_mismatches_total`.
+    mismatches: IntCounter,
+}
 
 /// What synthesis needs to know of a circuit's shape: its hash (the compact payload names its
 /// shape) and sizes (for memory estimates), by circuit id.
@@ -50,6 +70,10 @@ pub(crate) struct Synthesis {
     shape_summaries: ShapeSummaries,
     /// `snarkflow_synth_bytes_total`: payload bytes stored for the provers.
     bytes: IntCounter,
+    /// `snarkflow_synth_witness_total{path}`: partitions by where their witness came from
+    /// (`native`, `gadgets`; `full` for the raw wire format's full synthesis).
+    paths: IntCounterVec,
+    native: NativeCheck,
 }
 
 /// A synthesized partition in its wire form, and what making it cost.
@@ -59,14 +83,31 @@ struct Encoded {
     constraints: u64,
     synthesize_s: f64,
     serialize_s: f64,
+    /// Where the witness came from: `native`, `gadgets` or `full`.
+    path: &'static str,
 }
 
 impl Synthesis {
-    pub(crate) fn new(host: &WorkerHost, encoding: PartitionEncoding) -> Self {
+    pub(crate) fn new(host: &WorkerHost, encoding: PartitionEncoding, witness: WitnessPolicy) -> Self {
         let bytes = host.register(
             IntCounter::new("snarkflow_synth_bytes_total", "serialized partition bytes stored").expect("metric"),
         );
-        Synthesis { inputs: InputCache::default(), encoding, shape_summaries: Default::default(), bytes }
+        let paths = host.register(
+            IntCounterVec::new(
+                Opts::new("snarkflow_synth_witness_total", "partitions synthesized, by where the witness came from"),
+                &["path"],
+            )
+            .expect("metric"),
+        );
+        let mismatches = host.register(
+            IntCounter::new(
+                "snarkflow_synth_native_mismatches_total",
+                "native witnesses that differed from the gadgets' in a spot check (each failed its partition)",
+            )
+            .expect("metric"),
+        );
+        let native = NativeCheck { policy: witness, made: Arc::default(), mismatches };
+        Synthesis { inputs: InputCache::default(), encoding, shape_summaries: Default::default(), bytes, paths, native }
     }
 
     /// The job's input, for the kinds that have one.
@@ -94,9 +135,10 @@ impl Stage for Synthesis {
         // step spans are made where each step starts, inside the handling span
         let (parent, worker) = (tracing::Span::current(), cx.host.id.clone());
         let (summaries, encoding, blocking_task) = (self.shape_summaries.clone(), self.encoding, task.clone());
+        let native = self.native.clone();
         let encoded = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
-            encode_partition(&blocking_task, input.as_deref(), encoding, &summaries, &worker)
+            encode_partition(&blocking_task, input.as_deref(), encoding, &summaries, &native, &worker)
         })
         .await
         .map_err(|e| Failure::Permanent(format!("synthesis panicked: {e}")))?
@@ -109,6 +151,7 @@ impl Stage for Synthesis {
             )
             .await?;
         drop(encoded.bytes);
+        let encoded_path = encoded.path;
         tracing::Span::current().record("bytes", stored.bytes);
         let prove_task = ProveTask {
             schema: SCHEMA_VERSION,
@@ -138,13 +181,14 @@ impl Stage for Synthesis {
             encoding: Some(encoded.encoding.as_str().into()),
         };
         cx.host.observe("synthesize", stats.synthesize_s);
+        self.paths.with_label_values(&[encoded_path]).inc();
         cx.host.observe("serialize", stats.serialize_s);
         cx.host.observe("store", stats.store_s);
         self.bytes.inc_by(stored.bytes);
         info!(
             job_id = %task.job_id, partition = task.partition, constraints = stats.constraints, bytes = stats.bytes,
             synthesize_s = stats.synthesize_s, serialize_s = stats.serialize_s, store_s = stats.store_s,
-            "partition synthesized"
+            witness = encoded_path, "partition synthesized"
         );
         let event = JobEvent::new(
             &task.job_id,
@@ -164,6 +208,7 @@ fn encode_partition(
     input: Option<&JobInput>,
     encoding: PartitionEncoding,
     summaries: &ShapeSummaries,
+    native: &NativeCheck,
     worker: &str,
 ) -> Result<Encoded, String> {
     let (circuit, id) = (task.circuit, task.circuit.circuit_id());
@@ -171,20 +216,11 @@ fn encode_partition(
     match encoding {
         PartitionEncoding::CompactWitness => {
             let (shape_hash, constraints) = shape_summary(task, summaries, worker)?;
-            let span = partition_span!("synthesize", task, worker, witness_only = true);
+            let span =
+                partition_span!("synthesize", task, worker, witness_only = true, witness = tracing::field::Empty);
             let started = Instant::now();
-            let witness = span
-                .in_scope(|| {
-                    snarkflow_circuits::visit_with_witness(
-                        &circuit,
-                        seed,
-                        partition,
-                        input,
-                        SynthesizeWitness(&id, partition),
-                    )
-                })
-                .map_err(|e| format!("building the circuit: {e}"))?
-                .map_err(|e| format!("synthesis error: {e}"))?;
+            let (witness, path) = span.in_scope(|| witness_of(task, input, &id, native))?;
+            span.record("witness", path);
             let synthesize_s = started.elapsed().as_secs_f64();
             drop(span);
             let span =
@@ -192,7 +228,14 @@ fn encode_partition(
             let started = Instant::now();
             let bytes = span.in_scope(|| encode_compact(&witness, shape_hash));
             span.record("bytes", bytes.len() as u64);
-            Ok(Encoded { bytes, encoding, constraints, synthesize_s, serialize_s: started.elapsed().as_secs_f64() })
+            Ok(Encoded {
+                bytes,
+                encoding,
+                constraints,
+                synthesize_s,
+                serialize_s: started.elapsed().as_secs_f64(),
+                path,
+            })
         }
         PartitionEncoding::RawBincode => {
             let span = partition_span!("synthesize", task, worker, constraints = tracing::field::Empty);
@@ -218,9 +261,52 @@ fn encode_partition(
             let started = Instant::now();
             let bytes = span.in_scope(|| synthesized.encode());
             span.record("bytes", bytes.len() as u64);
-            Ok(Encoded { bytes, encoding, constraints, synthesize_s, serialize_s: started.elapsed().as_secs_f64() })
+            let serialize_s = started.elapsed().as_secs_f64();
+            Ok(Encoded { bytes, encoding, constraints, synthesize_s, serialize_s, path: "full" })
         }
     }
+}
+
+/// The task's witness and where it came from: the kind's native generator when the policy
+/// allows and the kind has one (spot-checked against the gadgets every `check_every`th
+/// time), the gadgets otherwise.
+fn witness_of(
+    task: &SynthTask,
+    input: Option<&JobInput>,
+    id: &str,
+    native: &NativeCheck,
+) -> Result<(PartitionWitness, &'static str), String> {
+    let gadgets = || {
+        snarkflow_circuits::visit_with_witness(
+            &task.circuit,
+            task.seed,
+            task.partition,
+            input,
+            SynthesizeWitness(id, task.partition),
+        )
+        .map_err(|e| format!("building the circuit: {e}"))?
+        .map_err(|e| format!("synthesis error: {e}"))
+    };
+    if native.policy.source == WitnessSource::Native {
+        if let Some(made) = snarkflow_circuits::native_witness(&task.circuit, task.partition, input) {
+            let made = made.map_err(|e| format!("native witness: {e}"))?;
+            let every = native.policy.check_every;
+            if every > 0 && native.made.fetch_add(1, Ordering::Relaxed) % every == 0 {
+                let _span = tracing::info_span!("native_check").entered();
+                let reference = gadgets()?;
+                if let Some(what) = made.difference(&reference) {
+                    native.mismatches.inc();
+                    tracing::error!(job_id = %task.job_id, partition = task.partition, difference = %what, "native witness differs from the gadgets'");
+                    return Err(format!(
+                        "the native witness differs from the gadgets' ({what}): a native-synthesis bug; \
+                         run the synth-workers with --witness gadgets until it is fixed"
+                    ));
+                }
+            }
+            return Ok((made, "native"));
+        }
+    }
+    Ok((gadgets()?, "gadgets"))
 }
 
 /// The shape hash and constraint count of the task's circuit, recorded on first use.

@@ -16,6 +16,26 @@ pub struct PartitionWitness {
     pub aux: Vec<Fr>,
 }
 
+impl PartitionWitness {
+    /// Where `self` first differs from `reference` (another witness of the same partition),
+    /// in words; `None` when the two are equal value for value.
+    pub fn difference(&self, reference: &PartitionWitness) -> Option<String> {
+        fn first<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
+            a.iter().zip(b).position(|(x, y)| x != y).or((a.len() != b.len()).then(|| a.len().min(b.len())))
+        }
+        if let Some(i) = first(&self.inputs, &reference.inputs) {
+            return Some(format!(
+                "public input {i}; {} and {} public inputs",
+                self.inputs.len(),
+                reference.inputs.len()
+            ));
+        }
+        first(&self.aux, &reference.aux).map(|i| {
+            format!("auxiliary variable {i}; {} and {} auxiliary variables", self.aux.len(), reference.aux.len())
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct WitnessRecorder {
     pub(crate) inputs: Vec<Fr>,

@@ -64,6 +64,18 @@ impl ProofKind for Porep {
         Ok(porep::visit_partition(input_of(input)?, partition as usize, visitor)?)
     }
 
+    fn native_witness(
+        spec: &CircuitSpec,
+        partition: u32,
+        input: Option<&JobInput>,
+    ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
+        let native = || -> Result<_, KindError> {
+            shape(spec)?;
+            Ok(porep::native_witness(input_of(input)?, partition as usize, &spec.circuit_id())?)
+        };
+        Some(native())
+    }
+
     fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
         let (sector_size, synthetic) = shape(spec)?;
         Ok(porep::param_file_stem(sector_size, synthetic)?)
