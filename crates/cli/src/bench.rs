@@ -17,6 +17,11 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (out, started.elapsed().as_secs_f64())
 }
 
+/// CPU seconds this process has used (user and system, all threads).
+fn cpu_seconds() -> f64 {
+    cpu_time::ProcessTime::now().as_duration().as_secs_f64()
+}
+
 /// Median of `runs` timings of `f` (each run gets a fresh input from `make`).
 fn median_of<I, T>(runs: usize, mut make: impl FnMut() -> I, mut f: impl FnMut(I) -> T) -> (T, f64) {
     let mut times = Vec::new();
@@ -62,6 +67,20 @@ pub(crate) fn hop(
         |_| snarkflow_circuits::visit_with_witness(&spec, seed, 0, input, SynthesizeWitness(&id, 0)),
     );
     let witness = witness??;
+    // the kind's native generator, where it has one: the same witness, value for value
+    let native = match snarkflow_circuits::native_witness(&spec, 0, input) {
+        Some(_) => {
+            let cpu_before = cpu_seconds();
+            let (made, native_s) = median_of(runs, || (), |_| snarkflow_circuits::native_witness(&spec, 0, input));
+            let native_cpu_s = (cpu_seconds() - cpu_before) / runs.max(1) as f64;
+            let made = made.expect("the kind has a native generator")?;
+            if let Some(what) = made.difference(&witness) {
+                anyhow::bail!("the native witness differs from the gadgets' ({what})");
+            }
+            Some((native_s, native_cpu_s))
+        }
+        None => None,
+    };
     let (raw, raw_enc_s) = median_of(runs, || (), |_| full.encode());
     let (_, raw_dec_s) = median_of(runs, || (), |_| SynthesizedPartition::decode(&raw));
     // at 32 GiB the raw form is ~17 GB: keep only its size
@@ -99,6 +118,13 @@ pub(crate) fn hop(
         "| synthesis (1 core; Filecoin: incl. building the circuit) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |",
         witness_s / full_s
     );
+    if let Some((native_s, native_cpu_s)) = native {
+        println!(
+            "| synthesis, native witness ({threads} threads; equal to the gadgets') | {full_s:.4} s | {native_s:.4} s wall, {native_cpu_s:.4} core-s (native) | {:.2}× wall, {:.2}× core-s |",
+            native_s / full_s,
+            native_cpu_s / full_s
+        );
+    }
     println!("| encode | {raw_enc_s:.4} s | {compact_enc_s:.4} s | |");
     println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
     println!("| rebuild a, b, c ({threads} threads) | — | {rebuild_s:.4} s | |");
