@@ -70,6 +70,18 @@ fn main() -> anyhow::Result<()> {
     } else {
         None
     };
+    if args.iter().any(|a| a == "--native-only") {
+        // profiling: no gadget run, so nothing to compare with
+        for &n in &threads {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build()?;
+            let (native, wall, cpu) = measure(runs, || pool.install(|| porep::native_witness(&input, 0, "porep")));
+            println!(
+                "native, {n:>2} threads: {wall:.4} s wall, {cpu:.4} core-s; {} aux values (not compared)",
+                native?.aux.len()
+            );
+        }
+        return Ok(());
+    }
     let (gadget, gadget_wall, gadget_cpu) =
         measure(runs, || porep::visit_partition(&input, 0, SynthesizeWitness("porep", 0)));
     let gadget = gadget??;

@@ -47,11 +47,11 @@ enum TreeHash {
 /// node among them.
 type PathLevel = (Vec<Fr>, usize);
 
-/// A challenge's inputs and auxiliary values.
+/// The partition's own variables, before its challenges': inputs and auxiliary values.
 #[derive(Debug, Default)]
-struct Part {
+struct Head {
     inputs: Vec<Fr>,
-    aux: Aux,
+    aux: Aux<'static>,
 }
 
 /// What a column proof gives the circuit: the column's rows and its inclusion path in tree C.
@@ -87,7 +87,7 @@ pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
     }
     let challenges = proofs.par_iter().map(challenge_parts::<Tree>).collect::<Result<Vec<_>, _>>()?;
 
-    let mut head = Part::default();
+    let mut head = Head::default();
     head.inputs.push(Fr::ONE);
     let aux = &mut head.aux;
     let replica_id = Num::alloc(aux, replica_id);
@@ -101,15 +101,39 @@ pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
     let comm_c = Num::alloc(aux, comm_c);
     let _ = poseidon_hash(aux, &[comm_c, comm_r_last], &POSEIDON_CONSTANTS_2);
 
-    let parts: Vec<Part> = challenges.par_iter().map(|c| challenge(c, &replica_id_bits)).collect::<Result<_, _>>()?;
-    let inputs = head.inputs.len() + parts.iter().map(|p| p.inputs.len()).sum::<usize>();
-    let aux = head.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>();
-    let (mut all_inputs, mut all_aux) = (Vec::with_capacity(inputs), Vec::with_capacity(aux));
-    for part in std::iter::once(head).chain(parts) {
-        all_inputs.extend_from_slice(&part.inputs);
-        all_aux.extend_from_slice(&part.aux.values);
-    }
-    Ok((all_inputs, all_aux))
+    // Every challenge allocates the same number of variables: the first one, made on its own,
+    // says how many, and the others are written in parallel straight into their place in the
+    // partition's witness (no copy of a 4 GB witness at 32 GiB, no buffer growing: page
+    // faults from many threads contend in the kernel).
+    let (first, rest) = challenges.split_first().expect("a partition has a challenge");
+    let mut first_aux = Aux::default();
+    let first = challenge(first, &replica_id_bits, &mut first_aux)?;
+    let (head_len, per) = (head.aux.len(), first_aux.len());
+    let total = head_len + per * challenges.len();
+    let mut aux = Vec::with_capacity(total);
+    // zeroed in parallel: the pages are faulted in by many threads
+    aux.par_extend(rayon::iter::repeat_n(Fr::ZERO, total));
+    aux[..head_len].copy_from_slice(head.aux.values());
+    aux[head_len..head_len + per].copy_from_slice(first_aux.values());
+    let rest_inputs: Vec<Vec<Fr>> = aux[head_len + per..]
+        .par_chunks_mut(per.max(1))
+        .zip(rest.par_iter())
+        .map(|(slot, c)| {
+            let mut aux = Aux::over(slot);
+            let inputs = challenge(c, &replica_id_bits, &mut aux)?;
+            if aux.len() != per {
+                return Err(FilecoinError::new(format!(
+                    "challenges allocate different numbers of variables ({} and {per})",
+                    aux.len()
+                )));
+            }
+            Ok(inputs)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut inputs = head.inputs;
+    inputs.extend(first);
+    inputs.extend(rest_inputs.into_iter().flatten());
+    Ok((inputs, aux))
 }
 
 /// A Merkle proof's levels as the circuit takes them (`as_options`, all present).
@@ -171,10 +195,11 @@ fn challenge_parts<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
-/// `params::Proof::synthesize`: one challenge.
-fn challenge(c: &ChallengeParts, replica_id_bits: &[Bit]) -> Result<Part, FilecoinError> {
-    let mut part = Part::default();
-    let Part { inputs, aux } = &mut part;
+/// `params::Proof::synthesize`: one challenge's variables, allocated into `aux`; returns its
+/// public inputs.
+fn challenge(c: &ChallengeParts, replica_id_bits: &[Bit], aux: &mut Aux<'_>) -> Result<Vec<Fr>, FilecoinError> {
+    let mut inputs = Vec::new();
+    let inputs = &mut inputs;
     let data_leaf = Num::alloc(aux, c.data_leaf);
     inclusion(aux, inputs, data_leaf, &c.comm_d_path, TreeHash::Sha256)?;
 
@@ -224,7 +249,7 @@ fn challenge(c: &ChallengeParts, replica_id_bits: &[Bit]) -> Result<Part, Fileco
     inclusion(aux, inputs, encoded, &c.comm_r_last_path, TreeHash::Poseidon)?;
     let column = column_hash(aux, &labels)?;
     inclusion(aux, inputs, column, &c.comm_c_path, TreeHash::Poseidon)?;
-    Ok(part)
+    Ok(std::mem::take(inputs))
 }
 
 /// `create_label_circuit` of the expanded parents of `parents` (6 base parents at layer 1,

@@ -44,7 +44,7 @@ fn run<A: Arity<Fr>>(hashes: usize) {
         native::poseidon_hash(&mut aux, &nums, &constants);
     }
     let native_s = started.elapsed().as_secs_f64();
-    assert!(aux.values == gadget.aux, "the same witness");
+    assert!(aux.values() == gadget.aux, "the same witness");
     println!(
         "poseidon arity {:>2} ({} values per hash): gadget witness-only {:.1} µs/hash, native {:.1} µs/hash: native is {:.3}× the gadget path",
         A::to_usize(),

@@ -3,35 +3,63 @@
 use blstrs::Scalar as Fr;
 use ff::Field;
 
-/// The auxiliary assignment being written: values in allocation order.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Aux {
-    pub values: Vec<Fr>,
+/// The auxiliary assignment being written: values in allocation order, into a buffer of its
+/// own or into a slice of a larger witness (so that independent parts of one circuit can be
+/// written in parallel, each into its place).
+#[derive(Debug, Default)]
+pub struct Aux<'a> {
+    values: Vec<Fr>,
+    /// When set, values go here (from the start) instead of into `values`.
+    slice: Option<&'a mut [Fr]>,
+    written: usize,
 }
 
-impl Aux {
+impl<'a> Aux<'a> {
     pub fn with_capacity(n: usize) -> Self {
-        Aux { values: Vec::with_capacity(n) }
+        Aux { values: Vec::with_capacity(n), slice: None, written: 0 }
+    }
+
+    /// Write into `slice`, from its start; allocating more values than it holds panics.
+    pub fn over(slice: &'a mut [Fr]) -> Self {
+        Aux { values: Vec::new(), slice: Some(slice), written: 0 }
     }
 
     /// Allocate a variable holding `v` (0 or 1).
     #[inline]
     pub fn bit(&mut self, v: bool) {
-        self.values.push(if v { Fr::ONE } else { Fr::ZERO });
+        self.field(if v { Fr::ONE } else { Fr::ZERO });
     }
 
     /// Allocate a variable holding `v`.
     #[inline]
     pub fn field(&mut self, v: Fr) {
-        self.values.push(v);
+        match &mut self.slice {
+            Some(slice) => slice[self.written] = v,
+            None => self.values.push(v),
+        }
+        self.written += 1;
     }
 
+    /// Values allocated so far.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.written
     }
 
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.written == 0
+    }
+
+    /// The values allocated so far, in order.
+    pub fn values(&self) -> &[Fr] {
+        match &self.slice {
+            Some(slice) => &slice[..self.written],
+            None => &self.values,
+        }
+    }
+
+    /// The values of an `Aux` with a buffer of its own (empty for one over a slice).
+    pub fn into_values(self) -> Vec<Fr> {
+        self.values
     }
 }
 
@@ -200,7 +228,7 @@ mod tests {
             let n: Vec<Bit> = ops.iter().map(|b| native_operand(&mut aux, *b)).collect();
             let n_out = native(&mut aux, &n);
             assert_eq!(n_out, g_out, "{name}{ops:?}: result");
-            assert_eq!(aux.values, cs.aux, "{name}{ops:?}: allocations");
+            assert_eq!(aux.values(), cs.aux, "{name}{ops:?}: allocations");
         }
     }
 
@@ -220,5 +248,24 @@ mod tests {
             |cs, o| Boolean::sha256_maj(cs.namespace(|| "maj"), &o[0], &o[1], &o[2]).unwrap(),
             |aux, o| Bit::sha256_maj(aux, o[0], o[1], o[2]),
         );
+    }
+
+    #[test]
+    fn an_aux_over_a_slice_writes_in_place_and_refuses_to_overflow() {
+        let mut buffer = vec![Fr::from(7u64); 3];
+        let mut aux = Aux::over(&mut buffer[1..]);
+        aux.bit(true);
+        aux.field(Fr::from(5u64));
+        assert_eq!(aux.len(), 2);
+        assert_eq!(aux.values(), &[Fr::ONE, Fr::from(5u64)]);
+        assert!(aux.into_values().is_empty(), "nothing went to a buffer of its own");
+        assert_eq!(buffer, vec![Fr::from(7u64), Fr::ONE, Fr::from(5u64)]);
+        let overflow = std::panic::catch_unwind(|| {
+            let mut one = [Fr::ZERO];
+            let mut aux = Aux::over(&mut one);
+            aux.bit(false);
+            aux.bit(true);
+        });
+        assert!(overflow.is_err(), "a second value does not fit a slice of one");
     }
 }

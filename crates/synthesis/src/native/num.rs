@@ -125,7 +125,7 @@ mod tests {
             n.mul(&mut aux, &sq);
             assert_eq!(n.to_bits_le(&mut aux), loose, "to_bits_le of {value:?}");
             assert_eq!(n.to_bits_le_strict(&mut aux), strict, "to_bits_le_strict of {value:?}");
-            assert_eq!(aux.values, cs.aux, "allocations for {value:?}");
+            assert_eq!(aux.values(), cs.aux, "allocations for {value:?}");
         }
     }
 }

@@ -156,8 +156,8 @@ mod tests {
             let preimage: Vec<Num> = values.iter().map(|v| Num::alloc(&mut aux, *v)).collect();
             let native = poseidon_hash(&mut aux, &preimage, &constants);
             assert_eq!(Some(native.value), hash.get_value(), "arity {}: the hash", A::to_usize());
-            assert_eq!(aux.values.len(), cs.aux.len(), "arity {}: as many allocations", A::to_usize());
-            assert!(aux.values == cs.aux, "arity {}: the same values in the same order", A::to_usize());
+            assert_eq!(aux.values().len(), cs.aux.len(), "arity {}: as many allocations", A::to_usize());
+            assert!(aux.values() == cs.aux, "arity {}: the same values in the same order", A::to_usize());
             // and it is Poseidon: neptune's native hash agrees
             let mut native_hasher = neptune::Poseidon::new_with_preimage(&values, &constants);
             assert_eq!(native.value, native_hasher.hash());
