@@ -291,7 +291,7 @@ fn witness_of(
         if let Some(made) = snarkflow_circuits::native_witness(&task.circuit, task.partition, input) {
             let made = made.map_err(|e| format!("native witness: {e}"))?;
             let every = native.policy.check_every;
-            if every > 0 && native.made.fetch_add(1, Ordering::Relaxed) % every == 0 {
+            if every > 0 && native.made.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {
                 let _span = tracing::info_span!("native_check").entered();
                 let reference = gadgets()?;
                 if let Some(what) = made.difference(&reference) {
