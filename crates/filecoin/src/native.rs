@@ -1,6 +1,6 @@
-//! The PoRep witness computed natively (issue 16): the inputs and auxiliary assignment
-//! `StackedCircuit::synthesize` would allocate, from the partition's vanilla proofs, without a
-//! constraint system.
+//! The PoRep and PoSt witnesses computed natively (issue 16): the inputs and auxiliary
+//! assignment `StackedCircuit::synthesize` (and `FallbackPoStCircuit::synthesize`) would
+//! allocate, from the partition's vanilla proofs, without a constraint system.
 //!
 //! Every function here mirrors one storage-proofs gadget's allocations, in its order, on top
 //! of the bellperson mirrors in [`snarkflow_synthesis::native`]:
@@ -13,12 +13,16 @@
 //!   `insert`, one hash per level, the path bits packed into public inputs).
 //! - `insert`: `gadgets::insertion::insert` for arities 2, 4, 8 (every published tree).
 //! - `label`: `create_label_circuit`.
+//! - [`post_partition`]: `FallbackPoStCircuit` (WindowPoSt and WinningPoSt): per sector
+//!   `comm_r = H(comm_c, comm_r_last)` and each challenged leaf's inclusion in tree R.
 //!
-//! The challenges of a partition are independent (each allocates the same number of
-//! variables), so they are computed in parallel and laid end to end.
+//! The challenges of a PoRep partition (the sectors of a PoSt one) are independent and each
+//! allocates the same number of variables, so they are computed in parallel, each straight
+//! into its place in the witness ([`assemble`]).
 //!
-//! Exactness against the gadgets is what the tests in `tests/native_porep.rs` check; a
-//! storage-proofs upgrade that changes a gadget fails them.
+//! Exactness against the gadgets is what the tests in `tests/native_porep.rs` and
+//! `tests/native_post.rs` check; a storage-proofs upgrade that changes a gadget fails them.
+//! SnapDeals (`EmptySectorUpdateCircuit`) has no mirror yet: it uses the gadgets.
 
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
@@ -45,7 +49,11 @@ enum TreeHash {
 
 /// One level of a Merkle path as the circuit takes it: the siblings and the position of the
 /// node among them.
-type PathLevel = (Vec<Fr>, usize);
+pub(crate) type PathLevel = (Vec<Fr>, usize);
+
+/// A Merkle path as storage-proofs' `as_options` gives it: per level the siblings and the
+/// position, each possibly missing (a blank circuit's).
+type OptionPath = Vec<(Vec<Option<Fr>>, Option<usize>)>;
 
 /// The partition's own variables, before its challenges': inputs and auxiliary values.
 #[derive(Debug, Default)]
@@ -101,15 +109,26 @@ pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
     let comm_c = Num::alloc(aux, comm_c);
     let _ = poseidon_hash(aux, &[comm_c, comm_r_last], &POSEIDON_CONSTANTS_2);
 
-    // Every challenge allocates the same number of variables: the first one, made on its own,
-    // says how many, and the others are written in parallel straight into their place in the
-    // partition's witness (no copy of a 4 GB witness at 32 GiB, no buffer growing: page
-    // faults from many threads contend in the kernel).
-    let (first, rest) = challenges.split_first().expect("a partition has a challenge");
+    assemble(head, &challenges, |c, aux| challenge(c, &replica_id_bits, aux))
+}
+
+/// The witness of a circuit made of `head` followed by independent `items` that each allocate
+/// the same number of variables (`make` allocates one into its `Aux` and returns its public
+/// inputs). The first item, made on its own, says how many; the others are written in
+/// parallel straight into their place in the witness: no copy of a 4 GB witness at 32 GiB,
+/// no buffer growing (page faults from many threads contend in the kernel).
+fn assemble<T: Sync>(
+    head: Head,
+    items: &[T],
+    make: impl Fn(&T, &mut Aux<'_>) -> Result<Vec<Fr>, FilecoinError> + Sync,
+) -> Result<(Vec<Fr>, Vec<Fr>), FilecoinError> {
+    let Some((first, rest)) = items.split_first() else {
+        return Ok((head.inputs, head.aux.into_values()));
+    };
     let mut first_aux = Aux::default();
-    let first = challenge(first, &replica_id_bits, &mut first_aux)?;
+    let first = make(first, &mut first_aux)?;
     let (head_len, per) = (head.aux.len(), first_aux.len());
-    let total = head_len + per * challenges.len();
+    let total = head_len + per * items.len();
     let mut aux = Vec::with_capacity(total);
     // zeroed in parallel: the pages are faulted in by many threads
     aux.par_extend(rayon::iter::repeat_n(Fr::ZERO, total));
@@ -118,12 +137,12 @@ pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
     let rest_inputs: Vec<Vec<Fr>> = aux[head_len + per..]
         .par_chunks_mut(per.max(1))
         .zip(rest.par_iter())
-        .map(|(slot, c)| {
+        .map(|(slot, item)| {
             let mut aux = Aux::over(slot);
-            let inputs = challenge(c, &replica_id_bits, &mut aux)?;
+            let inputs = make(item, &mut aux)?;
             if aux.len() != per {
                 return Err(FilecoinError::new(format!(
-                    "challenges allocate different numbers of variables ({} and {per})",
+                    "parts of one circuit allocate different numbers of variables ({} and {per})",
                     aux.len()
                 )));
             }
@@ -136,17 +155,53 @@ pub(crate) fn partition<Tree: 'static + MerkleTreeTrait>(
     Ok((inputs, aux))
 }
 
+/// One sector of a PoSt partition as the circuit takes it.
+pub(crate) struct PostSector {
+    pub(crate) comm_r: Fr,
+    pub(crate) comm_c: Fr,
+    pub(crate) comm_r_last: Fr,
+    /// The challenged leaves and their paths in tree R.
+    pub(crate) challenges: Vec<(Fr, Vec<PathLevel>)>,
+}
+
+/// The public inputs and auxiliary assignment of a WindowPoSt or WinningPoSt partition
+/// (`FallbackPoStCircuit::synthesize` without an extensible constraint system: each sector's
+/// `comm_r = H(comm_c, comm_r_last)`, then each challenge's inclusion in tree R).
+pub(crate) fn post_partition(sectors: &[PostSector]) -> Result<(Vec<Fr>, Vec<Fr>), FilecoinError> {
+    let head = Head { inputs: vec![Fr::ONE], aux: Aux::default() };
+    assemble(head, sectors, |sector, aux| {
+        let mut inputs = Vec::new();
+        let comm_r_last = Num::alloc(aux, sector.comm_r_last);
+        let comm_c = Num::alloc(aux, sector.comm_c);
+        let comm_r = Num::alloc(aux, sector.comm_r);
+        inputs.push(comm_r.value);
+        let _ = poseidon_hash(aux, &[comm_c, comm_r_last], &POSEIDON_CONSTANTS_2);
+        for (leaf, path) in &sector.challenges {
+            // the leaf is a value (`Root::Val`): PoRCircuit allocates it
+            let leaf = Num::alloc(aux, *leaf);
+            inclusion(aux, &mut inputs, leaf, path, TreeHash::Poseidon)?;
+        }
+        Ok(inputs)
+    })
+}
+
+/// A PoSt sector proof's paths (`SectorProof::as_options`) as [`PostSector`] takes them.
+pub(crate) fn post_paths(options: Vec<OptionPath>) -> Result<Vec<Vec<PathLevel>>, FilecoinError> {
+    options.into_iter().map(path_levels).collect()
+}
+
 /// A Merkle proof's levels as the circuit takes them (`as_options`, all present).
 fn levels<P: MerkleProofTrait>(proof: &P) -> Result<Vec<PathLevel>, FilecoinError> {
-    proof
-        .as_options()
+    path_levels(proof.as_options())
+}
+
+/// Levels from `as_options` form, every element present.
+fn path_levels(options: OptionPath) -> Result<Vec<PathLevel>, FilecoinError> {
+    options
         .into_iter()
-        .map(|(hashes, index)| {
-            let hashes = hashes.into_iter().collect::<Option<Vec<Fr>>>();
-            match (hashes, index) {
-                (Some(hashes), Some(index)) => Ok((hashes, index)),
-                _ => Err(FilecoinError::new("a Merkle proof with a missing element")),
-            }
+        .map(|(hashes, index)| match (hashes.into_iter().collect::<Option<Vec<Fr>>>(), index) {
+            (Some(hashes), Some(index)) => Ok((hashes, index)),
+            _ => Err(FilecoinError::new("a Merkle proof with a missing element")),
         })
         .collect()
 }

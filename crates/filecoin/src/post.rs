@@ -14,7 +14,7 @@ use filecoin_proofs::{as_safe_commitment, FallbackPoStSectorProof, MerkleTreeTra
 use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, PartitionWitness};
 use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
@@ -146,6 +146,21 @@ impl PostKind {
         Ok((|| with_sector_shape!(size, partition_circuit::<V>, input, self, visitor))()?)
     }
 
+    /// The partition's witness computed natively ([`crate::native`]): the same values, in the
+    /// same order, as witness-only synthesis of [`PostKind::visit_partition`]'s circuit.
+    pub fn native_witness(
+        self,
+        input: &PostInput,
+        k: usize,
+        circuit_id: &str,
+    ) -> Result<PartitionWitness, FilecoinError> {
+        if k != 0 {
+            return Err(err(format!("a {} job has one partition", self.name())));
+        }
+        let size = u64::from(input.registered_proof.sector_size());
+        Ok((|| with_sector_shape!(size, native_partition, input, self, circuit_id))()?)
+    }
+
     /// The circuit without a witness (parameter generation, constraint shapes).
     pub fn visit_blank<V: CircuitVisitor>(self, sector_size: u64, visitor: V) -> Result<V::Output, FilecoinError> {
         let registered = self.registered_proof(sector_size)?;
@@ -274,6 +289,45 @@ fn partition_circuit<Tree: 'static + MerkleTreeTrait, V: CircuitVisitor>(
         Some(0),
     )?;
     Ok(visitor.visit(circuit))
+}
+
+fn native_partition<Tree: 'static + MerkleTreeTrait>(
+    input: &PostInput,
+    kind: PostKind,
+    circuit_id: &str,
+) -> anyhow::Result<PartitionWitness> {
+    let Parts { pub_in, proof, params } = parts::<Tree>(input, kind)?;
+    anyhow::ensure!(
+        proof.sectors.len() == params.sector_count,
+        "vanilla proofs must equal sector_count: {} != {}",
+        params.sector_count,
+        proof.sectors.len()
+    );
+    let public = pub_in.sectors.chunks(params.sector_count).next().context("no public sectors")?;
+    // as FallbackPoStCompound::circuit: a partition short of sectors repeats its last one
+    let sectors = proof
+        .sectors
+        .iter()
+        .enumerate()
+        .map(|(i, sector)| {
+            let paths = crate::native::post_paths(sector.as_options())?;
+            let leafs = sector.leafs();
+            anyhow::ensure!(
+                leafs.len() == paths.len(),
+                "a sector proof with {} leaves and {} paths",
+                leafs.len(),
+                paths.len()
+            );
+            Ok(crate::native::PostSector {
+                comm_r: public[i.min(public.len() - 1)].comm_r.into(),
+                comm_c: sector.comm_c.into(),
+                comm_r_last: sector.comm_r_last.into(),
+                challenges: leafs.into_iter().map(Into::into).zip(paths).collect(),
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (inputs, aux) = crate::native::post_partition(&sectors)?;
+    Ok(PartitionWitness { circuit_id: circuit_id.to_owned(), partition: 0, inputs, aux })
 }
 
 fn public_inputs_of<Tree: 'static + MerkleTreeTrait>(

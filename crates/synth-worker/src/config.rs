@@ -46,7 +46,7 @@ pub struct Config {
     #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact")]
     pub wire_format: PartitionEncoding,
     /// Where a partition's witness comes from (compact wire format): `native` computes it
-    /// directly for the kinds that have a native generator (PoRep, every size) and uses the
+    /// directly for the kinds that have a native generator (PoRep, WindowPoSt, WinningPoSt) and uses the
     /// gadgets for the others; `gadgets` runs bellperson's gadgets for every kind (the
     /// reference path).
     #[arg(long, env = "SNARKFLOW_WITNESS", value_enum, default_value = "native")]

@@ -55,6 +55,16 @@ impl Post {
         Ok(self.post.visit_partition(self.input(input)?, partition as usize, visitor)?)
     }
 
+    pub(super) fn native_witness(
+        &self,
+        spec: &CircuitSpec,
+        partition: u32,
+        input: Option<&JobInput>,
+    ) -> Result<snarkflow_synthesis::PartitionWitness, KindError> {
+        self.sector_size(spec)?;
+        Ok(self.post.native_witness(self.input(input)?, partition as usize, &spec.circuit_id())?)
+    }
+
     pub(super) fn param_file_stem(&self, spec: &CircuitSpec) -> Result<String, KindError> {
         Ok(self.post.param_file_stem(self.sector_size(spec)?)?)
     }
@@ -105,6 +115,14 @@ macro_rules! post_kind {
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
                 $post.visit_partition(spec, partition, input, visitor)
+            }
+
+            fn native_witness(
+                spec: &snarkflow_wire::CircuitSpec,
+                partition: u32,
+                input: Option<&snarkflow_filecoin::JobInput>,
+            ) -> Option<Result<snarkflow_synthesis::PartitionWitness, crate::KindError>> {
+                Some($post.native_witness(spec, partition, input))
             }
 
             fn param_file_stem(spec: &snarkflow_wire::CircuitSpec) -> Result<String, crate::KindError> {
