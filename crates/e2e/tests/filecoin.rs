@@ -60,7 +60,9 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     let sector = sealed(dir.path(), 7, 1).await;
     let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
     params_for(spec).await;
-    let stack = Stack::start().await.unwrap();
+    // the witness comes from the native generator (the default), checked against the gadgets
+    let listen = format!("127.0.0.1:{}", snarkflow_e2e::free_port());
+    let stack = Stack::start_with(&["--native-check-every", "1", "--status-listen", &listen]).await.unwrap();
 
     let id = stack.submit(&json!({"kind": "porep-c2", "input": sector.porep_request_input()})).await.unwrap();
     let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
@@ -71,6 +73,9 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     let (status, proof) = stack.proof(&id).await.unwrap();
     assert_eq!(status, 200);
     assert_eq!(proof.len(), 192, "2 KiB PoRep has one partition");
+    let (witness, mismatches) = witness_metrics(&reqwest::Client::new(), &listen).await;
+    assert_eq!(witness, r#"snarkflow_synth_witness_total{path="native"} 1"#);
+    assert_eq!(mismatches, "snarkflow_synth_native_mismatches_total 0");
 
     // independent of the services: filecoin-proofs' own verifier on the returned bytes
     let c1 = &sector.c1;
@@ -349,31 +354,4 @@ async fn witness_metrics(http: &reqwest::Client, listen: &str) -> (String, Strin
     let text = http.get(format!("http://{listen}/metrics")).send().await.unwrap().text().await.unwrap();
     let line = |prefix: &str| text.lines().find(|l| l.starts_with(prefix)).unwrap_or("").to_owned();
     (line("snarkflow_synth_witness_total{"), line("snarkflow_synth_native_mismatches_total"))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn porep_witnesses_are_native_by_default_and_spot_checked_against_the_gadgets() {
-    filecoin_env();
-    let dir = tempfile::tempdir().unwrap();
-    let sector = sealed(dir.path(), 12, 6).await;
-    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
-    params_for(spec).await;
-    let input = snarkflow_circuits::parse_request(
-        snarkflow_wire::JobKind::PorepC2,
-        sector.porep_request_input().as_object().unwrap(),
-    )
-    .unwrap()
-    .input;
-    let listen = format!("127.0.0.1:{}", snarkflow_e2e::free_port());
-    let started = std::time::Instant::now();
-    let stack = Stack::start_with(&["--native-check-every", "1", "--status-listen", &listen]).await.unwrap();
-    let id = stack.submit(&json!({"kind": "porep-c2", "input": sector.porep_request_input()})).await.unwrap();
-    let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
-    assert_eq!(job["state"], "done", "{job}");
-    println!("done {:.1} s after the stack started", started.elapsed().as_secs_f64());
-    let (_, proof) = stack.proof(&id).await.unwrap();
-    snarkflow_circuits::verify_job(&spec, input.as_ref(), &params_dir(), &[proof]).unwrap().unwrap();
-    let (witness, mismatches) = witness_metrics(&reqwest::Client::new(), &listen).await;
-    assert_eq!(witness, r#"snarkflow_synth_witness_total{path="native"} 1"#);
-    assert_eq!(mismatches, "snarkflow_synth_native_mismatches_total 0");
 }

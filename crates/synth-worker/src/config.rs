@@ -32,8 +32,9 @@ pub struct Config {
     /// Name of this worker in events, spans and logs (default: synth-host-pid).
     #[arg(long, env = "SNARKFLOW_WORKER_ID")]
     pub worker_id: Option<String>,
-    /// Partitions synthesized at once. Synthesis of one circuit is single-threaded, so one per
-    /// core you give this worker is the usual choice.
+    /// Partitions synthesized at once. A native witness (PoRep, PoSt) spreads over all cores
+    /// (its challenges in parallel), so a few slots keep a host busy; gadget synthesis (SnapDeals,
+    /// `--witness gadgets`) is single-threaded, one slot per core you give this worker.
     #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
     /// More slots that take only critical-priority partitions (WinningPoSt by default), so one
