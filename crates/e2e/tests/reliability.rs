@@ -148,7 +148,10 @@ async fn objects_live_as_long_as_their_job() {
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
     let late = snarkflow_wire::partition_object(&id, 0);
     bus.put_partition(&late, b"late partition").await.unwrap();
-    assert_eq!(objects(&stack).await, vec![late]);
+    // stored (the put was acknowledged); a ledger pass may already have taken it by the time
+    // it is listed, so the list holds it or nothing
+    let listed = objects(&stack).await;
+    assert!(listed.is_empty() || listed == vec![late.clone()], "{listed:?}");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !objects(&stack).await.is_empty() {
         assert!(Instant::now() < deadline, "the finished job's leftover object was never deleted");
