@@ -203,7 +203,9 @@ async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
     ] {
         params_for(spec).await;
     }
-    let stack = Stack::start().await.unwrap();
+    // every witness from the native generators (the default), each checked against the gadgets
+    let listen = format!("127.0.0.1:{}", snarkflow_e2e::free_port());
+    let stack = Stack::start_with(&["--native-check-every", "1", "--status-listen", &listen]).await.unwrap();
     for (kind, input, priority) in
         [("window-post", window, "high"), ("winning-post", winning, "critical"), ("snap-update", snap, "normal")]
     {
@@ -216,6 +218,10 @@ async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
         assert_eq!(status, 200);
         assert_eq!(proof.len(), 192 * job["partitions"]["total"].as_u64().unwrap() as usize);
     }
+    // one partition each, all three native and equal to the gadgets'
+    let (witness, mismatches) = witness_metrics(&reqwest::Client::new(), &listen).await;
+    assert_eq!(witness, r#"snarkflow_synth_witness_total{path="native"} 3"#);
+    assert_eq!(mismatches, "snarkflow_synth_native_mismatches_total 0");
 }
 
 /// The compact path is exact for the real circuits: for each Filecoin kind at 2 KiB, a, b, c

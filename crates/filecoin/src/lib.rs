@@ -23,6 +23,8 @@ mod input;
 mod native;
 pub mod porep;
 pub mod post;
+#[cfg(feature = "fixtures")]
+pub mod random_snap;
 pub mod snap;
 pub mod sparse;
 pub mod sparse_post;

@@ -12,7 +12,7 @@ use filecoin_proofs::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredUpdateProof;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, PartitionWitness};
 use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_update::{
@@ -115,6 +115,24 @@ fn partition_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, V: C
     Ok(visitor.visit(circuit))
 }
 
+fn native_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &SnapInput,
+    k: usize,
+    circuit_id: &str,
+) -> anyhow::Result<PartitionWitness> {
+    let Parts { pub_in, proofs, params } = parts::<Tree>(input)?;
+    let proof = proofs.get(k).with_context(|| format!("no vanilla proof for partition {k}"))?;
+    let circuit = <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
+        &pub_in,
+        Default::default(),
+        proof,
+        &params,
+        Some(k),
+    )?;
+    let (inputs, aux) = crate::native::snap_partition(&circuit)?;
+    Ok(PartitionWitness { circuit_id: circuit_id.to_owned(), partition: k as u32, inputs, aux })
+}
+
 fn public_inputs_of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     input: &SnapInput,
 ) -> anyhow::Result<Vec<Vec<Fr>>> {
@@ -160,6 +178,13 @@ pub fn param_file_stem(sector_size: u64) -> Result<String, FilecoinError> {
 pub fn visit_partition<V: CircuitVisitor>(input: &SnapInput, k: usize, visitor: V) -> Result<V::Output, FilecoinError> {
     let size = u64::from(input.registered_proof.sector_size());
     Ok((|| with_sector_shape!(size, partition_circuit::<V>, input, k, visitor))()?)
+}
+
+/// Partition `k`'s witness computed natively ([`crate::native`]): the same values, in the
+/// same order, as witness-only synthesis of [`visit_partition`]'s circuit.
+pub fn native_witness(input: &SnapInput, k: usize, circuit_id: &str) -> Result<PartitionWitness, FilecoinError> {
+    let size = u64::from(input.registered_proof.sector_size());
+    Ok((|| with_sector_shape!(size, native_partition, input, k, circuit_id))()?)
 }
 
 /// The circuit without a witness (parameter generation, constraint shapes).

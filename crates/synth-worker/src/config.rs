@@ -32,9 +32,10 @@ pub struct Config {
     /// Name of this worker in events, spans and logs (default: synth-host-pid).
     #[arg(long, env = "SNARKFLOW_WORKER_ID")]
     pub worker_id: Option<String>,
-    /// Partitions synthesized at once. A native witness (PoRep, PoSt) spreads over all cores
-    /// (its challenges in parallel), so a few slots keep a host busy; gadget synthesis (SnapDeals,
-    /// `--witness gadgets`) is single-threaded, one slot per core you give this worker.
+    /// Partitions synthesized at once. A native witness (PoRep, SnapDeals, PoSt) spreads over
+    /// all cores (its challenges in parallel), so a few slots keep a host busy; gadget synthesis
+    /// (`--witness gadgets`, the test kinds) is single-threaded, one slot per core you give
+    /// this worker.
     #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
     /// More slots that take only critical-priority partitions (WinningPoSt by default), so one
@@ -47,8 +48,8 @@ pub struct Config {
     #[arg(long, env = "SNARKFLOW_WIRE_FORMAT", default_value = "compact")]
     pub wire_format: PartitionEncoding,
     /// Where a partition's witness comes from (compact wire format): `native` computes it
-    /// directly for the kinds that have a native generator (PoRep, WindowPoSt, WinningPoSt) and uses the
-    /// gadgets for the others; `gadgets` runs bellperson's gadgets for every kind (the
+    /// directly for the kinds that have a native generator (PoRep, SnapDeals, WindowPoSt,
+    /// WinningPoSt) and uses the gadgets for the others (the synthetic test kinds); `gadgets` runs bellperson's gadgets for every kind (the
     /// reference path).
     #[arg(long, env = "SNARKFLOW_WITNESS", value_enum, default_value = "native")]
     pub witness: WitnessSource,

@@ -61,6 +61,18 @@ impl ProofKind for Snap {
         Ok(snap::visit_partition(input_of(input)?, partition as usize, visitor)?)
     }
 
+    fn native_witness(
+        spec: &CircuitSpec,
+        partition: u32,
+        input: Option<&JobInput>,
+    ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
+        let native = || -> Result<_, KindError> {
+            sector_size(spec)?;
+            Ok(snap::native_witness(input_of(input)?, partition as usize, &spec.circuit_id())?)
+        };
+        Some(native())
+    }
+
     fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
         Ok(snap::param_file_stem(sector_size(spec)?)?)
     }

@@ -43,25 +43,60 @@ pub(super) fn inclusion(
         let index_bits: Vec<Bit> = (0..bit_count).map(|i| Bit::alloc(aux, (index >> i) & 1 == 1)).collect();
         path_bits.extend_from_slice(&index_bits);
         let siblings: Vec<Num> = hashes.iter().map(|&h| Num::alloc(aux, h)).collect();
-        let row = insert(aux, cur, &index_bits, &siblings)?;
-        cur = match hash {
-            TreeHash::Sha256 => sha256_leaves(aux, &row),
-            TreeHash::Poseidon => match arity {
-                2 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_2),
-                4 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_4),
-                8 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_8),
-                n => return Err(FilecoinError::new(format!("a Poseidon tree of arity {n}"))),
-            },
-        };
+        cur = level(aux, cur, &index_bits, &siblings, hash)?;
     }
     pack_into_inputs(inputs, &path_bits);
     Ok(cur)
 }
 
+/// `por_no_challenge_input`: the root computed from `leaf` up through `levels` (siblings
+/// already allocated), each level's position taken from the next bits of `bits`, which must
+/// all be used. The root's equality with the claimed one is a constraint, not an allocation.
+pub(super) fn por(
+    aux: &mut Aux,
+    bits: &[Bit],
+    leaf: Num,
+    levels: &[Vec<Num>],
+    hash: TreeHash,
+) -> Result<Num, FilecoinError> {
+    let mut cur = leaf;
+    let mut bits = bits;
+    for siblings in levels {
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() || arity < 2 {
+            return Err(FilecoinError::new(format!("a Merkle level of arity {arity}")));
+        }
+        let (index, rest) = bits
+            .split_at_checked(arity.trailing_zeros() as usize)
+            .ok_or_else(|| FilecoinError::new("a Merkle path longer than its challenge's bits"))?;
+        bits = rest;
+        cur = level(aux, cur, index, siblings, hash)?;
+    }
+    if !bits.is_empty() {
+        return Err(FilecoinError::new("a Merkle path shorter than its challenge's bits"));
+    }
+    Ok(cur)
+}
+
+/// One level of a path: `cur` inserted among `siblings` at the position `index_bits` encode,
+/// the row hashed.
+fn level(aux: &mut Aux, cur: Num, index_bits: &[Bit], siblings: &[Num], hash: TreeHash) -> Result<Num, FilecoinError> {
+    let row = insert(aux, cur, index_bits, siblings)?;
+    Ok(match hash {
+        TreeHash::Sha256 => sha256_leaves(aux, &row),
+        TreeHash::Poseidon => match row.len() {
+            2 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_2),
+            4 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_4),
+            8 => poseidon_hash(aux, &row, &POSEIDON_CONSTANTS_8),
+            n => return Err(FilecoinError::new(format!("a Poseidon tree of arity {n}"))),
+        },
+    })
+}
+
 /// filecoin-hashers' `Sha256Function::hash_multi_leaf_circuit`: each leaf's 255 bits (padded
 /// to bytes, bit order reversed within each byte), hashed, the digest's bytes bit-reversed and
-/// packed.
-fn sha256_leaves(aux: &mut Aux, leaves: &[Num]) -> Num {
+/// packed. Also `hash2_circuit` of two numbers.
+pub(super) fn sha256_leaves(aux: &mut Aux, leaves: &[Num]) -> Num {
     let mut message = Vec::with_capacity(leaves.len() * 256);
     for leaf in leaves {
         message.extend(reverse_bit_numbering(leaf.to_bits_le(aux)));
@@ -74,9 +109,6 @@ fn sha256_leaves(aux: &mut Aux, leaves: &[Num]) -> Num {
 /// `gadgets::insertion::insert`: `element` placed among `siblings` at the position `bits`
 /// encode, every output (and intermediate) a `pick`, allocated.
 fn insert(aux: &mut Aux, element: Num, bits: &[Bit], siblings: &[Num]) -> Result<Vec<Num>, FilecoinError> {
-    let pick = |aux: &mut Aux, condition: Bit, a: Num, b: Num| {
-        Num::alloc(aux, if condition.value() { a.value } else { b.value })
-    };
     let a = element;
     Ok(match (bits, siblings) {
         ([b0], [b]) => vec![pick(aux, *b0, *b, a), pick(aux, *b0, a, *b)],
@@ -127,6 +159,26 @@ fn insert(aux: &mut Aux, element: Num, bits: &[Bit], siblings: &[Num]) -> Result
             )))
         }
     })
+}
+
+/// `insertion::pick`: `a` if `condition`, else `b`, allocated.
+fn pick(aux: &mut Aux, condition: Bit, a: Num, b: Num) -> Num {
+    Num::alloc(aux, if condition.value() { a.value } else { b.value })
+}
+
+/// `insertion::select`: the element of `from` (2^n of them) at the position `bits` (n, least
+/// significant first) encode, halving the candidates from the most significant bit down, each
+/// pick allocated.
+pub(super) fn select(aux: &mut Aux, from: &[Num], bits: &[Bit]) -> Result<Num, FilecoinError> {
+    if from.len() != 1 << bits.len() {
+        return Err(FilecoinError::new(format!("selecting among {} elements with {} bits", from.len(), bits.len())));
+    }
+    let mut state = from.to_vec();
+    for &bit in bits.iter().rev() {
+        let half = state.len() / 2;
+        state = (0..half).map(|j| pick(aux, bit, state[half + j], state[j])).collect();
+    }
+    Ok(state[0])
 }
 
 /// storage-proofs' `reverse_bit_numbering`: pad to whole bytes with constant zeros, reverse

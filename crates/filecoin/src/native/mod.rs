@@ -20,9 +20,11 @@
 //! allocates the same number of variables, so they are computed in parallel, each straight
 //! into its place in the witness ([`assemble`]).
 //!
-//! Exactness against the gadgets is what the tests in `tests/native_porep.rs` and
-//! `tests/native_post.rs` check; a storage-proofs upgrade that changes a gadget fails them.
-//! SnapDeals (`EmptySectorUpdateCircuit`) has no mirror yet: it uses the gadgets.
+//! - [`snap_partition`] (`snap.rs`): `EmptySectorUpdateCircuit` (SnapDeals).
+//!
+//! Exactness against the gadgets is what the tests in `tests/native_porep.rs`,
+//! `tests/native_post.rs` and `tests/native_snap.rs` check; a storage-proofs upgrade that
+//! changes a gadget fails them.
 
 use blstrs::Scalar as Fr;
 use ff::Field;
@@ -34,8 +36,10 @@ use storage_proofs_core::merkle::{MerkleProofTrait, MerkleTreeTrait};
 use crate::FilecoinError;
 
 mod merkle;
+mod snap;
 
 use merkle::{inclusion, pack_bits, reverse_bit_numbering, TreeHash, CAPACITY};
+pub(crate) use snap::snap_partition;
 
 /// One level of a Merkle path as the circuit takes it: the siblings and the position of the
 /// node among them.

@@ -1,0 +1,68 @@
+//! Native vs gadget SnapDeals witness on random partitions (issue 16): wall and core-seconds of
+//! witness-only synthesis through the gadgets and of the native generator at several thread
+//! counts; the native witness is checked equal to the gadgets' (same seed, same circuit).
+//!
+//! ```text
+//! cargo run --release -p snarkflow-filecoin --example native_snap -- 32GiB --threads 1,4,16 --seeds 1
+//! ```
+
+use std::time::Instant;
+
+use snarkflow_filecoin::random_snap::{random_snap_partition, Witnesses};
+
+fn cpu_seconds() -> f64 {
+    cpu_time::ProcessTime::now().as_duration().as_secs_f64()
+}
+
+/// Wall and CPU seconds of one call of `f`, and its result.
+fn measure<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let (started, cpu) = (Instant::now(), cpu_seconds());
+    let out = f();
+    (out, started.elapsed().as_secs_f64(), cpu_seconds() - cpu)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let size_name = args.first().map(String::as_str).unwrap_or("2KiB");
+    let size: u64 = match size_name {
+        "2KiB" => 2 << 10,
+        "8MiB" => 8 << 20,
+        "512MiB" => 512 << 20,
+        "32GiB" => 32 << 30,
+        "64GiB" => 64 << 30,
+        other => anyhow::bail!("unknown sector size {other}"),
+    };
+    let seeds: u64 = flag("--seeds").map_or(Ok(1), |r| r.parse())?;
+    let threads: Vec<usize> =
+        flag("--threads").unwrap_or_else(|| "1,2".into()).split(',').map(str::parse).collect::<Result<_, _>>()?;
+    println!(
+        "{size_name} SnapDeals, random partitions; {} cores here",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    for seed in 0..seeds {
+        let (gadgets, wall, cpu) = measure(|| random_snap_partition(size, seed, Witnesses::Gadgets));
+        let gadgets = gadgets?;
+        let reference = gadgets.gadgets.expect("gadgets asked for");
+        println!(
+            "seed {seed} (partition {}, h {}): witness-only gadgets {wall:.4} s wall, {cpu:.4} core-s; {} aux values",
+            gadgets.k,
+            gadgets.h,
+            reference.aux.len()
+        );
+        for &n in &threads {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build()?;
+            let (native, wall, native_cpu) =
+                measure(|| pool.install(|| random_snap_partition(size, seed, Witnesses::Native)));
+            let native = native?.native.expect("native asked for");
+            if let Some(difference) = native.difference(&reference) {
+                anyhow::bail!("the native witness differs from the gadgets': {difference}");
+            }
+            println!(
+                "  native, {n:>2} threads: {wall:.4} s wall, {native_cpu:.4} core-s = {:.3}× the gadgets' core-s; equal to the gadgets'",
+                native_cpu / cpu
+            );
+        }
+    }
+    Ok(())
+}
