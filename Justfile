@@ -46,7 +46,8 @@ up: build
     fi
     # a local development stack: the synthetic test kinds are on
     start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --grpc-listen {{grpc_listen}} --enable-test-kinds
-    start synth-worker "{{bin}}/synth-worker" --status-listen 127.0.0.1:9101
+    # huge pages for the witness buffers where the kernel gives them on request (docs/operations.md)
+    start synth-worker env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "{{bin}}/synth-worker" --status-listen 127.0.0.1:9101
     start gpu-worker "{{bin}}/gpu-worker" --status-listen 127.0.0.1:9102 --generate-missing-params
     just _wait-ready http://{{gateway_listen}}/readyz gateway
     just _wait-ready http://127.0.0.1:9102/readyz gpu-worker

@@ -7,6 +7,7 @@
 //! (`snarkflow-runtime`); this crate is what synthesis adds to them.
 
 mod config;
+mod huge_pages;
 mod inputs;
 mod synthesize;
 
@@ -40,6 +41,12 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     };
     let witness = synthesize::WitnessPolicy { source: config.witness, check_every: config.native_check_every };
     let stage = Arc::new(synthesize::Synthesis::new(&host, config.wire_format, witness));
+    let huge_pages = huge_pages::detect();
+    if huge_pages.on {
+        tracing::info!(huge_pages = %huge_pages.why, "witness buffers");
+    } else {
+        tracing::warn!(huge_pages = %huge_pages.why, "witness buffers page-fault 4 KiB at a time (about half of a large native witness's time)");
+    }
     host.readiness.set(
         true,
         serde_json::json!({
@@ -47,6 +54,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             "concurrency": config.concurrency,
             "wire_format": config.wire_format.as_str(),
             "witness": witness.source.as_str(),
+            "huge_pages": huge_pages.why,
         }),
     );
     let memory = config.memory.budget();
