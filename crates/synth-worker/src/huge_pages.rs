@@ -29,17 +29,23 @@ pub(crate) fn detect() -> HugePages {
 /// file, `always [madvise] never`; `None` where it cannot be read).
 pub(crate) fn assess(tunables: &str, thp_enabled: Option<&str>) -> HugePages {
     let asked = tunables.split(':').find_map(|t| t.strip_prefix("glibc.malloc.hugetlb=")).unwrap_or("0");
-    let mode = thp_enabled
-        .and_then(|s| s.split_whitespace().find(|w| w.starts_with('[')))
-        .map(|w| w.trim_matches(['[', ']']));
+    let mode =
+        thp_enabled.and_then(|s| s.split_whitespace().find(|w| w.starts_with('['))).map(|w| w.trim_matches(['[', ']']));
     let hint = "set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 in this worker's environment";
     let (on, why) = match (mode, asked) {
-        (_, "2") => (true, "hugetlb pages requested (GLIBC_TUNABLES=glibc.malloc.hugetlb=2; they must be reserved, else 4 KiB pages)".to_owned()),
+        (_, "2") => (
+            true,
+            "hugetlb pages requested (GLIBC_TUNABLES=glibc.malloc.hugetlb=2; they must be reserved, else 4 KiB pages)"
+                .to_owned(),
+        ),
         (Some("always"), _) => (true, "transparent huge pages: the kernel's mode is always".to_owned()),
-        (Some("madvise"), "1") => (true, "transparent huge pages: madvise, asked for by GLIBC_TUNABLES=glibc.malloc.hugetlb=1".to_owned()),
-        (Some("madvise"), _) => {
-            (false, format!("4 KiB pages: the kernel gives huge pages on request (madvise) and malloc does not ask; {hint}"))
+        (Some("madvise"), "1") => {
+            (true, "transparent huge pages: madvise, asked for by GLIBC_TUNABLES=glibc.malloc.hugetlb=1".to_owned())
         }
+        (Some("madvise"), _) => (
+            false,
+            format!("4 KiB pages: the kernel gives huge pages on request (madvise) and malloc does not ask; {hint}"),
+        ),
         (Some(mode), _) => (false, format!("4 KiB pages: the kernel's transparent huge pages are {mode}")),
         (None, _) => (false, format!("unknown: {THP_ENABLED} cannot be read")),
     };
