@@ -301,14 +301,17 @@ async fn chaos() {
         })
     };
 
-    // the clients: submissions spread over the chaos window
-    // (on a schedule: a submit that waited out an outage makes the next ones come sooner)
+    // the clients: submissions spread over the chaos window (on a schedule: a submit that
+    // waited out an outage makes the next ones come sooner). A client retries until the window
+    // closes — the chaos lasts `chaos_for`, however long an outage is — and one not accepted by
+    // then retries, same key, once every service is back (below).
     let spacing = chaos_for / (jobs as u32).max(1);
     let began = tokio::time::Instant::now();
     let mut submitted: Vec<(usize, Option<String>)> = Vec::new();
     for (n, request) in requests.iter().enumerate() {
         tokio::time::sleep_until(began + spacing * n as u32).await;
-        submitted.push((n, submit(&http, &base, request, Duration::from_secs(120)).await));
+        let window_left = (began + chaos_for).saturating_duration_since(tokio::time::Instant::now());
+        submitted.push((n, submit(&http, &base, request, window_left.max(Duration::from_secs(2))).await));
     }
     tokio::time::sleep_until(began + chaos_for).await;
     stop.cancel();
@@ -333,6 +336,12 @@ async fn chaos() {
     };
 
     phase("chaos over, every service back");
+    // the clients whose requests the chaos never let in try again (a request that was created
+    // but never answered is found by its key: no duplicate)
+    for (n, id) in submitted.iter_mut().filter(|(_, id)| id.is_none()) {
+        *id = submit(&http, &base, &requests[*n], Duration::from_secs(180)).await;
+        println!("chaos: request {n} retried after the chaos: {}", if id.is_some() { "accepted" } else { "refused" });
+    }
     // every job ends
     let mut done = 0;
     let mut failed = Vec::new();
