@@ -8,43 +8,26 @@
 //! cargo run --release -p snarkflow-filecoin --example native_post -- 32GiB window --threads 1,4,16
 //! ```
 
-use std::time::Instant;
+mod common;
 
 use rand::SeedableRng;
 use snarkflow_filecoin::post::PostKind;
 use snarkflow_synthesis::SynthesizeWitness;
 
-fn cpu_seconds() -> f64 {
-    cpu_time::ProcessTime::now().as_duration().as_secs_f64()
-}
-
-/// Wall and CPU seconds of one call of `f`, and its result.
-fn measure<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
-    let (started, cpu) = (Instant::now(), cpu_seconds());
-    let out = f();
-    (out, started.elapsed().as_secs_f64(), cpu_seconds() - cpu)
-}
+use common::{measure, sector_size, threads};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let size_name = args.first().map(String::as_str).unwrap_or("2KiB");
-    let size: u64 = match size_name {
-        "2KiB" => 2 << 10,
-        "8MiB" => 8 << 20,
-        "512MiB" => 512 << 20,
-        "32GiB" => 32 << 30,
-        "64GiB" => 64 << 30,
-        other => anyhow::bail!("unknown sector size {other}"),
-    };
+    let size = sector_size(size_name)?;
     let kind = match args.get(1).map(String::as_str).unwrap_or("window") {
         "window" => PostKind::Window,
         "winning" => PostKind::Winning,
         other => anyhow::bail!("unknown PoSt kind {other} (window or winning)"),
     };
     let sectors: u64 = flag("--sectors").map_or(Ok(2), |r| r.parse())?;
-    let threads: Vec<usize> =
-        flag("--threads").unwrap_or_else(|| "1,2".into()).split(',').map(str::parse).collect::<Result<_, _>>()?;
+    let threads = threads(flag("--threads"))?;
     let ids: Vec<u64> = if kind == PostKind::Winning { vec![1] } else { (1..=sectors).collect() };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     let (request, fixture_s, _) =

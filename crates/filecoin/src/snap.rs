@@ -98,21 +98,28 @@ fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &SnapInpu
     parts::<Tree>(input).map(|_| ())
 }
 
+/// Partition `k`'s circuit, witness included, as `EmptySectorUpdateCompound` builds it.
+fn circuit_of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    input: &SnapInput,
+    k: usize,
+) -> anyhow::Result<EmptySectorUpdateCircuit<Tree>> {
+    let Parts { pub_in, proofs, params } = parts::<Tree>(input)?;
+    let proof = proofs.get(k).with_context(|| format!("no vanilla proof for partition {k}"))?;
+    <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
+        &pub_in,
+        (),
+        proof,
+        &params,
+        Some(k),
+    )
+}
+
 fn partition_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>, V: CircuitVisitor>(
     input: &SnapInput,
     k: usize,
     visitor: V,
 ) -> anyhow::Result<V::Output> {
-    let Parts { pub_in, proofs, params } = parts::<Tree>(input)?;
-    let proof = proofs.get(k).with_context(|| format!("no vanilla proof for partition {k}"))?;
-    let circuit = <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
-        &pub_in,
-        Default::default(),
-        proof,
-        &params,
-        Some(k),
-    )?;
-    Ok(visitor.visit(circuit))
+    Ok(visitor.visit(circuit_of::<Tree>(input, k)?))
 }
 
 fn native_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
@@ -120,16 +127,7 @@ fn native_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     k: usize,
     circuit_id: &str,
 ) -> anyhow::Result<PartitionWitness> {
-    let Parts { pub_in, proofs, params } = parts::<Tree>(input)?;
-    let proof = proofs.get(k).with_context(|| format!("no vanilla proof for partition {k}"))?;
-    let circuit = <Compound<Tree> as CompoundProof<EmptySectorUpdate<Tree>, EmptySectorUpdateCircuit<Tree>>>::circuit(
-        &pub_in,
-        Default::default(),
-        proof,
-        &params,
-        Some(k),
-    )?;
-    let (inputs, aux) = crate::native::snap_partition(&circuit)?;
+    let (inputs, aux) = crate::native::snap_partition(&circuit_of::<Tree>(input, k)?)?;
     Ok(PartitionWitness { circuit_id: circuit_id.to_owned(), partition: k as u32, inputs, aux })
 }
 
