@@ -4,6 +4,9 @@
 # kernels driven by our prover half) and `cuda-supraseal` (supraseal-c2, what Curio and lotus
 # prove with; its `snarkflow` also runs the stock filecoin-proofs C2 on supraseal for
 # `bench stock-c2`).
+# The `cuda-supraseal` build also carries `cuda-resident` (snarkflow's own prover, parameters
+# and constraint shape kept in GPU memory), which its gpu-worker uses unless told
+# `--backend cuda-supraseal`.
 # Output: target/gpu/{gpu-worker,snarkflow} (cuda) and target/gpu/{gpu-worker,snarkflow}-supraseal,
 # stripped; SNARKFLOW_GPU_BACKENDS="cuda-supraseal" builds only one.
 set -euo pipefail
@@ -12,8 +15,9 @@ source deploy/scripts/cuda-env.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-build}"
 mkdir -p target/gpu
 for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
-    cargo build --release -p snarkflow-gpu-worker -p snarkflow-cli \
-        --features "snarkflow-gpu-worker/$backend,snarkflow-cli/$backend"
+    features="snarkflow-gpu-worker/$backend,snarkflow-cli/$backend"
+    [ "$backend" = cuda ] || features="$features,snarkflow-gpu-worker/cuda-resident,snarkflow-cli/cuda-resident"
+    cargo build --release -p snarkflow-gpu-worker -p snarkflow-cli --features "$features"
     suffix=""
     [ "$backend" = cuda ] || suffix="-${backend#cuda-}"
     for bin in gpu-worker snarkflow; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The GPU feature code paths without a GPU, in the environment build-gpu.sh builds with (the
 # build scripts still run nvcc on the CUDA kernels): `cargo clippy -D warnings` of the prover,
-# gpu-worker and CLI with each GPU backend, then each backend's gpu-worker started against the
-# stub driver must answer /readyz 503 "device unusable" (no silent CPU fallback). CI runs this
-# after the test suite.
+# gpu-worker and CLI with each GPU build (`cuda`; `cuda-supraseal` with `cuda-resident`, our
+# own kernels), then each backend's gpu-worker started against the stub driver must answer
+# /readyz 503 "device unusable" (no silent CPU fallback). CI runs this after the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -15,20 +15,29 @@ source deploy/scripts/cuda-env.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-check}"
-for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
-    echo "== $backend"
-    cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli \
-        --features "snarkflow-gpu-worker/$backend,snarkflow-cli/$backend" -- -D warnings
+# the features of one GPU build: `cuda-supraseal` builds carry the resident prover too
+features() {
+    case "$1" in
+        cuda) echo "snarkflow-gpu-worker/cuda,snarkflow-cli/cuda" ;;
+        *) echo "snarkflow-gpu-worker/$1,snarkflow-cli/$1,snarkflow-gpu-worker/cuda-resident,snarkflow-cli/cuda-resident" ;;
+    esac
+}
+for build in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
+    echo "== $build"
+    cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
+        --features "$(features "$build")" -- -D warnings
 done
 
 # A GPU build on a machine without a usable driver must be not ready and say why (never prove
 # on the CPU): start each GPU gpu-worker against the stub driver and read its /readyz.
 port=19102
-for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
+for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal cuda-resident}; do
     echo "== $backend: readiness without a driver"
-    cargo build -p snarkflow-gpu-worker --features "snarkflow-gpu-worker/$backend"
+    build=$backend
+    [ "$backend" = cuda-resident ] && build=cuda-supraseal
+    cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
     log=$(mktemp)
-    LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" \
+    LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" --backend "$backend" \
         --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
     pid=$!
     body=""

@@ -135,7 +135,7 @@ pub(crate) fn hop(
         anyhow::ensure!(snarkflow_prover::verify(&params.pvk, &proof, full.public_inputs()), "proof does not verify");
         println!(
             "| prove ({}, {threads} threads) | {prove_s:.4} s | | rebuild / prove = {:.1}% |",
-            snarkflow_prover::BACKEND,
+            snarkflow_prover::backend_name(),
             100.0 * rebuild_s / prove_s
         );
     }
@@ -159,7 +159,7 @@ pub(crate) fn stock_c2(
     }
     println!(
         "stock seal_commit_phase2 ({} build): {} inputs x {} runs, {}, parameters {}",
-        snarkflow_prover::BACKEND,
+        snarkflow_prover::backend_name(),
         parsed.len(),
         runs.max(1),
         parsed[0].0.circuit_id(),

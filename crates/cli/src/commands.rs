@@ -124,6 +124,28 @@ enum BenchCommand {
         #[command(flatten)]
         params: ParamsDir,
     },
+    /// The GPU-resident prover (`cuda-resident` builds) on a few partitions, with the same r
+    /// and s as the CPU prover (and supraseal, with --supraseal): per-phase device times, and
+    /// whether every proof is byte-identical and verifies (exit code 1 if not). Generates
+    /// random parameters when missing.
+    Resident {
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        /// Distinct partitions (synthesized once each).
+        #[arg(long, default_value_t = 2)]
+        partitions: usize,
+        /// Resident proves per partition (the median's phases are printed).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Skip the CPU prover (its proofs take minutes past a few million constraints).
+        #[arg(long)]
+        no_cpu: bool,
+        /// Compare with supraseal-c2 too (builds with cuda-supraseal).
+        #[arg(long)]
+        supraseal: bool,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
     /// The stock path: filecoin-proofs' own `seal_commit_phase2` in-process on a C1 output
     /// (Curio/lotus-bench envelope or bare C1 JSON), timed, for comparison with snarkflow.
     StockC2 {
@@ -191,6 +213,7 @@ impl Cli {
             Command::Proof { params, .. }
             | Command::Bench { command: BenchCommand::Hop { params, .. } }
             | Command::Bench { command: BenchCommand::Hammer { params, .. } }
+            | Command::Bench { command: BenchCommand::Resident { params, .. } }
             | Command::Bench { command: BenchCommand::StockC2 { params, .. } }
             | Command::Params { command: ParamsCommand::Generate { params, .. } } => Some(params),
             _ => None,
@@ -274,7 +297,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await??;
             println!(
                 "HAMMER backend {} threads {threads} {} proofs {} invalid {} errors {} wall {:.2} s => {:.1} valid proofs/min; median prove {:.3} s",
-                snarkflow_prover::BACKEND,
+                snarkflow_prover::backend_name(),
                 if unlocked { "unlocked" } else { "locked" },
                 summary.proofs,
                 summary.invalid,
@@ -287,6 +310,24 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params } } => {
+            let (spec, input, available) = circuit.resolve()?;
+            let params_dir = params.dir();
+            #[cfg(feature = "cuda-resident")]
+            {
+                let compare = crate::bench_resident::Compare { cpu: !no_cpu, supraseal };
+                let good = tokio::task::spawn_blocking(move || {
+                    crate::bench_resident::run(spec, input, available, partitions, runs, compare, &params_dir)
+                })
+                .await??;
+                Ok(if good { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            }
+            #[cfg(not(feature = "cuda-resident"))]
+            {
+                let _ = (spec, input, available, partitions, runs, no_cpu, supraseal, params_dir);
+                anyhow::bail!("this snarkflow was built without the cuda-resident backend (`just build-gpu`)")
+            }
         }
         Command::Filecoin { command } => crate::filecoin::run(command).await,
         Command::Traces { command: TracesCommand::Collect { listen, out } } => {

@@ -2,6 +2,8 @@
 
 mod admin;
 mod bench;
+#[cfg(feature = "cuda-resident")]
+mod bench_resident;
 mod circuit_args;
 mod client;
 mod commands;

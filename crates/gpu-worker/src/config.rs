@@ -42,6 +42,11 @@ pub struct Config {
     pub rebuild_threads: Option<usize>,
     #[command(flatten)]
     pub memory: MemoryBudgetArgs,
+    /// The prover: `cuda-resident` (parameters and constraint shape kept in GPU memory; a, b, c,
+    /// h and every MSM on the device), `cuda-supraseal`, `cuda` or `cpu`, among those this build
+    /// has. Default: the first of those, in that order.
+    #[arg(long, env = "SNARKFLOW_BACKEND")]
+    pub backend: Option<String>,
     /// Use only this GPU (sets `CUDA_VISIBLE_DEVICES` for the process): one gpu-worker per GPU,
     /// each owning its device.
     #[arg(long, env = "SNARKFLOW_GPU")]

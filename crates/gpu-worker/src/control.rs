@@ -56,7 +56,7 @@ pub(crate) async fn serve(bus: Bus, proving: Proving, host: WorkerHost, shutdown
 fn report(proving: &Proving, host: &WorkerHost) -> GpuWorkerStatus {
     let (ready, detail) = host.readiness.get();
     let (probe, current) = proving.device.snapshot();
-    let devices = if snarkflow_prover::BACKEND == "cpu" {
+    let devices = if snarkflow_prover::backend_name() == "cpu" {
         vec![GpuDevice { index: 0, name: "cpu".into(), memory_bytes: 0 }]
     } else {
         probe
@@ -78,7 +78,7 @@ fn report(proving: &Proving, host: &WorkerHost) -> GpuWorkerStatus {
     GpuWorkerStatus {
         worker: host.id.clone(),
         host: snarkflow_telemetry::host_name(),
-        backend: snarkflow_prover::BACKEND.into(),
+        backend: snarkflow_prover::backend_name().into(),
         ready,
         state: detail["state"].as_str().unwrap_or_default().to_owned(),
         devices,

@@ -139,7 +139,7 @@ impl Device {
                     return true;
                 }
                 Err(e) => {
-                    error!(backend = snarkflow_prover::BACKEND, error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
+                    error!(backend = snarkflow_prover::backend_name(), error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
                     self.unusable(e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return false,

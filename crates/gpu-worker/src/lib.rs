@@ -42,12 +42,30 @@ pub fn main() -> std::process::ExitCode {
     snarkflow_service::main("gpu-worker", &telemetry, |shutdown| run(config, shutdown))
 }
 
+/// Choose the prover (`--backend`, else the build's preferred one) and say which and why.
+fn select_backend(requested: Option<&str>) -> anyhow::Result<()> {
+    use snarkflow_prover::Backend;
+    let compiled: Vec<&str> = Backend::compiled().iter().map(|b| b.name()).collect();
+    let (backend, why) = match requested {
+        Some(name) => {
+            let b = Backend::parse(name)
+                .ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?} (this build has: {})", compiled.join(", ")))?;
+            (b, "chosen with --backend")
+        }
+        None => (Backend::compiled()[0], "the first this build has of cuda-resident, cuda-supraseal, cuda, cpu"),
+    };
+    snarkflow_prover::backend::select(backend).map_err(anyhow::Error::msg)?;
+    info!(backend = backend.name(), why, compiled = %compiled.join(","), "prover backend");
+    Ok(())
+}
+
 /// Run until `shutdown`: probe the device, load parameters, report ready, prove; on shutdown
 /// stop pulling and give the proofs in flight `drain_secs` before handing them back. A device
 /// that fails its probe (at start, or after a device error while proving) leaves the worker
 /// not ready, saying why, and pulling nothing until a probe passes again.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let id = config.worker_id.clone().unwrap_or_else(|| snarkflow_runtime::default_worker_id("gpu"));
+    select_backend(config.backend.as_deref())?;
     let params_dir = config.params.dir();
     let params = Arc::new(ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog()));
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
@@ -73,7 +91,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         prove::Proving::new(&host, device.clone(), rebuild_pool, params, shapes, config.generate_missing_params);
     tokio::spawn(control::serve(bus.clone(), stage.clone(), host.clone(), shutdown.clone()));
     device.report_readiness(true, "ready");
-    info!(worker = %id, backend = snarkflow_prover::BACKEND, params_dir = %params_dir.display(), "gpu-worker ready");
+    info!(worker = %id, backend = snarkflow_prover::backend_name(), params_dir = %params_dir.display(), "gpu-worker ready");
     let memory = config.memory.budget();
     let slots = SlotConfig {
         slots: 1 + config.prefetch,
@@ -93,8 +111,10 @@ async fn preload(config: &Config, params: &Arc<ParamStore>, shapes: &Arc<shapes:
             CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
         let (params, generate, shapes) = (params.clone(), config.generate_missing_params, shapes.clone());
         tokio::task::spawn_blocking(move || {
-            params.get(&spec, generate)?;
-            shapes.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+            // a resident key holds its shape on the device: no host copy is needed
+            if !params.get(&spec, generate)?.takes_witness() {
+                shapes.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+            }
             anyhow::Ok(())
         })
         .await??;
@@ -114,7 +134,7 @@ fn status_detail(
     Arc::new(move |state, report, error| {
         serde_json::json!({
             "worker": id,
-            "backend": snarkflow_prover::BACKEND,
+            "backend": snarkflow_prover::backend_name(),
             "gpu": gpu,
             "devices": report.map(|r| &r.devices),
             "self_test_seconds": report.map(|r| r.self_test_seconds),

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use snarkflow_runtime::{partition_span, Failure};
-use snarkflow_synthesis::{decode_compact, SynthesizedPartition};
+use snarkflow_synthesis::{decode_compact, PartitionWitness, SynthesizedPartition};
 use snarkflow_wire::{PartitionEncoding, ProveTask};
 
 use crate::shapes::ShapeStore;
@@ -35,21 +35,55 @@ impl RebuildThreads {
     }
 }
 
+/// What the prover takes: a whole synthesized partition, or (for a prover that builds a, b, c
+/// on the device) just its witness.
+pub(crate) enum ProverInput {
+    Partition(SynthesizedPartition),
+    Witness(PartitionWitness),
+}
+
+impl ProverInput {
+    fn identity(&self) -> (&str, u32) {
+        match self {
+            ProverInput::Partition(p) => (&p.circuit_id, p.partition),
+            ProverInput::Witness(w) => (&w.circuit_id, w.partition),
+        }
+    }
+
+    /// The public inputs, without the leading ONE.
+    pub(crate) fn public_inputs(&self) -> &[snarkflow_prover::Fr] {
+        match self {
+            ProverInput::Partition(p) => p.public_inputs(),
+            ProverInput::Witness(w) => w.inputs.get(1..).unwrap_or(&[]),
+        }
+    }
+
+    pub(crate) fn num_constraints(&self, shape_rows: Option<usize>) -> usize {
+        match self {
+            ProverInput::Partition(p) => p.num_constraints(),
+            ProverInput::Witness(_) => shape_rows.unwrap_or(0),
+        }
+    }
+}
+
 /// A decoded partition, ready for the device, and what preparing it cost.
 pub(crate) struct Prepared {
-    pub partition: SynthesizedPartition,
+    pub input: ProverInput,
     pub deserialize_s: f64,
     pub rebuild_s: f64,
 }
 
-/// Decode `payload` as `task.encoding` says. Every failure is permanent: the same bytes decode
-/// the same way on any worker.
+/// Decode `payload` as `task.encoding` says. With `resident_shape` (the prover holds that
+/// constraint shape on the device), a compact witness is only decoded and checked against it;
+/// otherwise a, b, c are rebuilt here. Every failure is permanent: the same bytes decode the
+/// same way on any worker.
 pub(crate) fn prepare(
     task: &ProveTask,
     payload: Vec<u8>,
     shapes: &ShapeStore,
     rebuild: &RebuildThreads,
     worker: &str,
+    resident_shape: Option<[u8; 32]>,
 ) -> Result<Prepared, Failure> {
     let bytes = payload.len() as u64;
     let started = Instant::now();
@@ -58,7 +92,22 @@ pub(crate) fn prepare(
             let partition = partition_span!("deserialize", task, worker, bytes)
                 .in_scope(|| SynthesizedPartition::decode(&payload))
                 .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
-            Prepared { partition, deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
+            Prepared { input: ProverInput::Partition(partition), deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
+        }
+        PartitionEncoding::CompactWitness if resident_shape.is_some() => {
+            let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
+                .in_scope(|| rebuild.pool.install(|| decode_compact(&payload)))
+                .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
+            drop(payload);
+            if Some(shape_hash) != resident_shape {
+                return Err(Failure::Permanent(format!(
+                    "witness was made for shape {} but this prover's {} shape is {}",
+                    hex::encode(shape_hash),
+                    task.circuit.circuit_id(),
+                    hex::encode(resident_shape.unwrap_or_default())
+                )));
+            }
+            Prepared { input: ProverInput::Witness(witness), deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
         }
         PartitionEncoding::CompactWitness => {
             let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
@@ -85,15 +134,13 @@ pub(crate) fn prepare(
                 .in_scope(|| rebuild.pool.install(|| shape.rebuild(witness)))
                 .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
             drop(turn);
-            Prepared { partition, deserialize_s, rebuild_s: started.elapsed().as_secs_f64() }
+            Prepared { input: ProverInput::Partition(partition), deserialize_s, rebuild_s: started.elapsed().as_secs_f64() }
         }
     };
-    let partition = &prepared.partition;
-    if partition.circuit_id != task.circuit.circuit_id() || partition.partition != task.partition {
+    let (circuit_id, partition) = prepared.input.identity();
+    if circuit_id != task.circuit.circuit_id() || partition != task.partition {
         return Err(Failure::Permanent(format!(
-            "object holds {} partition {}, task says {} partition {}",
-            partition.circuit_id,
-            partition.partition,
+            "object holds {circuit_id} partition {partition}, task says {} partition {}",
             task.circuit.circuit_id(),
             task.partition
         )));

@@ -8,16 +8,17 @@ use opentelemetry::KeyValue;
 use prometheus::{CounterVec, IntCounter, IntGaugeVec, Opts};
 use snarkflow_prover::{LoadedParams, ParamStore, ParamsError};
 use snarkflow_runtime::{partition_span, Failure, Outcome, Stage, TaskContext, WorkerHost};
-use snarkflow_synthesis::SynthesizedPartition;
 use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveStats, ProveTask};
 use tracing::{info, Instrument};
 
 use crate::device::Device;
-use crate::prepare::{prepare, Prepared, RebuildThreads};
+use crate::prepare::{prepare, Prepared, ProverInput, RebuildThreads};
 use crate::shapes::ShapeStore;
 
-/// Whether this build proves on a GPU (where a wrong proof may be the device's fault).
-const DEVICE_BUILD: bool = cfg!(any(feature = "cuda", feature = "cuda-supraseal"));
+/// Whether this process proves on a GPU (where a wrong proof may be the device's fault).
+fn device_build() -> bool {
+    snarkflow_prover::backend::active().is_device()
+}
 
 /// The proving stage; cheap to clone (a slot's blocking thread takes a clone).
 #[derive(Clone)]
@@ -102,8 +103,10 @@ impl Proving {
 
     /// Load `spec`'s parameters and constraint shape (a PreloadSRS from the gateway).
     pub(crate) fn load(&self, spec: &CircuitSpec) -> Result<(), String> {
-        self.params.get(spec, self.generate_missing_params).map_err(|e| e.to_string())?;
-        self.shapes.get(spec).map_err(|e| e.to_string())?;
+        let loaded = self.params.get(spec, self.generate_missing_params).map_err(|e| e.to_string())?;
+        if !loaded.takes_witness() {
+            self.shapes.get(spec).map_err(|e| e.to_string())?;
+        }
         self.mark_loaded_params();
         Ok(())
     }
@@ -120,12 +123,12 @@ impl Proving {
         &self,
         task: &ProveTask,
         loaded: &LoadedParams,
-        partition: SynthesizedPartition,
+        input: ProverInput,
         worker: &str,
         delivery: u64,
     ) -> Result<Proved, Failure> {
-        let public_inputs = partition.public_inputs().to_vec();
-        let constraints = partition.num_constraints() as u64;
+        let public_inputs = input.public_inputs().to_vec();
+        let constraints = input.num_constraints(self.shapes.sizes(&task.circuit).map(|(c, _)| c as usize)) as u64;
         // one partition on the device at a time (the next one waits here, prepared)
         let _device = self.device.acquire(
             task.priority,
@@ -133,12 +136,15 @@ impl Proving {
         )?;
         let (label, name) = self.device.label_and_name();
         let span = partition_span!(
-            "prove", task, worker, backend = snarkflow_prover::BACKEND, gpu.device = %label, gpu.name = %name, constraints
+            "prove", task, worker, backend = snarkflow_prover::backend_name(), gpu.device = %label, gpu.name = %name, constraints
         );
         let started = Instant::now();
         // supraseal-c2 reports a CUDA error by panicking: only a panic in here is the device's
         let proved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            span.in_scope(|| loaded.prove(partition, &mut rand::rngs::OsRng))
+            span.in_scope(|| match input {
+                ProverInput::Partition(partition) => loaded.prove(partition, &mut rand::rngs::OsRng),
+                ProverInput::Witness(witness) => loaded.prove_witness(witness, None, &mut rand::rngs::OsRng),
+            })
         }));
         let proof = match proved {
             Ok(Ok(proof)) => proof,
@@ -178,7 +184,7 @@ impl Proving {
 /// device is probed after any wrong proof.
 fn verification_failed(device: &crate::device::Device, task: &ProveTask, worker: &str, delivery: u64) -> Failure {
     let reason = "proof failed verification against the verifying key";
-    if !DEVICE_BUILD {
+    if !device_build() {
         return Failure::Permanent(reason.into());
     }
     let handed_back = device.fail(&task.job_id, task.partition, reason.into());
@@ -236,7 +242,7 @@ impl Stage for Proving {
 
     async fn process(&self, task: ProveTask, cx: TaskContext) -> Result<Outcome, Failure> {
         let handling = tracing::Span::current();
-        handling.record("backend", snarkflow_prover::BACKEND);
+        handling.record("backend", snarkflow_prover::backend_name());
         handling.record("bytes", task.bytes);
         let queue_wait_s = record_queue_wait(&cx.parent, &task, &cx.host.id);
         let fetched = snarkflow_runtime::fetch_object(&cx.bus, &task.object, &task.sha256_hex)
@@ -249,17 +255,18 @@ impl Stage for Proving {
             (tracing::Span::current(), cx.host.id.clone(), self.clone(), task.clone(), cx.delivery);
         let (prepared, proved) = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
-            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild, &worker)?;
             let loaded = this.loaded_params(&blocking_task)?;
-            let Prepared { partition, deserialize_s, rebuild_s } = prepared;
-            let proved = this.prove(&blocking_task, &loaded, partition, &worker, delivery)?;
+            let resident = loaded.resident_shape_hash();
+            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild, &worker, resident)?;
+            let Prepared { input, deserialize_s, rebuild_s } = prepared;
+            let proved = this.prove(&blocking_task, &loaded, input, &worker, delivery)?;
             Ok::<_, Failure>(((deserialize_s, rebuild_s), proved))
         })
         .await
         .map_err(|e| Failure::Permanent(format!("preparing the partition panicked: {e}")))??;
         let stats = ProveStats {
             worker: cx.host.id.clone(),
-            backend: snarkflow_prover::BACKEND.to_owned(),
+            backend: snarkflow_prover::backend_name().to_owned(),
             queue_wait_s,
             fetch_s: fetched.seconds,
             deserialize_s: prepared.0,

@@ -67,7 +67,7 @@ impl DeviceReport {
 
 /// A CUDA error in words. rustacuda's `Display` asks the driver (`cuGetErrorString`) and
 /// fails when the driver cannot say, which `format!` would turn into a panic.
-#[cfg(any(feature = "cuda", feature = "cuda-supraseal"))]
+#[cfg(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident"))]
 fn describe(e: rustacuda::error::CudaError) -> String {
     use std::fmt::Write;
     let mut words = String::new();
@@ -86,7 +86,7 @@ pub fn host_index(ordinal: u32, visible: Option<&str>) -> Option<u32> {
 }
 
 /// The CUDA devices the driver shows this process, in ordinal order.
-#[cfg(any(feature = "cuda", feature = "cuda-supraseal"))]
+#[cfg(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident"))]
 pub fn devices() -> Result<Vec<DeviceInfo>, String> {
     use rustacuda::device::{Device, DeviceAttribute};
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
@@ -119,7 +119,7 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
 }
 
 /// The CPU backend uses no device.
-#[cfg(not(any(feature = "cuda", feature = "cuda-supraseal")))]
+#[cfg(not(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident")))]
 pub fn devices() -> Result<Vec<DeviceInfo>, String> {
     Ok(Vec::new())
 }
@@ -129,8 +129,8 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
 pub fn probe() -> Result<DeviceReport, String> {
     let started = Instant::now();
     let devices = devices()?;
-    self_test().map_err(|e| format!("self-test proof on the {} backend failed: {e}", crate::BACKEND))?;
-    Ok(DeviceReport { backend: crate::BACKEND, devices, self_test_seconds: started.elapsed().as_secs_f64() })
+    self_test().map_err(|e| format!("self-test proof on the {} backend failed: {e}", crate::backend_name()))?;
+    Ok(DeviceReport { backend: crate::backend_name(), devices, self_test_seconds: started.elapsed().as_secs_f64() })
 }
 
 fn self_test() -> Result<(), String> {
@@ -144,7 +144,8 @@ fn self_test() -> Result<(), String> {
     let partition = snarkflow_synthesis::synthesize(circuit, "self-test", 0).map_err(|e| e.to_string())?;
     debug_assert_eq!(partition.public_inputs(), &public[..], "the recorded output is the native one");
     let pvk = prepare_verifying_key(&params.vk);
-    let loaded = crate::LoadedParams::from_parameters("self-test", params).map_err(|e| e.to_string())?;
+    let shape = snarkflow_synthesis::record_shape(ProductChain { steps, factors: None }, "self-test").map_err(|e| e.to_string())?;
+    let loaded = crate::LoadedParams::from_parameters("self-test", params, &shape).map_err(|e| e.to_string())?;
     let proof = loaded.prove(partition, &mut rng).map_err(|e| e.to_string())?;
     if !crate::verify(&pvk, &proof, &public) {
         return Err("the proof does not verify (the device computed a wrong result)".into());
@@ -157,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg(not(any(feature = "cuda", feature = "cuda-supraseal")))]
+    #[cfg(not(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident")))]
     fn cpu_probe_proves_and_verifies() {
         let report = probe().unwrap();
         assert_eq!(report.backend, "cpu");

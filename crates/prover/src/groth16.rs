@@ -1,12 +1,12 @@
 //! Groth16 proving from a synthesized partition, step for step as bellperson's native prover.
 
-use std::ops::{AddAssign, Mul, MulAssign};
+use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
 
 use bellperson::gpu::{GpuError, LockedFftKernel, LockedMultiexpKernel};
 use bellperson::groth16::{self, ParameterSource, Parameters, PreparedVerifyingKey, Proof};
 use bellperson::SynthesisError;
-use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity, QueryDensity, SourceBuilder};
 use ec_gpu_gen::threadpool::{Waiter, Worker};
 use ec_gpu_gen::EcError;
@@ -27,13 +27,17 @@ pub enum ProveError {
     InputCount { got: usize, expected: usize },
     #[error("verifying key has an identity element (subverted parameters)")]
     IdentityInKey,
+    #[error("the device failed: {0}")]
+    Device(String),
+    #[error("{0}")]
+    Resident(String),
 }
 
 impl ProveError {
     /// The device failed (a kernel error), as opposed to a problem with the partition or
     /// the parameters: the partition may succeed elsewhere, and the device needs a probe.
     pub fn is_device_error(&self) -> bool {
-        matches!(self, ProveError::Gpu(_) | ProveError::Multiexp(_))
+        matches!(self, ProveError::Gpu(_) | ProveError::Multiexp(_) | ProveError::Device(_))
     }
 }
 
@@ -220,33 +224,48 @@ pub fn prove(
     #[allow(clippy::drop_non_drop)]
     drop(g2);
 
-    // A = α + Σ a_i·A_i + r·δ;  B = β + Σ b_i·B_i + s·δ;
-    // C = Σ h_i·H_i + Σ w_j·L_j + s·A' + r·B1' + r·s·δ + s·α + r·β (primes: the sums)
-    let mut a_answer = a_inputs.wait()?;
-    a_answer.add_assign(&a_aux_sum.wait()?);
+    let mut a = a_inputs.wait()?;
+    a.add_assign(&a_aux_sum.wait()?);
+    let mut b_g1 = b1_inputs.wait()?;
+    b_g1.add_assign(&b1_aux.wait()?);
+    let mut b_g2 = b2_inputs.wait()?;
+    b_g2.add_assign(&b2_aux.wait()?);
+    Ok(assemble(vk, QuerySums { h: h.wait()?, l: l.wait()?, a, b_g1, b_g2 }, r, s))
+}
+
+/// The five query sums of one partition: Σ h_i·H_i, Σ w_j·L_j over aux, and Σ w_k·A_k,
+/// Σ w_k·B_k (G1, G2) over the variables each query has points for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QuerySums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// The proof from the query sums and the blinding factors, as bellperson computes it:
+/// A = α + Σa + r·δ;  B = β + Σb + s·δ;
+/// C = Σh + Σl + s·Σa + r·Σb1 + r·s·δ + s·α + r·β.
+pub(crate) fn assemble(vk: &groth16::VerifyingKey<Bls12>, sums: QuerySums, r: Fr, s: Fr) -> Proof<Bls12> {
+    let QuerySums { h, l, a, b_g1, b_g2 } = sums;
     let mut g_a = vk.delta_g1.mul(r);
     g_a.add_assign(&vk.alpha_g1);
-    g_a.add_assign(&a_answer);
+    g_a.add_assign(&a);
 
-    let mut b2_answer = b2_inputs.wait()?;
-    b2_answer.add_assign(&b2_aux.wait()?);
     let mut g_b = vk.delta_g2.mul(s);
     g_b.add_assign(&vk.beta_g2);
-    g_b.add_assign(&b2_answer);
+    g_b.add_assign(&b_g2);
 
-    let mut b1_answer = b1_inputs.wait()?;
-    b1_answer.add_assign(&b1_aux.wait()?);
-    a_answer.mul_assign(s);
-    b1_answer.mul_assign(r);
-    let mut g_c = a_answer;
-    g_c.add_assign(&b1_answer);
+    let mut g_c = a.mul(s);
+    g_c.add_assign(&b_g1.mul(r));
     g_c.add_assign(vk.delta_g1.mul(r * s));
     g_c.add_assign(&vk.alpha_g1.mul(s));
     g_c.add_assign(&vk.beta_g1.mul(r));
-    g_c.add_assign(&h.wait()?);
-    g_c.add_assign(&l.wait()?);
+    g_c.add_assign(&h);
+    g_c.add_assign(&l);
 
-    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+    Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() }
 }
 
 /// Prove with fresh random blinding factors (what production does).

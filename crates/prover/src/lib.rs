@@ -6,11 +6,14 @@
 //! `create_proof_batch` returns for the same circuit (tested), so synthesis may run anywhere.
 //! No NATS, HTTP or tokio here.
 
+pub mod backend;
 pub mod device;
 mod groth16;
 mod paramgen;
 mod params;
 mod self_test;
+#[cfg(feature = "cuda-resident")]
+pub mod resident;
 #[cfg(feature = "cuda-supraseal")]
 pub mod supraseal;
 
@@ -21,11 +24,10 @@ pub use params::{LoadedParams, ParamStore, ParamsError};
 /// Size of one compressed BLS12-381 Groth16 proof.
 pub const PROOF_BYTES: usize = 192;
 
-/// Name of the backend this build proves with, for readiness, metrics and span attributes.
-pub const BACKEND: &str = if cfg!(feature = "cuda-supraseal") {
-    "cuda-supraseal"
-} else if cfg!(feature = "cuda") {
-    "cuda"
-} else {
-    "cpu"
-};
+pub use backend::Backend;
+pub use blstrs::Scalar as Fr;
+
+/// Name of the backend this process proves with, for readiness, metrics and span attributes.
+pub fn backend_name() -> &'static str {
+    backend::active().name()
+}

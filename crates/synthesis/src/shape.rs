@@ -34,6 +34,21 @@ impl SparseMatrix {
     pub fn nnz(&self) -> usize {
         self.cols.len()
     }
+
+    /// Where each row's entries start in [`cols`](Self::cols) (one more than the rows).
+    pub fn row_starts(&self) -> &[u64] {
+        &self.row_starts
+    }
+
+    /// Column of each entry: an index into the witness `[inputs | aux]`.
+    pub fn cols(&self) -> &[u32] {
+        &self.cols
+    }
+
+    /// Coefficient of each entry: an index into [`ConstraintShape::coeff_table`].
+    pub fn coeffs(&self) -> &[u32] {
+        &self.coeffs
+    }
 }
 
 /// A circuit shape: everything about its constraints that does not depend on the witness.
@@ -261,6 +276,11 @@ pub enum ShapeError {
 impl ConstraintShape {
     pub fn num_constraints(&self) -> usize {
         self.a.rows()
+    }
+
+    /// The distinct coefficient values the matrices' entries index.
+    pub fn coeff_table(&self) -> &[Fr] {
+        &self.coeff_table
     }
 
     pub fn hash_hex(&self) -> String {

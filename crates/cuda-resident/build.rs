@@ -1,0 +1,54 @@
+//! Compiles `cuda/resident.cu` with nvcc when the `cuda` feature is on. Architectures come from
+//! `SNARKFLOW_CUDA_ARCHS` (space-separated compute capabilities, default `90` for H100/H200),
+//! as in deploy/scripts/cuda-env.sh; the last one is also embedded as PTX.
+
+fn main() {
+    println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-env-changed=SNARKFLOW_CUDA_ARCHS");
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    let archs = std::env::var("SNARKFLOW_CUDA_ARCHS").unwrap_or_else(|_| "90".into());
+    let archs: Vec<&str> = archs.split_whitespace().collect();
+    let mut nvcc = cc::Build::new();
+    nvcc.cuda(true);
+    for a in &archs {
+        nvcc.flag("-gencode").flag(format!("arch=compute_{a},code=sm_{a}"));
+    }
+    if let Some(last) = archs.last() {
+        nvcc.flag("-gencode").flag(format!("arch=compute_{last},code=compute_{last}"));
+    }
+    nvcc.define("FEATURE_BLS12_381", None);
+    nvcc.define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None);
+    // blst's assembly entry points take the ADX path when the build machine has it, as blst does
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("adx") {
+        nvcc.define("__ADX__", None);
+    }
+    for var in ["DEP_SPPARK_ROOT", "DEP_BLST_C_SRC"] {
+        let dir = std::env::var_os(var).unwrap_or_else(|| panic!("{var} is not set: sppark and blst must be dependencies"));
+        nvcc.include(dir);
+    }
+    nvcc.flag("-Xcompiler").flag("-Wno-unused-function");
+    nvcc.flag("-Xcompiler").flag("-Wno-subobject-linkage");
+    // sppark's headers define kernels (sort, breakdown, the NTT steps…) with external linkage,
+    // and supraseal-c2 compiles the same headers into the same binary: everything of ours but
+    // the sf_* entry points is hidden, then made local, so the two copies never collide.
+    nvcc.flag("-Xcompiler").flag("-fvisibility=hidden");
+    nvcc.file("cuda/resident.cu");
+    let objects = nvcc.compile_intermediates();
+    for object in &objects {
+        let status = std::process::Command::new("objcopy")
+            .arg("--localize-hidden")
+            .arg(object)
+            .status()
+            .expect("running objcopy (binutils)");
+        assert!(status.success(), "objcopy --localize-hidden {} failed", object.display());
+    }
+    let mut archive = cc::Build::new();
+    archive.cuda(true).cudart("static");
+    for object in &objects {
+        archive.object(object);
+    }
+    archive.compile("snarkflow_resident");
+}

@@ -1,0 +1,603 @@
+// snarkflow's GPU-resident Groth16 prover (BLS12-381), on sppark's field, curve, NTT and MSM
+// templates. What lives on the device and for how long:
+//
+//   sf_srs    the five point queries of one circuit's parameters (H, L, A, B-G1, B-G2),
+//             uploaded once from the parameter file's raw bytes and converted on the device;
+//   sf_shape  the constraint matrices A, B, C (compressed rows, coefficient indices into a small
+//             table) and the gather lists the A and B queries need (their density);
+//   sf_device per-proof buffers (witness, a, b, c, gathered scalars), kept between proofs.
+//
+// One prove: upload the witness, a = A·w, b = B·w, c = C·w (SpMV), h = (a·b − c)/Z by seven
+// NTTs, then the five MSMs against resident points. The caller assembles the proof from the
+// five sums with r and s (a few point operations on the CPU). Nothing here knows Rust types;
+// points cross the boundary in blst's memory layout (Montgomery form, Jacobian for results).
+
+#include <cuda.h>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include <ff/bls12-381.hpp>
+#include <ff/bls12-381-fp2.hpp>
+#include <ec/jacobian_t.hpp>
+#include <ec/xyzz_t.hpp>
+
+// pippenger.cuh instantiates its kernels for these names, so they come first
+typedef jacobian_t<fp_t> point_t;
+typedef xyzz_t<fp_t> bucket_t;
+typedef bucket_t::affine_t affine_t;
+typedef jacobian_t<fp2_t> point2_t;
+typedef xyzz_t<fp2_t> bucket2_t;
+typedef bucket2_t::affine_t affine2_t;
+typedef fr_t scalar_t;
+
+#include <msm/pippenger.cuh>
+#include <ntt/ntt.cuh>
+
+typedef affine_t::mem_t g1_mem_t;
+typedef affine2_t::mem_t g2_mem_t;
+
+static_assert(sizeof(g1_mem_t) == 96, "G1 affine in blst's layout");
+static_assert(sizeof(g2_mem_t) == 192, "G2 affine in blst's layout");
+#ifndef __CUDA_ARCH__   // on the device an Fp2 is spread over two threads
+static_assert(sizeof(point_t) == 144, "G1 Jacobian in blst's layout");
+static_assert(sizeof(point2_t) == 288, "G2 Jacobian in blst's layout");
+#endif
+static_assert(sizeof(scalar_t) == 32, "Fr in blst's layout");
+
+#define SF_FFI extern "C" __attribute__((visibility("default")))
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+struct sf_error : std::runtime_error {
+    int code;
+    sf_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
+};
+
+static void check(cudaError_t e, const char* what)
+{
+    if (e != cudaSuccess)
+        throw sf_error(e, std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+template<typename F> static RustError guarded(F f)
+{
+    try {
+        f();
+        return RustError{cudaSuccess};
+    } catch (const sf_error& e) {
+        return RustError{e.code ? e.code : -1, e.what()};
+    } catch (const cuda_error& e) {
+        return RustError{e.code(), e.what()};
+    } catch (const std::exception& e) {
+        return RustError{-1, e.what()};
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// device buffers
+
+struct dbuf {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+
+    void ensure(size_t want, const char* what)
+    {
+        if (want <= bytes)
+            return;
+        release();
+        check(cudaMalloc(&ptr, want), what);
+        bytes = want;
+    }
+    void release()
+    {
+        if (ptr)
+            (void)cudaFree(ptr);
+        ptr = nullptr;
+        bytes = 0;
+    }
+    template<typename T> T* as() const { return reinterpret_cast<T*>(ptr); }
+};
+
+struct sf_device {
+    int ordinal;
+    const gpu_t* gpu;
+    // one prove at a time per device: the MSM objects and these buffers are shared
+    std::mutex busy;
+    dbuf witness, a, b, c, scalars;
+
+    void release_workspace()
+    {
+        witness.release(); a.release(); b.release(); c.release(); scalars.release();
+    }
+};
+
+enum section_t : uint32_t { SEC_H = 0, SEC_L = 1, SEC_A = 2, SEC_B1 = 3, SEC_B2 = 4, SECTIONS = 5 };
+
+struct sf_srs {
+    sf_device* dev;
+    size_t count[SECTIONS];
+    dbuf points[SECTIONS];
+    dbuf staging;   // raw file bytes on their way to conversion
+};
+
+struct sf_csr {
+    const uint64_t* row_starts;   // rows + 1
+    const uint32_t* cols;         // nnz, indices into [inputs | aux]
+    const uint32_t* coeffs;       // nnz, indices into the coefficient table
+    size_t rows;
+    size_t nnz;
+};
+
+struct sf_shape_desc {
+    size_t num_inputs;
+    size_t num_aux;
+    sf_csr m[3];
+    const scalar_t* table;        // coefficient values, Montgomery form
+    size_t table_len;
+    uint32_t one_index;           // table index of 1 (or UINT32_MAX)
+    uint32_t minus_one_index;     // table index of -1 (or UINT32_MAX)
+    const uint32_t* a_gather;     // witness indices whose A-query point exists, in point order
+    size_t a_gather_len;
+    const uint32_t* b_gather;     // the same for the B queries
+    size_t b_gather_len;
+};
+
+struct dev_csr {
+    dbuf row_starts, cols, coeffs;
+    size_t rows, nnz;
+};
+
+struct sf_shape {
+    sf_device* dev;
+    size_t num_inputs, num_aux, rows, lg_domain;
+    dev_csr m[3];
+    dbuf table, a_gather, b_gather;
+    size_t table_len, a_gather_len, b_gather_len;
+    uint32_t one_index, minus_one_index;
+    size_t bytes;
+};
+
+// sums of the five queries, in blst's Jacobian layout
+struct sf_msm_sums {
+    point_t h, l, a, b_g1;
+    point2_t b_g2;
+};
+
+// milliseconds per phase of one prove (host clock around synchronised device work)
+struct sf_timings {
+    double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
+};
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+static __device__ __forceinline__ void be48_to_fp(fp_t& out, const uint8_t* be, bool strip_flags)
+{
+    uint32_t limb[12];
+    #pragma unroll
+    for (int i = 0; i < 12; i++) {
+        const uint8_t* p = be + 44 - 4 * i;
+        uint32_t b0 = p[0];
+        if (strip_flags && i == 11)
+            b0 &= 0x1f;
+        limb[i] = (b0 << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+    }
+    out = *reinterpret_cast<const fp_t*>(limb);
+    out.to();
+}
+
+// Uncompressed points as bellperson writes them (big-endian coordinates, G2 as c1 then c0; the
+// infinity flag 0x40 in the first byte) into blst's affine layout (infinity = all zero).
+__global__ void g1_from_file(g1_mem_t* out, const uint8_t* raw, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint8_t* p = raw + i * 96;
+        fp_t* dst = reinterpret_cast<fp_t*>(&out[i]);
+        fp_t x, y;
+        be48_to_fp(x, p, true);
+        be48_to_fp(y, p + 48, false);
+        if (p[0] & 0x40) { x.zero(); y.zero(); }
+        dst[0] = x;
+        dst[1] = y;
+    }
+}
+
+__global__ void g2_from_file(g2_mem_t* out, const uint8_t* raw, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const uint8_t* p = raw + i * 192;
+        fp_t* dst = reinterpret_cast<fp_t*>(&out[i]);
+        bool inf = p[0] & 0x40;
+        // file: x.c1 x.c0 y.c1 y.c0; memory: x.c0 x.c1 y.c0 y.c1
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            fp_t v;
+            be48_to_fp(v, p + 48 * (j ^ 1), j == 0 || j == 1);
+            if (inf) v.zero();
+            dst[j] = v;
+        }
+    }
+}
+
+// out[r] = Σ_k coeff(k) · w[col(k)] over row r
+__global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
+                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
+        scalar_t acc;
+        acc.zero();
+        uint64_t end = row_starts[r + 1];
+        for (uint64_t k = row_starts[r]; k < end; k++) {
+            uint32_t ci = coeffs[k];
+            scalar_t v = w[cols[k]];
+            if (ci == one)
+                acc += v;
+            else if (ci == minus_one)
+                acc -= v;
+            else
+                acc += v * table[ci];
+        }
+        out[r] = acc;
+    }
+}
+
+struct fr_bits { uint64_t l[4]; };
+
+// a ← (a·b − c) / Z on the coset, Z being the constant g^m − 1 there
+__global__ void quotient(scalar_t* a, const scalar_t* b, const scalar_t* c, fr_bits z_inv_bits, size_t n)
+{
+    const scalar_t z_inv = *reinterpret_cast<const scalar_t*>(&z_inv_bits);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        scalar_t x = a[i] * b[i];
+        x -= c[i];
+        a[i] = x * z_inv;
+    }
+}
+
+__global__ void gather(scalar_t* out, const scalar_t* w, const uint32_t* idx, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = w[idx[i]];
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+static void grid_for(const gpu_t& gpu, size_t n, uint32_t& blocks, uint32_t& threads)
+{
+    threads = 256;
+    size_t want = (n + threads - 1) / threads;
+    size_t cap = (size_t)gpu.sm_count() * 8;
+    blocks = (uint32_t)std::max<size_t>(1, std::min(want, cap));
+}
+
+static void upload(dbuf& dst, const void* src, size_t bytes, const char* what, stream_t& s)
+{
+    dst.ensure(std::max<size_t>(bytes, 32), what);
+    if (bytes)
+        check(cudaMemcpyAsync(dst.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
+}
+
+static size_t point_bytes(uint32_t section) { return section == SEC_B2 ? sizeof(g2_mem_t) : sizeof(g1_mem_t); }
+
+using clock_type = std::chrono::steady_clock;
+static double ms_since(clock_type::time_point t)
+{
+    return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// FFI
+
+SF_FFI RustError::by_value sf_device_count(size_t* out)
+{
+    return guarded([&] {
+        int n = 0;
+        check(cudaGetDeviceCount(&n), "counting CUDA devices");
+        *out = (size_t)n;
+    });
+}
+
+SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
+{
+    return guarded([&] {
+        int n = 0;
+        check(cudaGetDeviceCount(&n), "counting CUDA devices");
+        if (ordinal < 0 || ordinal >= n)
+            throw sf_error(-1, "no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(n) + " visible)");
+        const gpu_t& gpu = select_gpu(ordinal);
+        gpu.select();
+        auto* d = new sf_device();
+        d->ordinal = ordinal;
+        d->gpu = &gpu;
+        *out = d;
+    });
+}
+
+SF_FFI void sf_device_close(sf_device* d)
+{
+    if (!d) return;
+    d->gpu->select();
+    d->release_workspace();
+    delete d;
+}
+
+SF_FFI RustError::by_value sf_device_memory(sf_device* d, size_t* free_bytes, size_t* total_bytes)
+{
+    return guarded([&] {
+        d->gpu->select();
+        check(cudaMemGetInfo(free_bytes, total_bytes), "reading device memory");
+    });
+}
+
+SF_FFI void sf_device_release_workspace(sf_device* d)
+{
+    std::lock_guard<std::mutex> lock(d->busy);
+    d->gpu->select();
+    d->release_workspace();
+}
+
+SF_FFI RustError::by_value sf_pinned_alloc(size_t bytes, void** out)
+{
+    return guarded([&] { check(cudaHostAlloc(out, std::max<size_t>(bytes, 1), cudaHostAllocPortable), "allocating pinned host memory"); });
+}
+
+SF_FFI void sf_pinned_free(void* p)
+{
+    if (p) (void)cudaFreeHost(p);
+}
+
+SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS], sf_srs** out)
+{
+    auto* srs = new sf_srs();
+    RustError e = guarded([&] {
+        d->gpu->select();
+        srs->dev = d;
+        for (uint32_t s = 0; s < SECTIONS; s++) {
+            srs->count[s] = counts[s];
+            srs->points[s].ensure(std::max<size_t>(counts[s], 1) * point_bytes(s), "allocating device memory for the parameters");
+        }
+    });
+    if (e.code != cudaSuccess) {
+        for (auto& p : srs->points) p.release();
+        delete srs;
+    } else {
+        *out = srs;
+    }
+    return e;
+}
+
+// Convert `count` raw points of `section`, starting at point `first`, from the parameter
+// file's bytes (`raw`, preferably pinned) into resident device memory.
+SF_FFI RustError::by_value sf_srs_load(sf_srs* srs, uint32_t section, size_t first, const uint8_t* raw, size_t count)
+{
+    return guarded([&] {
+        if (section >= SECTIONS)
+            throw sf_error(-1, "no such parameter section");
+        if (first + count > srs->count[section])
+            throw sf_error(-1, "more points than the section holds");
+        if (count == 0)
+            return;
+        const gpu_t& gpu = *srs->dev->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        size_t file_bytes = count * (section == SEC_B2 ? 192 : 96);
+        upload(srs->staging, raw, file_bytes, "uploading parameter points", s);
+        uint32_t blocks, threads;
+        grid_for(gpu, count, blocks, threads);
+        if (section == SEC_B2)
+            g2_from_file<<<blocks, threads, 0, s>>>(srs->points[section].as<g2_mem_t>() + first, srs->staging.as<uint8_t>(), count);
+        else
+            g1_from_file<<<blocks, threads, 0, s>>>(srs->points[section].as<g1_mem_t>() + first, srs->staging.as<uint8_t>(), count);
+        check(cudaGetLastError(), "converting parameter points");
+        check(cudaStreamSynchronize(s), "converting parameter points");
+    });
+}
+
+SF_FFI void sf_srs_loaded(sf_srs* srs)
+{
+    srs->dev->gpu->select();
+    srs->staging.release();
+}
+
+SF_FFI size_t sf_srs_bytes(const sf_srs* srs)
+{
+    size_t total = 0;
+    for (auto& p : srs->points) total += p.bytes;
+    return total;
+}
+
+SF_FFI void sf_srs_free(sf_srs* srs)
+{
+    if (!srs) return;
+    std::lock_guard<std::mutex> lock(srs->dev->busy);
+    srs->dev->gpu->select();
+    for (auto& p : srs->points) p.release();
+    srs->staging.release();
+    delete srs;
+}
+
+SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc, sf_shape** out)
+{
+    auto* sh = new sf_shape();
+    RustError e = guarded([&] {
+        const gpu_t& gpu = *d->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        sh->dev = d;
+        sh->num_inputs = desc->num_inputs;
+        sh->num_aux = desc->num_aux;
+        sh->rows = desc->m[0].rows;
+        for (int i = 0; i < 3; i++)
+            if (desc->m[i].rows != sh->rows)
+                throw sf_error(-1, "the three matrices must have as many rows");
+        size_t lg = 0;
+        while (((size_t)1 << lg) < sh->rows) lg++;
+        if (lg > 31)
+            throw sf_error(-1, "too many constraints for the NTT domain");
+        sh->lg_domain = lg;
+        sh->bytes = 0;
+        for (int i = 0; i < 3; i++) {
+            const sf_csr& m = desc->m[i];
+            dev_csr& dm = sh->m[i];
+            dm.rows = m.rows;
+            dm.nnz = m.nnz;
+            upload(dm.row_starts, m.row_starts, (m.rows + 1) * sizeof(uint64_t), "uploading the constraint shape", s);
+            upload(dm.cols, m.cols, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
+            upload(dm.coeffs, m.coeffs, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
+            sh->bytes += dm.row_starts.bytes + dm.cols.bytes + dm.coeffs.bytes;
+        }
+        upload(sh->table, desc->table, desc->table_len * sizeof(scalar_t), "uploading the coefficient table", s);
+        upload(sh->a_gather, desc->a_gather, desc->a_gather_len * sizeof(uint32_t), "uploading the A density", s);
+        upload(sh->b_gather, desc->b_gather, desc->b_gather_len * sizeof(uint32_t), "uploading the B density", s);
+        sh->bytes += sh->table.bytes + sh->a_gather.bytes + sh->b_gather.bytes;
+        sh->table_len = desc->table_len;
+        sh->a_gather_len = desc->a_gather_len;
+        sh->b_gather_len = desc->b_gather_len;
+        sh->one_index = desc->one_index;
+        sh->minus_one_index = desc->minus_one_index;
+        check(cudaStreamSynchronize(s), "uploading the constraint shape");
+    });
+    if (e.code != cudaSuccess) {
+        for (auto& m : sh->m) { m.row_starts.release(); m.cols.release(); m.coeffs.release(); }
+        sh->table.release(); sh->a_gather.release(); sh->b_gather.release();
+        delete sh;
+    } else {
+        *out = sh;
+    }
+    return e;
+}
+
+SF_FFI size_t sf_shape_bytes(const sf_shape* sh) { return sh->bytes; }
+
+SF_FFI void sf_shape_free(sf_shape* sh)
+{
+    if (!sh) return;
+    std::lock_guard<std::mutex> lock(sh->dev->busy);
+    sh->dev->gpu->select();
+    for (auto& m : sh->m) { m.row_starts.release(); m.cols.release(); m.coeffs.release(); }
+    sh->table.release(); sh->a_gather.release(); sh->b_gather.release();
+    delete sh;
+}
+
+template<class bucket, class point, class affine, class mem>
+static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t* scalars, size_t n, const char* what)
+{
+    if (n == 0) {
+        out.inf();
+        return;
+    }
+    msm_t<bucket, point, affine, scalar_t> m{nullptr, n, sizeof(affine), gpu.id()};
+    // Typed as affine_t (not its mem_t) so that, unwrapped, the call lands on the overload that
+    // takes plain pointers: with mem_t the device-pointer template calls itself forever.
+    RustError e = m.invoke(out, dev_ptr_t<affine>{reinterpret_cast<affine*>(const_cast<mem*>(points))}, n,
+                           dev_ptr_t<scalar_t>{const_cast<scalar_t*>(scalars)}, true);
+    if (e.code != cudaSuccess) {
+        std::string msg = std::string(what) + ": " + (e.message ? e.message : cudaGetErrorString((cudaError_t)e.code));
+        free(e.message);
+        throw sf_error(e.code, msg);
+    }
+}
+
+// The five MSM sums of one partition whose witness is `w` ([inputs | aux], Montgomery form).
+SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
+                                    const scalar_t* w, size_t w_len, sf_msm_sums* out, sf_timings* t)
+{
+    std::lock_guard<std::mutex> lock(d->busy);
+    return guarded([&] {
+        if (srs->dev != d || sh->dev != d)
+            throw sf_error(-1, "parameters and shape live on another device");
+        if (w_len != sh->num_inputs + sh->num_aux)
+            throw sf_error(-1, "witness length does not match the shape");
+        size_t m = (size_t)1 << sh->lg_domain;
+        if (srs->count[SEC_H] != m - 1 || srs->count[SEC_L] != sh->num_aux ||
+            srs->count[SEC_A] != sh->a_gather_len || srs->count[SEC_B1] != sh->b_gather_len ||
+            srs->count[SEC_B2] != sh->b_gather_len)
+            throw sf_error(-1, "the parameters were not made for this constraint shape");
+        const gpu_t& gpu = *d->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        auto started = clock_type::now();
+        auto phase = started;
+        uint32_t blocks, threads;
+
+        // the witness
+        upload(d->witness, w, w_len * sizeof(scalar_t), "uploading the witness", s);
+        check(cudaStreamSynchronize(s), "uploading the witness");
+        t->upload = ms_since(phase);
+        phase = clock_type::now();
+
+        // a, b, c = A·w, B·w, C·w, zero beyond the last constraint
+        dbuf* abc[3] = {&d->a, &d->b, &d->c};
+        grid_for(gpu, sh->rows, blocks, threads);
+        for (int i = 0; i < 3; i++) {
+            abc[i]->ensure(m * sizeof(scalar_t), "allocating a, b, c");
+            scalar_t* v = abc[i]->as<scalar_t>();
+            if (m > sh->rows)
+                check(cudaMemsetAsync(v + sh->rows, 0, (m - sh->rows) * sizeof(scalar_t), s), "clearing a, b, c");
+            const dev_csr& dm = sh->m[i];
+            spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
+                                            sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
+                                            d->witness.as<scalar_t>(), sh->rows);
+            check(cudaGetLastError(), "a, b, c");
+        }
+        check(cudaStreamSynchronize(s), "a, b, c");
+        t->spmv = ms_since(phase);
+        phase = clock_type::now();
+
+        // h: to coefficients, to the coset g·H, (a·b − c)/Z there, back to coefficients
+        uint32_t lg = (uint32_t)sh->lg_domain;
+        for (int i = 0; i < 3; i++) {
+            scalar_t* v = abc[i]->as<scalar_t>();
+            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+        }
+        fr_t z = group_gen;
+        for (uint32_t i = 0; i < lg; i++) z = z * z;
+        z = z - fr_t::one();
+        fr_t z_inv = z.reciprocal();
+        fr_bits z_bits;
+        memcpy(&z_bits, &z_inv, sizeof(z_bits));
+        grid_for(gpu, m, blocks, threads);
+        quotient<<<blocks, threads, 0, s>>>(d->a.as<scalar_t>(), d->b.as<scalar_t>(), d->c.as<scalar_t>(), z_bits, m);
+        check(cudaGetLastError(), "the quotient");
+        NTT::Base_dev_ptr(s, d->a.as<scalar_t>(), lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        check(cudaStreamSynchronize(s), "the NTTs");
+        t->ntt = ms_since(phase);
+        phase = clock_type::now();
+
+        // the MSMs; deg h ≤ m − 2, so the H query has m − 1 points
+        const scalar_t* wit = d->witness.as<scalar_t>();
+        msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
+        t->msm_h = ms_since(phase);
+        phase = clock_type::now();
+        msm<bucket_t, point_t, affine_t>(gpu, out->l, srs->points[SEC_L].as<g1_mem_t>(), wit + sh->num_inputs, sh->num_aux, "the L MSM");
+        t->msm_l = ms_since(phase);
+        phase = clock_type::now();
+
+        size_t most = std::max(sh->a_gather_len, sh->b_gather_len);
+        d->scalars.ensure(std::max<size_t>(most, 1) * sizeof(scalar_t), "allocating gathered scalars");
+        scalar_t* gathered = d->scalars.as<scalar_t>();
+        grid_for(gpu, sh->a_gather_len, blocks, threads);
+        gather<<<blocks, threads, 0, s>>>(gathered, wit, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
+        check(cudaGetLastError(), "gathering A scalars");
+        check(cudaStreamSynchronize(s), "gathering A scalars");
+        msm<bucket_t, point_t, affine_t>(gpu, out->a, srs->points[SEC_A].as<g1_mem_t>(), gathered, sh->a_gather_len, "the A MSM");
+        t->msm_a = ms_since(phase);
+        phase = clock_type::now();
+
+        grid_for(gpu, sh->b_gather_len, blocks, threads);
+        gather<<<blocks, threads, 0, s>>>(gathered, wit, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
+        check(cudaGetLastError(), "gathering B scalars");
+        check(cudaStreamSynchronize(s), "gathering B scalars");
+        msm<bucket_t, point_t, affine_t>(gpu, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), gathered, sh->b_gather_len, "the B-G1 MSM");
+        t->msm_b_g1 = ms_since(phase);
+        phase = clock_type::now();
+        msm<bucket2_t, point2_t, affine2_t>(gpu, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), gathered, sh->b_gather_len, "the B-G2 MSM");
+        t->msm_b_g2 = ms_since(phase);
+        t->total = ms_since(started);
+    });
+}

@@ -1,0 +1,331 @@
+//! Safe owners of the device objects: a [`Device`], the [`Srs`] and [`Shape`] resident on it,
+//! pinned host buffers, and the one call that proves ([`msm_sums`]).
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use group::Group;
+
+use crate::ffi::{self, result};
+use crate::Error;
+
+/// One CUDA device, opened for resident proving. The device code serialises proves on it.
+pub struct Device {
+    raw: NonNull<ffi::SfDevice>,
+    ordinal: u32,
+}
+
+// SAFETY: the device object is only touched under its own mutex on the C++ side, and the
+// handle is never freed while an `Arc` to it lives.
+unsafe impl Send for Device {}
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Devices visible to this process.
+    pub fn count() -> Result<usize, Error> {
+        let mut n = 0usize;
+        // SAFETY: writes one usize
+        result(unsafe { ffi::sf_device_count(&mut n) })?;
+        Ok(n)
+    }
+
+    pub fn open(ordinal: u32) -> Result<Arc<Device>, Error> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: on success `raw` is a fresh device object we own
+        result(unsafe { ffi::sf_device_open(ordinal as i32, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no device object".into() })?;
+        Ok(Arc::new(Device { raw, ordinal }))
+    }
+
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+
+    /// (free, total) bytes of device memory.
+    pub fn memory(&self) -> Result<(u64, u64), Error> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: writes two usizes
+        result(unsafe { ffi::sf_device_memory(self.raw.as_ptr(), &mut free, &mut total) })?;
+        Ok((free as u64, total as u64))
+    }
+
+    /// Free the per-proof buffers (they are allocated again by the next prove).
+    pub fn release_workspace(&self) {
+        // SAFETY: the handle is live
+        unsafe { ffi::sf_device_release_workspace(self.raw.as_ptr()) }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: last owner; Srs and Shape hold an Arc, so none is left
+        unsafe { ffi::sf_device_close(self.raw.as_ptr()) }
+    }
+}
+
+/// Host memory the device reads at full PCIe speed (page-locked), `len` bytes.
+pub struct PinnedBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: plain memory, owned
+unsafe impl Send for PinnedBuffer {}
+unsafe impl Sync for PinnedBuffer {}
+
+impl PinnedBuffer {
+    pub fn new(len: usize) -> Result<PinnedBuffer, Error> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: on success `p` points at `len` bytes we own
+        result(unsafe { ffi::sf_pinned_alloc(len, &mut p) })?;
+        let ptr = NonNull::new(p as *mut u8).ok_or_else(|| Error { code: -1, message: "no pinned memory".into() })?;
+        Ok(PinnedBuffer { ptr, len })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `len` bytes we own, borrowed mutably
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The buffer as field elements (its length rounded down to whole ones). Any bit pattern
+    /// is a valid `Fr` representation for reading back what was written.
+    pub fn as_fr_mut(&mut self) -> &mut [Fr] {
+        debug_assert_eq!(self.ptr.as_ptr() as usize % std::mem::align_of::<Fr>(), 0, "cudaHostAlloc aligns pages");
+        // SAFETY: page-aligned memory of at least len bytes; Fr is four u64 limbs
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr() as *mut Fr, self.len / std::mem::size_of::<Fr>()) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by sf_pinned_alloc
+        unsafe { ffi::sf_pinned_free(self.ptr.as_ptr() as *mut c_void) }
+    }
+}
+
+/// The point queries of a parameter file, in file order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    H,
+    L,
+    A,
+    BG1,
+    BG2,
+}
+
+impl Section {
+    pub const ALL: [Section; 5] = [Section::H, Section::L, Section::A, Section::BG1, Section::BG2];
+
+    /// Bytes of one uncompressed point in a bellperson parameter file.
+    pub fn file_point_bytes(self) -> usize {
+        match self {
+            Section::H | Section::L | Section::A | Section::BG1 => 96,
+            Section::BG2 => 192,
+        }
+    }
+}
+
+/// One circuit's parameter points, resident in device memory.
+pub struct Srs {
+    raw: NonNull<ffi::SfSrs>,
+    counts: [usize; 5],
+    _device: Arc<Device>,
+}
+
+// SAFETY: written only through &mut self; proves read it under the device's mutex
+unsafe impl Send for Srs {}
+unsafe impl Sync for Srs {}
+
+impl Srs {
+    /// Device memory for `counts[s]` points of each section (in [`Section::ALL`] order).
+    pub fn allocate(device: &Arc<Device>, counts: [usize; 5]) -> Result<Srs, Error> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: reads five usizes; on success we own `raw`
+        result(unsafe { ffi::sf_srs_new(device.raw.as_ptr(), counts.as_ptr(), &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no parameter object".into() })?;
+        Ok(Srs { raw, counts, _device: device.clone() })
+    }
+
+    pub fn count(&self, section: Section) -> usize {
+        self.counts[section as usize]
+    }
+
+    /// Convert points `first..` of `section` from the file's bytes (whole points; pinned memory
+    /// uploads fastest) into device memory.
+    pub fn load(&mut self, section: Section, first: usize, raw: &[u8]) -> Result<(), Error> {
+        let size = section.file_point_bytes();
+        if raw.len() % size != 0 || first + raw.len() / size > self.count(section) {
+            return Err(Error { code: -1, message: format!("{} bytes are not whole {section:?} points that fit", raw.len()) });
+        }
+        // SAFETY: raw holds raw.len() / size whole points
+        result(unsafe { ffi::sf_srs_load(self.raw.as_ptr(), section as u32, first, raw.as_ptr(), raw.len() / size) })
+    }
+
+    /// Every point is in: free the upload staging buffer.
+    pub fn loaded(&mut self) {
+        // SAFETY: the handle is live
+        unsafe { ffi::sf_srs_loaded(self.raw.as_ptr()) }
+    }
+
+    pub fn device_bytes(&self) -> u64 {
+        // SAFETY: the handle is live
+        unsafe { ffi::sf_srs_bytes(self.raw.as_ptr()) as u64 }
+    }
+}
+
+impl Drop for Srs {
+    fn drop(&mut self) {
+        // SAFETY: we own it; the C++ side waits for a prove using it to end
+        unsafe { ffi::sf_srs_free(self.raw.as_ptr()) }
+    }
+}
+
+/// One sparse matrix in compressed rows over the witness `[inputs | aux]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Csr<'a> {
+    pub row_starts: &'a [u64],
+    pub cols: &'a [u32],
+    pub coeffs: &'a [u32],
+}
+
+/// What the device needs of a constraint shape.
+#[derive(Debug, Clone, Copy)]
+pub struct ShapeDesc<'a> {
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub matrices: [Csr<'a>; 3],
+    pub table: &'a [Fr],
+    /// Witness indices whose A-query point exists, in the order of the points.
+    pub a_gather: &'a [u32],
+    /// The same for the B queries (G1 and G2 share it).
+    pub b_gather: &'a [u32],
+}
+
+/// A constraint shape resident in device memory.
+pub struct Shape {
+    raw: NonNull<ffi::SfShape>,
+    _device: Arc<Device>,
+}
+
+// SAFETY: immutable after upload
+unsafe impl Send for Shape {}
+unsafe impl Sync for Shape {}
+
+impl Shape {
+    pub fn upload(device: &Arc<Device>, desc: &ShapeDesc<'_>) -> Result<Shape, Error> {
+        let rows = desc.matrices[0].row_starts.len().saturating_sub(1);
+        for m in &desc.matrices {
+            let nnz = m.row_starts.last().copied().unwrap_or(0) as usize;
+            if m.row_starts.len() != rows + 1 || m.cols.len() != nnz || m.coeffs.len() != nnz {
+                return Err(Error { code: -1, message: "malformed constraint matrix".into() });
+            }
+            let width = desc.num_inputs + desc.num_aux;
+            if m.cols.iter().any(|&c| c as usize >= width) || m.coeffs.iter().any(|&k| k as usize >= desc.table.len()) {
+                return Err(Error { code: -1, message: "constraint matrix indexes past the witness or the table".into() });
+            }
+        }
+        let width = desc.num_inputs + desc.num_aux;
+        if desc.a_gather.iter().chain(desc.b_gather).any(|&i| i as usize >= width) {
+            return Err(Error { code: -1, message: "density gather indexes past the witness".into() });
+        }
+        let index_of = |v: Fr| desc.table.iter().position(|t| *t == v).map_or(u32::MAX, |i| i as u32);
+        let csr = |m: &Csr<'_>| ffi::RawCsr {
+            row_starts: m.row_starts.as_ptr(),
+            cols: m.cols.as_ptr(),
+            coeffs: m.coeffs.as_ptr(),
+            rows,
+            nnz: m.cols.len(),
+        };
+        let raw_desc = ffi::RawShapeDesc {
+            num_inputs: desc.num_inputs,
+            num_aux: desc.num_aux,
+            m: [csr(&desc.matrices[0]), csr(&desc.matrices[1]), csr(&desc.matrices[2])],
+            table: desc.table.as_ptr(),
+            table_len: desc.table.len(),
+            one_index: index_of(Fr::from(1u64)),
+            minus_one_index: index_of(-Fr::from(1u64)),
+            a_gather: desc.a_gather.as_ptr(),
+            a_gather_len: desc.a_gather.len(),
+            b_gather: desc.b_gather.as_ptr(),
+            b_gather_len: desc.b_gather.len(),
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: every pointer in raw_desc is valid for the length beside it (checked above)
+        result(unsafe { ffi::sf_shape_new(device.raw.as_ptr(), &raw_desc, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no shape object".into() })?;
+        Ok(Shape { raw, _device: device.clone() })
+    }
+
+    pub fn device_bytes(&self) -> u64 {
+        // SAFETY: the handle is live
+        unsafe { ffi::sf_shape_bytes(self.raw.as_ptr()) as u64 }
+    }
+}
+
+impl Drop for Shape {
+    fn drop(&mut self) {
+        // SAFETY: we own it
+        unsafe { ffi::sf_shape_free(self.raw.as_ptr()) }
+    }
+}
+
+/// Σ h_i·H_i, Σ aux_j·L_j, Σ w_k·A_k, Σ w_k·B_k (G1 and G2) of one partition.
+#[derive(Debug, Clone, Copy)]
+pub struct Sums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// Milliseconds per phase of one prove, each timed to the end of its device work.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    pub upload: f64,
+    pub spmv: f64,
+    pub ntt: f64,
+    pub msm_h: f64,
+    pub msm_l: f64,
+    pub msm_a: f64,
+    pub msm_b_g1: f64,
+    pub msm_b_g2: f64,
+    pub total: f64,
+}
+
+/// The five MSM sums of the partition whose witness is `witness` (`[inputs | aux]`), against
+/// `srs` and `shape` on `device`. Pinned `witness` memory uploads ~8x faster than pageable.
+pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &[Fr]) -> Result<(Sums, Timings), Error> {
+    let mut raw = ffi::RawSums {
+        h: G1Projective::identity(),
+        l: G1Projective::identity(),
+        a: G1Projective::identity(),
+        b_g1: G1Projective::identity(),
+        b_g2: G2Projective::identity(),
+    };
+    let mut t = Timings::default();
+    // SAFETY: the C++ side checks that srs and shape belong to device and fit the witness length
+    result(unsafe {
+        ffi::sf_prove(
+            device.raw.as_ptr(),
+            srs.raw.as_ptr(),
+            shape.raw.as_ptr(),
+            witness.as_ptr(),
+            witness.len(),
+            &mut raw,
+            &mut t,
+        )
+    })?;
+    Ok((Sums { h: raw.h, l: raw.l, a: raw.a, b_g1: raw.b_g1, b_g2: raw.b_g2 }, t))
+}

@@ -1,0 +1,27 @@
+//! The device half of snarkflow's GPU-resident Groth16 prover (`cuda/resident.cu`, our code on
+//! sppark's BLS12-381 field, NTT and MSM templates).
+//!
+//! A circuit's parameters ([`Srs`]) and constraint shape ([`Shape`]) are uploaded once and stay
+//! in device memory; a proof then costs one witness upload and device work only: a, b, c by
+//! sparse matrix-vector products, the quotient h by seven NTTs, and the five multi-
+//! exponentiations against resident points ([`msm_sums`]). The caller adds r and s (a few point
+//! operations) to get the proof; `snarkflow-prover` does that and checks the proof.
+//!
+//! This crate is only the boundary: it knows raw arrays and blstrs types, not parameter files,
+//! circuits or partitions. Without the `cuda` feature it is empty (no CUDA toolkit needed).
+
+#[cfg(feature = "cuda")]
+mod device;
+#[cfg(feature = "cuda")]
+mod ffi;
+
+#[cfg(feature = "cuda")]
+pub use device::{msm_sums, Csr, Device, PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings};
+
+/// A CUDA failure, with the message the device code gave.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} (CUDA code {code})")]
+pub struct Error {
+    pub code: i32,
+    pub message: String,
+}
