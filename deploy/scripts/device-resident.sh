@@ -23,23 +23,23 @@ if [[ "${CASES:-}" == "" ]]; then
     if [ ! -f "$S/sectors/sector-1/c1.json" ]; then
         "$sf" filecoin seal --out "$S/sectors" --c1-only >"$out/seal.log" 2>&1 || echo "sealing failed: $(tail -3 "$out/seal.log")"
     fi
-    CASES="--kind dense-chain --constraints 300 --supraseal;\
---kind sha256-chain --blocks 1 --supraseal;\
---kind dense-chain --constraints 65534 --supraseal;\
---kind sha256-chain --blocks 64 --supraseal;\
---kind porep-c2 --c1 $S/sectors/sector-1/c1.json --miner-id 1000 --partitions 1 --supraseal"
+    CASES="--kind dense-chain --constraints 300 --no-cpu --supraseal --params-seed 1;\
+--kind sha256-chain --blocks 1 --no-cpu --supraseal --params-seed 2;\
+--kind dense-chain --constraints 65534 --no-cpu --supraseal;\
+--kind sha256-chain --blocks 64 --no-cpu --supraseal;\
+--kind porep-c2 --c1 $S/sectors/sector-1/c1.json --miner-id 1000 --partitions 1 --no-cpu --supraseal"
 fi
 
 : >"$out/table.txt"
 IFS=';' read -ra cases <<<"$CASES"
 for c in "${cases[@]}"; do
-    name=$(echo "$c" | tr -s ' -' '_' | cut -c1-60)
+    name=$(echo "$c" | sed 's|.*/||' | tr -s ' -' '_' | cut -c1-60)
     echo "== $c"
     started=$(date +%s.%N)
     # shellcheck disable=SC2086
     timeout "${CASE_LIMIT:-400}" "$sf" bench resident $c >"$out/case$name.log" 2>&1
     rc=$?
-    grep -E "^(RESIDENT|shape|parameters)" "$out/case$name.log" | tee -a "$out/table.txt"
+    grep -E "^(RESIDENT|PROOF|COMPARE|shape|parameters)" "$out/case$name.log" | tee -a "$out/table.txt"
     python3 -c "print(f'exit $rc after {$(date +%s.%N) - $started:.1f} s')" | tee -a "$out/table.txt"
     [ $rc = 0 ] || tail -5 "$out/case$name.log"
 done

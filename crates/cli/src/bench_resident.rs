@@ -57,12 +57,19 @@ pub(crate) fn run(
     partitions: usize,
     runs: usize,
     compare: Compare,
+    params_seed: Option<u64>,
     params_dir: &Path,
 ) -> anyhow::Result<bool> {
     let id = spec.circuit_id();
     let store = ParamStore::new(params_dir, snarkflow_circuits::catalog());
     let started = Instant::now();
-    let path = store.generate(&spec, false)?;
+    let path = match params_seed {
+        Some(seed) => {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+            store.generate_with(&spec, true, snarkflow_prover::ToxicWaste::random(&mut rng))?
+        }
+        None => store.generate(&spec, false)?,
+    };
     println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
     let started = Instant::now();
     let shape = shape_for(&store, &spec)?;
@@ -104,6 +111,7 @@ pub(crate) fn run(
     if compare.supraseal {
         anyhow::bail!("this build has no supraseal backend to compare with");
     }
+    eprintln!("bench resident: comparison keys loaded; synthesizing {partitions} partitions");
     let parts: Vec<SynthesizedPartition> = crate::bench::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
     let mut all_good = true;
@@ -112,6 +120,7 @@ pub(crate) fn run(
         let public = part.public_inputs().to_vec();
         let mut times = Vec::new();
         let mut resident = None;
+        eprintln!("bench resident: partition {i} synthesized, proving");
         for _ in 0..runs.max(1) {
             let (proof, t) = key.prove(&vk, &part.input_assignment, &part.aux_assignment, r, s)?;
             times.push(t);
@@ -122,7 +131,10 @@ pub(crate) fn run(
         let median = times[times.len() / 2];
         let verified = snarkflow_prover::verify(&pvk, &resident, &public);
         let mine = proof_bytes(&resident);
-        let mut line = format!("RESIDENT {id} partition {i} {} | verified {verified}", row(&median));
+        // printed before any comparison, which may take long (or fail) on its own
+        println!("RESIDENT {id} partition {i} {} | verified {verified}", row(&median));
+        println!("PROOF {id} partition {i} params-seed {params_seed:?} {}", hex::encode(&mine));
+        let mut line = format!("COMPARE {id} partition {i}");
         all_good &= verified;
         if let Some(params) = &cpu_params {
             let started = Instant::now();
@@ -139,7 +151,9 @@ pub(crate) fn run(
             line += &format!(" | supraseal {:.3} s identical {same}", started.elapsed().as_secs_f64());
             all_good &= same;
         }
-        println!("{line}");
+        if compare.cpu || compare.supraseal {
+            println!("{line}");
+        }
     }
     Ok(all_good)
 }

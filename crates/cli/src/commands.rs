@@ -27,6 +27,10 @@ pub(crate) struct Cli {
     /// PEM CA certificate to trust for an HTTPS gateway (besides the system's).
     #[arg(long, global = true, env = "SNARKFLOW_CA_CERT")]
     ca_cert: Option<PathBuf>,
+    /// The prover for local proving commands (benchmarks, `proof --verify` aside): one this
+    /// build has (`cuda-resident`, `cuda-supraseal`, `cuda`, `cpu`); default the first of those.
+    #[arg(long, global = true, env = "SNARKFLOW_BACKEND")]
+    backend: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -143,6 +147,10 @@ enum BenchCommand {
         /// Compare with supraseal-c2 too (builds with cuda-supraseal).
         #[arg(long)]
         supraseal: bool,
+        /// Generate the (random) parameters from this seed, overwriting any file: the same
+        /// seed makes the same parameters on any host, so proofs can be compared across hosts.
+        #[arg(long)]
+        params_seed: Option<u64>,
         #[command(flatten)]
         params: ParamsDir,
     },
@@ -222,6 +230,10 @@ impl Cli {
 }
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &cli.backend {
+        let backend = snarkflow_prover::Backend::parse(name).ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?}"))?;
+        snarkflow_prover::backend::select(backend).map_err(anyhow::Error::msg)?;
+    }
     let client = Client::new(&cli.gateway, crate::client::api_token(cli.token_file.as_ref())?, cli.ca_cert.as_deref())?;
     match cli.command {
         Command::Admin { command } => crate::admin::run(command),
@@ -311,21 +323,21 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params } } => {
+        Command::Bench { command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params_seed, params } } => {
             let (spec, input, available) = circuit.resolve()?;
             let params_dir = params.dir();
             #[cfg(feature = "cuda-resident")]
             {
                 let compare = crate::bench_resident::Compare { cpu: !no_cpu, supraseal };
                 let good = tokio::task::spawn_blocking(move || {
-                    crate::bench_resident::run(spec, input, available, partitions, runs, compare, &params_dir)
+                    crate::bench_resident::run(spec, input, available, partitions, runs, compare, params_seed, &params_dir)
                 })
                 .await??;
                 Ok(if good { ExitCode::SUCCESS } else { ExitCode::FAILURE })
             }
             #[cfg(not(feature = "cuda-resident"))]
             {
-                let _ = (spec, input, available, partitions, runs, no_cpu, supraseal, params_dir);
+                let _ = (spec, input, available, partitions, runs, no_cpu, supraseal, params_seed, params_dir);
                 anyhow::bail!("this snarkflow was built without the cuda-resident backend (`just build-gpu`)")
             }
         }

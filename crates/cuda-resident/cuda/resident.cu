@@ -14,6 +14,8 @@
 
 #include <cuda.h>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -283,6 +285,15 @@ static void upload(dbuf& dst, const void* src, size_t bytes, const char* what, s
 
 static size_t point_bytes(uint32_t section) { return section == SEC_B2 ? sizeof(g2_mem_t) : sizeof(g1_mem_t); }
 
+// SNARKFLOW_RESIDENT_TRACE=1 prints each step of a prove to stderr (for debugging the device
+// code; the timings come back to the caller either way)
+static bool tracing_on()
+{
+    static const bool on = getenv("SNARKFLOW_RESIDENT_TRACE") != nullptr;
+    return on;
+}
+#define TRACE(...) do { if (tracing_on()) { fprintf(stderr, "resident: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
 using clock_type = std::chrono::steady_clock;
 static double ms_since(clock_type::time_point t)
 {
@@ -490,6 +501,7 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
         out.inf();
         return;
     }
+    TRACE("%s over %zu points", what, n);
     msm_t<bucket, point, affine, scalar_t> m{nullptr, n, sizeof(affine), gpu.id()};
     // Typed as affine_t (not its mem_t) so that, unwrapped, the call lands on the overload that
     // takes plain pointers: with mem_t the device-pointer template calls itself forever.
@@ -524,12 +536,14 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         auto phase = started;
         uint32_t blocks, threads;
 
+        TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu", sh->num_inputs, sh->num_aux, sh->rows, sh->lg_domain);
         // the witness
         upload(d->witness, w, w_len * sizeof(scalar_t), "uploading the witness", s);
         check(cudaStreamSynchronize(s), "uploading the witness");
         t->upload = ms_since(phase);
         phase = clock_type::now();
 
+        TRACE("witness uploaded");
         // a, b, c = A·w, B·w, C·w, zero beyond the last constraint
         dbuf* abc[3] = {&d->a, &d->b, &d->c};
         grid_for(gpu, sh->rows, blocks, threads);
@@ -548,6 +562,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         t->spmv = ms_since(phase);
         phase = clock_type::now();
 
+        TRACE("a, b, c built");
         // h: to coefficients, to the coset g·H, (a·b − c)/Z there, back to coefficients
         uint32_t lg = (uint32_t)sh->lg_domain;
         for (int i = 0; i < 3; i++) {
@@ -555,6 +570,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
             NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
         }
+        TRACE("a, b, c on the coset");
         fr_t z = group_gen;
         for (uint32_t i = 0; i < lg; i++) z = z * z;
         z = z - fr_t::one();
@@ -569,6 +585,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         t->ntt = ms_since(phase);
         phase = clock_type::now();
 
+        TRACE("h computed");
         // the MSMs; deg h ≤ m − 2, so the H query has m − 1 points
         const scalar_t* wit = d->witness.as<scalar_t>();
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");

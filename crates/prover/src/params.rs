@@ -358,6 +358,12 @@ impl ParamStore {
     /// A file lock keeps two processes from generating the same id at once; files appear
     /// atomically (written to a temporary name, then renamed).
     pub fn generate(&self, spec: &CircuitSpec, force: bool) -> Result<PathBuf, ParamsError> {
+        self.generate_with(spec, force, crate::ToxicWaste::random(&mut rand::rngs::OsRng))
+    }
+
+    /// [`generate`](Self::generate) from given toxic waste: a seeded one makes the same file on
+    /// every machine (exactness checks that compare proofs made on different hosts).
+    pub fn generate_with(&self, spec: &CircuitSpec, force: bool, toxic: crate::ToxicWaste) -> Result<PathBuf, ParamsError> {
         let id = spec.circuit_id();
         let path = self.params_path(spec);
         let werr = |path: &Path| {
@@ -394,7 +400,6 @@ impl ParamStore {
                 warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape");
             }
         }
-        let toxic = crate::ToxicWaste::random(&mut rand::rngs::OsRng);
         let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {
             // `<file>.tmp`: the .params and .vk files are written at the same time
             let mut tmp = target.as_os_str().to_owned();
