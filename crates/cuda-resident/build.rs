@@ -35,6 +35,9 @@ fn main() {
     // and supraseal-c2 compiles the same headers into the same binary: everything of ours but
     // the sf_* entry points is hidden, then made local, so the two copies never collide.
     nvcc.flag("-Xcompiler").flag("-fvisibility=hidden");
+    // and no weak (COMDAT) template instances: the linker keeps one copy of a COMDAT group by
+    // its name whatever the symbol visibility, which would hand supraseal our local copies
+    nvcc.flag("-Xcompiler").flag("-fno-weak");
     nvcc.file("cuda/resident.cu");
     let objects = nvcc.compile_intermediates();
     for object in &objects {
