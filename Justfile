@@ -26,6 +26,12 @@ up: build
     #!/usr/bin/env bash
     set -euo pipefail
     mkdir -p "{{state}}/nats" "{{state}}/logs" "{{state}}/pids"
+    # install-deps.sh links nats-server into ~/.local/bin, which a new shell may not have on PATH
+    export PATH="$HOME/.local/bin:$PATH"
+    if ! command -v nats-server >/dev/null; then
+        echo "nats-server not found on PATH or in ~/.local/bin: run bash deploy/scripts/install-deps.sh" >&2
+        exit 1
+    fi
     export SNARKFLOW_NATS_URL="nats://127.0.0.1:{{nats_port}}"
     export SNARKFLOW_PARAMS_DIR="{{params_dir}}"
     start() { # name, command...

@@ -38,6 +38,9 @@ fn main() {
     // and no weak (COMDAT) template instances: the linker keeps one copy of a COMDAT group by
     // its name whatever the symbol visibility, which would hand supraseal our local copies
     nvcc.flag("-Xcompiler").flag("-fno-weak");
+    // cooperative_groups.h trips "semantics of inline variable" notes under -fno-weak (harmless
+    // for its constants): keep them out of the build log; errors still fail the build
+    nvcc.cargo_warnings(false);
     nvcc.file("cuda/resident.cu");
     let objects = nvcc.compile_intermediates();
     for object in &objects {

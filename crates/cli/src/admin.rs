@@ -11,7 +11,8 @@ pub(crate) enum AdminCommand {
     /// API tokens: create (printed once), list, revoke. The gateway notices changes to the
     /// file within a second.
     Token {
-        /// The gateway's tokens file (default `~/.config/snarkflow/tokens.json`).
+        /// The gateway's tokens file (default: `.state/tokens.json` here if it exists — the one
+        /// `just up`'s gateway reads — else `~/.config/snarkflow/tokens.json`).
         #[arg(long, global = true, env = "SNARKFLOW_TOKENS_FILE")]
         tokens_file: Option<PathBuf>,
         #[command(subcommand)]
@@ -39,13 +40,27 @@ pub(crate) enum TokenCommand {
     Revoke { id: String },
 }
 
+/// The tokens file to manage: the one named (flag or `SNARKFLOW_TOKENS_FILE`), else the local
+/// stack's `.state/tokens.json` under `dir` when there is one (so a token made for `just up`'s
+/// gateway is one it accepts), else the user's default.
+fn tokens_file_for(named: Option<PathBuf>, dir: &std::path::Path) -> PathBuf {
+    if let Some(path) = named {
+        return path;
+    }
+    let local = dir.join(".state").join("tokens.json");
+    if local.exists() {
+        return local;
+    }
+    default_tokens_file()
+}
+
 fn scope_names(scopes: &[Scope]) -> String {
     scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
 pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
     let AdminCommand::Token { tokens_file, command } = command;
-    let path = tokens_file.unwrap_or_else(default_tokens_file);
+    let path = tokens_file_for(tokens_file, std::path::Path::new("."));
     let mut file = TokenFile::load(&path)?;
     match command {
         TokenCommand::Create { tenant, scopes, max_priority } => {
@@ -94,4 +109,20 @@ pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_stacks_tokens_file_is_the_default_where_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let named = PathBuf::from("/somewhere/tokens.json");
+        assert_eq!(tokens_file_for(Some(named.clone()), dir.path()), named, "a named file always wins");
+        assert_ne!(tokens_file_for(None, dir.path()), dir.path().join(".state/tokens.json"), "no local stack here");
+        std::fs::create_dir_all(dir.path().join(".state")).unwrap();
+        std::fs::write(dir.path().join(".state/tokens.json"), "{}").unwrap();
+        assert_eq!(tokens_file_for(None, dir.path()), dir.path().join(".state/tokens.json"));
+    }
 }

@@ -208,6 +208,13 @@ enum ParamsCommand {
         /// Regenerate even if the file exists.
         #[arg(long)]
         force: bool,
+        /// Where the G1 fixed-base products run: `cpu`, or `gpu` (device 0; builds with
+        /// cuda-resident). The file is the same either way.
+        #[arg(long, default_value = "cpu")]
+        device: String,
+        /// Make the parameters from this seed (the same file on every host and device).
+        #[arg(long)]
+        seed: Option<u64>,
         #[command(flatten)]
         params: ParamsDir,
     },
@@ -358,7 +365,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Params {
-            command: ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, params },
+            command:
+                ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, device, seed, params },
         } => {
             let spec = match JobKind::parse(&kind) {
                 Some(k) if snarkflow_circuits::takes_input(k) => {
@@ -366,10 +374,18 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 _ => spec_of(&kind, blocks, constraints)?,
             };
-            let store = ParamStore::new(params.dir(), snarkflow_circuits::catalog());
+            let store = ParamStore::new(params.dir(), snarkflow_circuits::catalog()).with_param_device(param_device(&device)?);
             let started = std::time::Instant::now();
             let existed = store.params_path(&spec).exists() && !force;
-            let path = tokio::task::spawn_blocking(move || store.generate(&spec, force)).await??;
+            let path = tokio::task::spawn_blocking(move || match seed {
+                Some(seed) => {
+                    use rand::SeedableRng;
+                    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+                    store.generate_with(&spec, force, snarkflow_prover::ToxicWaste::random(&mut rng))
+                }
+                None => store.generate(&spec, force),
+            })
+            .await??;
             if existed {
                 println!("{} already present (--force regenerates)", path.display());
             } else {
@@ -381,6 +397,20 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `--device cpu|gpu` of `params generate`.
+fn param_device(name: &str) -> anyhow::Result<snarkflow_prover::ParamDevice> {
+    match name {
+        "cpu" => Ok(snarkflow_prover::ParamDevice::Cpu),
+        #[cfg(feature = "cuda-resident")]
+        "gpu" => Ok(snarkflow_prover::ParamDevice::Gpu(
+            snarkflow_prover::resident::device().map_err(|e| anyhow::anyhow!("opening GPU 0: {e}"))?,
+        )),
+        #[cfg(not(feature = "cuda-resident"))]
+        "gpu" => anyhow::bail!("this snarkflow was built without the GPU generator (`just build-gpu`)"),
+        other => anyhow::bail!("--device must be cpu or gpu, not {other:?}"),
     }
 }
 

@@ -618,3 +618,83 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         t->total = ms_since(started);
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// random parameters: k·G for many k with one fixed base G (the G1 sections of a parameter
+// file), written as bellperson's uncompressed big-endian points
+
+static __device__ __forceinline__ void fp_to_be48(uint8_t* be, fp_t v)
+{
+    v.from();
+    const uint32_t* limb = reinterpret_cast<const uint32_t*>(&v);
+    #pragma unroll
+    for (int i = 0; i < 12; i++) {
+        uint8_t* p = be + 44 - 4 * i;
+        uint32_t w = limb[i];
+        p[0] = w >> 24; p[1] = w >> 16; p[2] = w >> 8; p[3] = w;
+    }
+}
+
+// `table` holds d·2^(8w)·G for w < 32, d in 1..=255 (entry w·255 + d − 1), affine; every thread
+// of a launch must reach the affine conversion (the field inversion pairs neighbouring lanes),
+// so the grid covers whole warps and the surplus threads work on a copy of scalar 0.
+__global__ void fixed_base_g1(uint8_t* out, const scalar_t* scalars, size_t n, const affine_t* table)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t rounds = (n + stride - 1) / stride;
+    for (size_t round = 0; round < rounds; round++) {
+        size_t i = round * stride + blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        bool real = i < n;
+        scalar_t k = scalars[real ? i : 0];
+        k.from();
+        const uint32_t* limb = reinterpret_cast<const uint32_t*>(&k);
+        bucket_t acc;   // X, Y, ZZZ, ZZ: x = X/ZZ, y = Y/ZZZ
+        acc.inf();
+        #pragma unroll 1
+        for (int w = 0; w < 32; w++) {
+            uint32_t d = (limb[w / 4] >> (8 * (w % 4))) & 0xff;
+            if (d)
+                acc.add(table[w * 255 + d - 1]);
+        }
+        bool inf = acc.is_inf();
+        const fp_t* c = reinterpret_cast<const fp_t*>(&acc);
+        fp_t inv = 1 / (c[2] * c[3]);   // 1/(ZZZ·ZZ): pairs neighbouring lanes
+        fp_t x = c[0] * c[2] * inv;
+        fp_t y = c[1] * c[3] * inv;
+        if (!real)
+            continue;
+        uint8_t* p = out + i * 96;
+        if (inf) {
+            for (int j = 0; j < 96; j++) p[j] = 0;
+            p[0] = 0x40;
+            continue;
+        }
+        fp_to_be48(p, x);
+        fp_to_be48(p + 48, y);
+    }
+}
+
+// k·G for the `n` scalars (Montgomery form) into `out` (n · 96 bytes, host memory), with the
+// comb table of G (32 · 255 affine points, blst's layout).
+SF_FFI RustError::by_value sf_fixed_base_g1(sf_device* d, const affine_t* table, const scalar_t* scalars, size_t n, uint8_t* out)
+{
+    std::lock_guard<std::mutex> lock(d->busy);
+    return guarded([&] {
+        if (n == 0)
+            return;
+        const gpu_t& gpu = *d->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        dbuf d_table, d_scalars, d_out;
+        upload(d_table, table, 32 * 255 * sizeof(affine_t), "uploading the comb table", s);
+        upload(d_scalars, scalars, n * sizeof(scalar_t), "uploading scalars", s);
+        d_out.ensure(n * 96, "allocating points");
+        uint32_t threads = 128;
+        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads, (size_t)gpu.sm_count() * 16);
+        fixed_base_g1<<<blocks, threads, 0, s>>>(d_out.as<uint8_t>(), d_scalars.as<scalar_t>(), n, d_table.as<affine_t>());
+        check(cudaGetLastError(), "fixed-base multiplication");
+        check(cudaMemcpyAsync(out, d_out.ptr, n * 96, cudaMemcpyDeviceToHost, s), "downloading points");
+        check(cudaStreamSynchronize(s), "fixed-base multiplication");
+        d_table.release(); d_scalars.release(); d_out.release();
+    });
+}

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar as Fr};
 use group::Group;
 
 use crate::ffi::{self, result};
@@ -328,4 +328,23 @@ pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &[Fr]) -> Re
         )
     })?;
     Ok((Sums { h: raw.h, l: raw.l, a: raw.a, b_g1: raw.b_g1, b_g2: raw.b_g2 }, t))
+}
+
+/// Entries of the comb table [`fixed_base_g1`] takes: d·2^(8w)·G for w < 32 and d in 1..=255,
+/// at index w·255 + d − 1.
+pub const COMB_ENTRIES: usize = 32 * 255;
+
+/// k·G for every scalar k, as bellperson's parameter files store G1 points (uncompressed, 96
+/// bytes each, big-endian coordinates, 0x40 flag for the identity), computed on `device` from
+/// `table`, the comb table of G.
+pub fn fixed_base_g1(device: &Device, table: &[G1Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
+    if table.len() != COMB_ENTRIES {
+        return Err(Error { code: -1, message: format!("a comb table has {COMB_ENTRIES} entries, not {}", table.len()) });
+    }
+    let mut out = vec![0u8; scalars.len() * 96];
+    // SAFETY: table has COMB_ENTRIES points, out room for one 96-byte point per scalar
+    result(unsafe {
+        ffi::sf_fixed_base_g1(device.raw.as_ptr(), table.as_ptr(), scalars.as_ptr(), scalars.len(), out.as_mut_ptr())
+    })?;
+    Ok(out)
 }

@@ -59,6 +59,13 @@ extern "C" {
     pub(crate) fn sf_shape_new(d: *mut SfDevice, desc: *const RawShapeDesc, out: *mut *mut SfShape) -> sppark::Error;
     pub(crate) fn sf_shape_bytes(sh: *const SfShape) -> usize;
     pub(crate) fn sf_shape_free(sh: *mut SfShape);
+    pub(crate) fn sf_fixed_base_g1(
+        d: *mut SfDevice,
+        table: *const blstrs::G1Affine,
+        scalars: *const Fr,
+        n: usize,
+        out: *mut u8,
+    ) -> sppark::Error;
     pub(crate) fn sf_prove(
         d: *mut SfDevice,
         srs: *const SfSrs,

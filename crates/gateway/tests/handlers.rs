@@ -1,6 +1,7 @@
 //! Handler tests on the router itself (no socket), against a real nats-server.
 
 use axum::body::Body;
+use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -143,6 +144,25 @@ async fn requests_without_a_valid_token_are_401_and_enqueue_nothing() {
     // health stays open
     let (status, _) = call(state.clone(), Request::get("/healthz").body(Body::empty()).unwrap()).await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn an_unauthenticated_upload_is_refused_before_its_body_is_read() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (auth, _) = tokens(dir.path(), &[("acme", &[Scope::Submit], Priority::Normal)]);
+    let (_, limits, policy) = open_settings();
+    let state = state_with(&nats, 96 << 20, (auth, limits, policy)).await;
+    // a body that sends one chunk and then never ends: a gateway that buffered bodies before
+    // checking the token would hold this request (and its memory) until the request timeout
+    let endless = futures::stream::once(async { Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'{'; 1 << 20])) })
+        .chain(futures::stream::pending());
+    let req = Request::post("/v1/jobs").header("content-type", "application/json").body(Body::from_stream(endless)).unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(10), call(state.clone(), req)).await;
+    let (status, json) = answered.expect("answered without waiting for the body");
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{json}");
+    assert_eq!(json["error"]["code"], "unauthorized");
     assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
 }
 

@@ -199,6 +199,38 @@ pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Pa
 /// it is written.
 const PIECE: usize = 1 << 20;
 
+/// Where the fixed-base multiplications of the G1 sections (H, L, A, B-G1: ~85% of the points)
+/// run. B-G2 and the QAP evaluation stay on the CPU either way; the file is the same.
+#[derive(Clone)]
+pub enum ParamDevice {
+    Cpu,
+    /// A GPU through the resident prover's device code (the table of each base is built on
+    /// the CPU, the products on the device).
+    #[cfg(feature = "cuda-resident")]
+    Gpu(std::sync::Arc<snarkflow_cuda_resident::Device>),
+}
+
+impl std::fmt::Debug for ParamDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamDevice::Cpu => f.write_str("cpu"),
+            #[cfg(feature = "cuda-resident")]
+            ParamDevice::Gpu(d) => write!(f, "gpu {}", d.ordinal()),
+        }
+    }
+}
+
+/// [`write_from_shape`] with the G1 products on `device`.
+pub fn write_from_shape_on<W: Write + Send>(
+    shape: &ConstraintShape,
+    t: &ToxicWaste,
+    out: &mut W,
+    device: &ParamDevice,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
+) -> Result<VerifyingKey<Bls12>, SynthesisError> {
+    write_in_pieces(shape, t, out, PIECE, None, device, on_vk)
+}
+
 /// Writes the parameters for the circuit whose constraints `shape` recorded, from the given
 /// toxic waste, to `out` in bellperson's file format (`Parameters::write`), and returns the
 /// verifying key. Each section's points are made and written a piece at a time, so memory
@@ -211,7 +243,7 @@ pub fn write_from_shape<W: Write + Send>(
     out: &mut W,
     on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    write_in_pieces(shape, t, out, PIECE, None, on_vk)
+    write_in_pieces(shape, t, out, PIECE, None, &ParamDevice::Cpu, on_vk)
 }
 
 fn write_in_pieces<W: Write + Send>(
@@ -220,6 +252,7 @@ fn write_in_pieces<W: Write + Send>(
     out: &mut W,
     piece: usize,
     digits: Option<Digits>,
+    device: &ParamDevice,
     on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let worker = Worker::new();
@@ -255,6 +288,31 @@ fn write_in_pieces<W: Write + Send>(
 
     let digits = digits.unwrap_or(Digits::for_points(n + num_aux));
     let g1 = CombG1::new(t.g1, digits);
+    // the device's table has byte digits whatever the CPU's has
+    #[cfg(feature = "cuda-resident")]
+    let g1_gpu = match device {
+        ParamDevice::Gpu(_) if digits == Digits::Bits8 => None,
+        ParamDevice::Gpu(_) => Some(CombG1::new(t.g1, Digits::Bits8)),
+        ParamDevice::Cpu => None,
+    };
+    let g1_bytes = |ks: &[Fr], skip_zero: bool| -> Result<Vec<u8>, SynthesisError> {
+        match device {
+            ParamDevice::Cpu => Ok(g1.bytes(ks, skip_zero)),
+            #[cfg(feature = "cuda-resident")]
+            ParamDevice::Gpu(d) => {
+                let table = &g1_gpu.as_ref().unwrap_or(&g1).table;
+                let kept: Vec<Fr>;
+                let ks = if skip_zero {
+                    kept = ks.iter().filter(|k| !bool::from(k.is_zero())).copied().collect();
+                    &kept[..]
+                } else {
+                    ks
+                };
+                snarkflow_cuda_resident::fixed_base_g1(d, table, ks)
+                    .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))
+            }
+        }
+    };
     let g2 = CombG2::new(t.g2, digits);
     let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
     let ic_scalars: Vec<Fr> = (0..num_inputs).map(ext).collect();
@@ -289,7 +347,7 @@ fn write_in_pieces<W: Write + Send>(
                 })
                 .collect()
         },
-        |ks| g1.bytes(ks, false),
+        |ks| g1_bytes(ks, false),
     )?;
     // L: the aux part of ext
     write_counted(
@@ -298,15 +356,15 @@ fn write_in_pieces<W: Write + Send>(
         num_aux,
         num_aux,
         |r| r.map(|i| ext(num_inputs + i)).collect(),
-        |ks| g1.bytes(ks, false),
+        |ks| g1_bytes(ks, false),
     )?;
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
     let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
-    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| g1.bytes(ks, true))?;
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g1.bytes(ks, true))?;
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g2.bytes(ks, true))?;
+    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| g1_bytes(ks, true))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g1_bytes(ks, true))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| Ok(g2.bytes(ks, true)))?;
     Ok(vk)
 }
 
@@ -319,7 +377,7 @@ fn write_counted<W: Write + Send>(
     count: usize,
     scalars: usize,
     scalars_of: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
-    points: impl Fn(&[Fr]) -> Vec<u8> + Sync,
+    points: impl Fn(&[Fr]) -> Result<Vec<u8>, SynthesisError> + Sync,
 ) -> Result<(), SynthesisError> {
     let count = u32::try_from(count).map_err(|_| SynthesisError::PolynomialDegreeTooLarge)?;
     out.write_all(&count.to_be_bytes())?;
@@ -332,7 +390,7 @@ fn write_counted<W: Write + Send>(
             || (p < pieces).then(|| make(p)),
         );
         written?;
-        pending = next;
+        pending = next.transpose()?;
     }
     Ok(())
 }
@@ -373,11 +431,11 @@ mod tests {
             // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
             let mut pieces = Vec::new();
             let shape = record_shape(PartitionCircuit::blank(spec), "t").unwrap();
-            write_in_pieces(&shape, &t, &mut pieces, 1000, None, |_| Ok(())).unwrap();
+            write_in_pieces(&shape, &t, &mut pieces, 1000, None, &ParamDevice::Cpu, |_| Ok(())).unwrap();
             assert!(pieces == bytes(&theirs), "{spec:?}: parameters written in pieces differ");
             // with the 16-bit digits that circuits of millions of points get: the same
             let mut wide = Vec::new();
-            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), |_| Ok(())).unwrap();
+            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), &ParamDevice::Cpu, |_| Ok(())).unwrap();
             assert!(wide == bytes(&theirs), "{spec:?}: parameters from 16-bit digits differ");
         }
     }

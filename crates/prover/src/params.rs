@@ -212,6 +212,8 @@ impl std::fmt::Debug for LoadedParams {
 pub struct ParamStore {
     dir: PathBuf,
     catalog: Arc<dyn CircuitCatalog>,
+    /// Where random parameters are made.
+    param_device: crate::ParamDevice,
     loaded: Mutex<BTreeMap<String, Arc<LoadedParams>>>,
     loading: Mutex<()>,
 }
@@ -219,7 +221,19 @@ pub struct ParamStore {
 impl ParamStore {
     /// A store over `dir`, naming files and recording shapes through `catalog`.
     pub fn new(dir: impl Into<PathBuf>, catalog: Arc<dyn CircuitCatalog>) -> Self {
-        ParamStore { dir: dir.into(), catalog, loaded: Mutex::default(), loading: Mutex::default() }
+        ParamStore {
+            dir: dir.into(),
+            catalog,
+            param_device: crate::ParamDevice::Cpu,
+            loaded: Mutex::default(),
+            loading: Mutex::default(),
+        }
+    }
+
+    /// Make random parameters on `device` (the G1 products; see [`crate::ParamDevice`]).
+    pub fn with_param_device(mut self, device: crate::ParamDevice) -> Self {
+        self.param_device = device;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -421,7 +435,7 @@ impl ParamStore {
         // (which wait for a gpu-worker) while the sections are made (minutes at 32 GiB)
         let vk_path = self.vk_path(spec);
         let made = write(&path, &|out| {
-            crate::write_from_shape(&shape, &toxic, out, |vk| {
+            crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk| {
                 write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
                     .map_err(|e| std::io::Error::other(e.to_string()))
             })

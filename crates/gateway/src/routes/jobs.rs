@@ -31,13 +31,15 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
     }
 }
 
-/// `POST /v1/jobs`. The body is read as bytes and parsed here so that every failure maps to
-/// our JSON error (and so that nothing is written before the request is known good).
+/// `POST /v1/jobs`. The caller is authenticated from the headers before a byte of the body is
+/// read (an unauthenticated upload is refused at once instead of buffering up to the body
+/// limit); the body is then read with the limit and parsed here, so that every failure maps to
+/// our JSON error and nothing is written before the request is known good.
 pub(crate) async fn submit(
     State(state): State<AppState>,
     caller: Result<Caller, ApiError>,
     headers: HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> Result<impl IntoResponse, ApiError> {
     // the root of the job's trace (or a child of the client's traceparent), not of the
     // per-request span every route gets
@@ -61,6 +63,7 @@ pub(crate) async fn submit(
         let caller = caller?;
         caller.require(Scope::Submit)?;
         tracing::Span::current().record("tenant", caller.tenant());
+        let body = read_body(body, state.max_body_bytes).await?;
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
         let explicit_priority = value.get("priority").is_some_and(|p| !p.is_null());
@@ -78,6 +81,20 @@ pub(crate) async fn submit(
         state.metrics.rejected(error_code(e));
     }
     result
+}
+
+/// The whole body, at most `limit` bytes (413 past it).
+async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.downcast_ref::<http_body_util::LengthLimitError>().is_some())
+            || e.to_string().contains("length limit");
+        if too_large {
+            ApiError::TooLarge(limit)
+        } else {
+            ApiError::BadRequest(format!("reading the request body: {e}"))
+        }
+    })
 }
 
 fn error_code(e: &ApiError) -> &'static str {
