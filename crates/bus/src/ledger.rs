@@ -131,6 +131,12 @@ impl Ledger {
         Ok(if done { TaskStatus::AlreadyDone } else { TaskStatus::Pending })
     }
 
+    /// The job idempotency key `key` names, if any (read only: nothing is claimed).
+    pub async fn key_job(&self, key: &str) -> Result<Option<String>, BusError> {
+        let entry = self.idempotency.entry(key).await.map_err(nats_err("reading an idempotency key"))?;
+        Ok(entry.filter(|e| e.operation == Operation::Put).map(|e| String::from_utf8_lossy(&e.value).into_owned()))
+    }
+
     /// Point idempotency key `key` at job `id` unless it already points somewhere.
     pub async fn claim_key(&self, key: &str, id: &str) -> Result<KeyClaim, BusError> {
         match self.idempotency.create(key, id.to_owned().into()).await {

@@ -41,12 +41,32 @@ pub(crate) async fn submit(
         job.priority = caller.max_priority();
     }
     let tenant = caller.tenant().to_owned();
-    state.quotas.admit(&tenant, u64::from(job.partitions))?;
+    // A retry of a request whose job lives (Curio retries with the same request id) is
+    // answered with that job before any quota is counted: it adds no work.
+    if let Some(existing) = live_keyed_job(state, &tenant, &job).await? {
+        tracing::Span::current().record("job_id", existing.id.as_str());
+        return Ok(Submitted { id: existing.id, state: existing.state, existing: true });
+    }
+    // The critical lane (WinningPoSt: Curio never retries one, and a refusal loses a block) is
+    // never refused by a quota that other work filled; it is still counted.
+    let exempt = job.priority == snarkflow_wire::Priority::Critical;
+    state.quotas.admit(&tenant, u64::from(job.partitions), exempt)?;
     let queued = enqueue(state, job, &tenant).await;
     if !matches!(&queued, Ok(Submitted { existing: false, .. })) {
         state.quotas.release(&tenant);
     }
     queued
+}
+
+/// The live job of the same request that `job`'s idempotency key already names, if any (read
+/// only; `keyed_job` decides for real under the key's compare-and-set).
+async fn live_keyed_job(state: &AppState, tenant: &str, job: &ValidJob) -> Result<Option<JobRecord>, ApiError> {
+    let Some(key) = &job.idempotency_key else { return Ok(None) };
+    let Some(id) = state.ledger.key_job(&wire_key(tenant, key)).await? else { return Ok(None) };
+    let Some(record) = state.ledger.get(&id).await? else { return Ok(None) };
+    let same_request = record.request_sha256.as_ref().is_some_and(|h| *h == job.fingerprint);
+    let live = !matches!(record.state, JobState::Failed | JobState::Cancelled);
+    Ok((same_request && live && record.enqueued).then_some(record))
 }
 
 /// The job an idempotency key names, when a new submit should return it rather than make

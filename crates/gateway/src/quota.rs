@@ -48,9 +48,10 @@ impl Quotas {
         Quotas { limits, usage: Arc::default() }
     }
 
-    /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429).
-    pub fn admit(&self, tenant: &str, partitions: u64) -> Result<(), ApiError> {
-        let limits = self.limits;
+    /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429). An
+    /// `exempt` submit (the critical lane) is never refused, only counted.
+    pub fn admit(&self, tenant: &str, partitions: u64, exempt: bool) -> Result<(), ApiError> {
+        let limits = if exempt { QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 } } else { self.limits };
         let mut book = self.usage.lock().expect("quota book");
         let usage = book.entry(tenant.to_owned()).or_default();
         let now = Instant::now();
@@ -147,24 +148,36 @@ mod tests {
     #[test]
     fn the_rate_allows_a_burst_then_asks_to_wait() {
         let q = quotas(0, 0, 2);
-        q.admit("a", 1).unwrap();
-        q.admit("a", 1).unwrap();
-        assert_eq!(retry_after(q.admit("a", 1).unwrap_err()), 30, "one submit per 30 s refills");
-        q.admit("b", 1).unwrap();
+        q.admit("a", 1, false).unwrap();
+        q.admit("a", 1, false).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1, false).unwrap_err()), 30, "one submit per 30 s refills");
+        q.admit("b", 1, false).unwrap();
     }
 
     #[test]
     fn in_flight_limits_count_admissions_until_a_ledger_pass_sees_them() {
         let q = quotas(2, 10, 0);
-        q.admit("a", 4).unwrap();
-        assert!(q.admit("a", 7).is_err(), "4 + 7 partitions > 10");
-        q.admit("a", 6).unwrap();
-        assert_eq!(retry_after(q.admit("a", 1).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
+        q.admit("a", 4, false).unwrap();
+        assert!(q.admit("a", 7, false).is_err(), "4 + 7 partitions > 10");
+        q.admit("a", 6, false).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1, false).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
         // a pass that began before the admissions keeps counting them; a later empty pass frees them
         let before = Instant::now() - std::time::Duration::from_secs(60);
         q.refresh(before, &[]);
-        assert!(q.admit("a", 1).is_err());
+        assert!(q.admit("a", 1, false).is_err());
         q.refresh(Instant::now(), &[]);
-        q.admit("a", 1).unwrap();
+        q.admit("a", 1, false).unwrap();
+    }
+
+    #[test]
+    fn the_critical_lane_is_counted_but_never_refused() {
+        let q = quotas(1, 2, 1);
+        q.admit("curio", 2, false).unwrap();
+        assert!(q.admit("curio", 1, false).is_err(), "the tenant is at its limits");
+        // a WinningPoSt past every limit (jobs, partitions, rate) still goes in
+        q.admit("curio", 1, true).unwrap();
+        q.admit("curio", 1, true).unwrap();
+        // and it counts against the ordinary work that follows
+        assert!(q.admit("curio", 1, false).is_err());
     }
 }

@@ -261,6 +261,29 @@ async fn idempotency_keys_belong_to_their_tenant() {
 }
 
 #[tokio::test]
+async fn a_retry_of_a_live_job_and_the_critical_lane_pass_a_full_quota() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (auth, t) = tokens(dir.path(), &[("curio", &[Scope::Submit], Priority::Critical)]);
+    let (_, _, policy) = open_settings();
+    let limits = QuotaLimits { max_jobs: 1, max_partitions: 0, submits_per_minute: 1 };
+    let state = state_with(&nats, 1 << 20, (auth, limits, policy)).await;
+    let keyed = r#"{"kind": "dense-chain", "input": {"constraints": 8}, "idempotency_key": "porep-1000-7"}"#;
+    let (status, first) = call(state.clone(), as_token(post(keyed), &t[0])).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+    // the tenant is now at its job limit and out of its rate: Curio's retry is still its job
+    let (status, again) = call(state.clone(), as_token(post(keyed), &t[0])).await;
+    assert_eq!((status, &again["id"]), (StatusCode::OK, &first["id"]), "{again}");
+    let (status, _) = call(state.clone(), as_token(post(DENSE), &t[0])).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "new ordinary work waits");
+    // a critical submit (a WinningPoSt) is never refused by the quota
+    let critical = r#"{"kind": "dense-chain", "input": {"constraints": 8}, "priority": "critical"}"#;
+    let (status, json) = call(state.clone(), as_token(post(critical), &t[0])).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{json}");
+    assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 2);
+}
+
+#[tokio::test]
 async fn tenant_quotas_answer_429_with_retry_after() {
     let nats = NatsServer::start();
     let dir = tempfile::tempdir().unwrap();

@@ -86,9 +86,13 @@ pub(crate) async fn submit(
 /// The whole body, at most `limit` bytes (413 past it).
 async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, ApiError> {
     axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.downcast_ref::<http_body_util::LengthLimitError>().is_some())
-            || e.to_string().contains("length limit");
+        // http-body-util's LengthLimitError ("length limit exceeded"), somewhere in the chain
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        let mut too_large = false;
+        while let Some(c) = cause {
+            too_large |= c.to_string().contains("length limit exceeded");
+            cause = c.source();
+        }
         if too_large {
             ApiError::TooLarge(limit)
         } else {
