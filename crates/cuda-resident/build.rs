@@ -26,7 +26,8 @@ fn main() {
         nvcc.define("__ADX__", None);
     }
     for var in ["DEP_SPPARK_ROOT", "DEP_BLST_C_SRC"] {
-        let dir = std::env::var_os(var).unwrap_or_else(|| panic!("{var} is not set: sppark and blst must be dependencies"));
+        let dir =
+            std::env::var_os(var).unwrap_or_else(|| panic!("{var} is not set: sppark and blst must be dependencies"));
         nvcc.include(dir);
     }
     nvcc.flag("-Xcompiler").flag("-Wno-unused-function");

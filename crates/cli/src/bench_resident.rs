@@ -22,6 +22,17 @@ pub(crate) struct Compare {
     pub supraseal: bool,
 }
 
+/// How much to run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Runs {
+    /// Distinct partitions.
+    pub partitions: usize,
+    /// Proves per partition.
+    pub runs: usize,
+    /// Generate the parameters from this seed (overwriting the file).
+    pub params_seed: Option<u64>,
+}
+
 fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
     let mut out = Vec::with_capacity(snarkflow_prover::PROOF_BYTES);
     p.write(&mut out).expect("writing to a vec");
@@ -51,13 +62,9 @@ fn row(t: &Timings) -> String {
 
 /// Run the comparison; `Ok(false)` when a proof differed or did not verify.
 pub(crate) fn run(
-    spec: CircuitSpec,
-    input: Option<JobInput>,
-    available: u32,
-    partitions: usize,
-    runs: usize,
+    (spec, input, available): (CircuitSpec, Option<JobInput>, u32),
+    Runs { partitions, runs, params_seed }: Runs,
     compare: Compare,
-    params_seed: Option<u64>,
     params_dir: &Path,
 ) -> anyhow::Result<bool> {
     let id = spec.circuit_id();
@@ -97,7 +104,10 @@ pub(crate) fn run(
     let pvk = bellperson::groth16::prepare_verifying_key(&vk);
     let cpu_params = if compare.cpu {
         let file = std::fs::File::open(&path)?;
-        Some(bellperson::groth16::Parameters::<blstrs::Bls12>::read(std::io::BufReader::with_capacity(1 << 20, file), false)?)
+        Some(bellperson::groth16::Parameters::<blstrs::Bls12>::read(
+            std::io::BufReader::with_capacity(1 << 20, file),
+            false,
+        )?)
     } else {
         None
     };
@@ -112,7 +122,8 @@ pub(crate) fn run(
         anyhow::bail!("this build has no supraseal backend to compare with");
     }
     eprintln!("bench resident: comparison keys loaded; synthesizing {partitions} partitions");
-    let parts: Vec<SynthesizedPartition> = crate::bench::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
+    let parts: Vec<SynthesizedPartition> =
+        crate::bench::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
     let mut all_good = true;
     for (i, part) in parts.iter().enumerate() {

@@ -238,7 +238,8 @@ impl Cli {
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(name) = &cli.backend {
-        let backend = snarkflow_prover::Backend::parse(name).ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?}"))?;
+        let backend =
+            snarkflow_prover::Backend::parse(name).ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?}"))?;
         snarkflow_prover::backend::select(backend).map_err(anyhow::Error::msg)?;
     }
     let client = Client::new(&cli.gateway, crate::client::api_token(cli.token_file.as_ref())?, cli.ca_cert.as_deref())?;
@@ -330,21 +331,24 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params_seed, params } } => {
-            let (spec, input, available) = circuit.resolve()?;
+        Command::Bench {
+            command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params_seed, params },
+        } => {
+            let circuit = circuit.resolve()?;
             let params_dir = params.dir();
             #[cfg(feature = "cuda-resident")]
             {
                 let compare = crate::bench_resident::Compare { cpu: !no_cpu, supraseal };
+                let runs = crate::bench_resident::Runs { partitions, runs, params_seed };
                 let good = tokio::task::spawn_blocking(move || {
-                    crate::bench_resident::run(spec, input, available, partitions, runs, compare, params_seed, &params_dir)
+                    crate::bench_resident::run(circuit, runs, compare, &params_dir)
                 })
                 .await??;
                 Ok(if good { ExitCode::SUCCESS } else { ExitCode::FAILURE })
             }
             #[cfg(not(feature = "cuda-resident"))]
             {
-                let _ = (spec, input, available, partitions, runs, no_cpu, supraseal, params_seed, params_dir);
+                let _ = (circuit, partitions, runs, no_cpu, supraseal, params_seed, params_dir);
                 anyhow::bail!("this snarkflow was built without the cuda-resident backend (`just build-gpu`)")
             }
         }
@@ -374,7 +378,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 _ => spec_of(&kind, blocks, constraints)?,
             };
-            let store = ParamStore::new(params.dir(), snarkflow_circuits::catalog()).with_param_device(param_device(&device)?);
+            let store =
+                ParamStore::new(params.dir(), snarkflow_circuits::catalog()).with_param_device(param_device(&device)?);
             let started = std::time::Instant::now();
             let existed = store.params_path(&spec).exists() && !force;
             let path = tokio::task::spawn_blocking(move || match seed {

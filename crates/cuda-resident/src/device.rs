@@ -165,7 +165,10 @@ impl Srs {
     pub fn load(&mut self, section: Section, first: usize, raw: &[u8]) -> Result<(), Error> {
         let size = section.file_point_bytes();
         if raw.len() % size != 0 || first + raw.len() / size > self.count(section) {
-            return Err(Error { code: -1, message: format!("{} bytes are not whole {section:?} points that fit", raw.len()) });
+            return Err(Error {
+                code: -1,
+                message: format!("{} bytes are not whole {section:?} points that fit", raw.len()),
+            });
         }
         // SAFETY: raw holds raw.len() / size whole points
         result(unsafe { ffi::sf_srs_load(self.raw.as_ptr(), section as u32, first, raw.as_ptr(), raw.len() / size) })
@@ -231,7 +234,10 @@ impl Shape {
             }
             let width = desc.num_inputs + desc.num_aux;
             if m.cols.iter().any(|&c| c as usize >= width) || m.coeffs.iter().any(|&k| k as usize >= desc.table.len()) {
-                return Err(Error { code: -1, message: "constraint matrix indexes past the witness or the table".into() });
+                return Err(Error {
+                    code: -1,
+                    message: "constraint matrix indexes past the witness or the table".into(),
+                });
             }
         }
         let width = desc.num_inputs + desc.num_aux;
@@ -339,7 +345,10 @@ pub const COMB_ENTRIES: usize = 32 * 255;
 /// `table`, the comb table of G.
 pub fn fixed_base_g1(device: &Device, table: &[G1Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
     if table.len() != COMB_ENTRIES {
-        return Err(Error { code: -1, message: format!("a comb table has {COMB_ENTRIES} entries, not {}", table.len()) });
+        return Err(Error {
+            code: -1,
+            message: format!("a comb table has {COMB_ENTRIES} entries, not {}", table.len()),
+        });
     }
     let mut out = vec![0u8; scalars.len() * 96];
     // SAFETY: table has COMB_ENTRIES points, out room for one 96-byte point per scalar

@@ -52,7 +52,13 @@ extern "C" {
     pub(crate) fn sf_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
     pub(crate) fn sf_pinned_free(p: *mut c_void);
     pub(crate) fn sf_srs_new(d: *mut SfDevice, counts: *const usize, out: *mut *mut SfSrs) -> sppark::Error;
-    pub(crate) fn sf_srs_load(srs: *mut SfSrs, section: u32, first: usize, raw: *const u8, count: usize) -> sppark::Error;
+    pub(crate) fn sf_srs_load(
+        srs: *mut SfSrs,
+        section: u32,
+        first: usize,
+        raw: *const u8,
+        count: usize,
+    ) -> sppark::Error;
     pub(crate) fn sf_srs_loaded(srs: *mut SfSrs);
     pub(crate) fn sf_srs_bytes(srs: *const SfSrs) -> usize;
     pub(crate) fn sf_srs_free(srs: *mut SfSrs);

@@ -16,7 +16,9 @@ mod device;
 mod ffi;
 
 #[cfg(feature = "cuda")]
-pub use device::{fixed_base_g1, msm_sums, Csr, Device, PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES};
+pub use device::{
+    fixed_base_g1, msm_sums, Csr, Device, PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
+};
 
 /// A CUDA failure, with the message the device code gave.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

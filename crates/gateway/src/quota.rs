@@ -51,7 +51,8 @@ impl Quotas {
     /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429). An
     /// `exempt` submit (the critical lane) is never refused, only counted.
     pub fn admit(&self, tenant: &str, partitions: u64, exempt: bool) -> Result<(), ApiError> {
-        let limits = if exempt { QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 } } else { self.limits };
+        let limits =
+            if exempt { QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 } } else { self.limits };
         let mut book = self.usage.lock().expect("quota book");
         let usage = book.entry(tenant.to_owned()).or_default();
         let now = Instant::now();

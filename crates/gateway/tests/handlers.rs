@@ -156,9 +156,11 @@ async fn an_unauthenticated_upload_is_refused_before_its_body_is_read() {
     let state = state_with(&nats, 96 << 20, (auth, limits, policy)).await;
     // a body that sends one chunk and then never ends: a gateway that buffered bodies before
     // checking the token would hold this request (and its memory) until the request timeout
-    let endless = futures::stream::once(async { Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'{'; 1 << 20])) })
-        .chain(futures::stream::pending());
-    let req = Request::post("/v1/jobs").header("content-type", "application/json").body(Body::from_stream(endless)).unwrap();
+    let endless =
+        futures::stream::once(async { Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![b'{'; 1 << 20])) })
+            .chain(futures::stream::pending());
+    let req =
+        Request::post("/v1/jobs").header("content-type", "application/json").body(Body::from_stream(endless)).unwrap();
     let answered = tokio::time::timeout(Duration::from_secs(10), call(state.clone(), req)).await;
     let (status, json) = answered.expect("answered without waiting for the body");
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{json}");

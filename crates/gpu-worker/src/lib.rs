@@ -48,8 +48,9 @@ fn select_backend(requested: Option<&str>) -> anyhow::Result<()> {
     let compiled: Vec<&str> = Backend::compiled().iter().map(|b| b.name()).collect();
     let (backend, why) = match requested {
         Some(name) => {
-            let b = Backend::parse(name)
-                .ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?} (this build has: {})", compiled.join(", ")))?;
+            let b = Backend::parse(name).ok_or_else(|| {
+                anyhow::anyhow!("unknown --backend {name:?} (this build has: {})", compiled.join(", "))
+            })?;
             (b, "chosen with --backend")
         }
         None => (Backend::compiled()[0], "the first this build has of cuda-resident, cuda-supraseal, cuda, cpu"),

@@ -92,7 +92,11 @@ pub(crate) fn prepare(
             let partition = partition_span!("deserialize", task, worker, bytes)
                 .in_scope(|| SynthesizedPartition::decode(&payload))
                 .map_err(|e| Failure::Permanent(format!("undecodable partition: {e}")))?;
-            Prepared { input: ProverInput::Partition(partition), deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
+            Prepared {
+                input: ProverInput::Partition(partition),
+                deserialize_s: started.elapsed().as_secs_f64(),
+                rebuild_s: 0.0,
+            }
         }
         PartitionEncoding::CompactWitness if resident_shape.is_some() => {
             let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
@@ -107,7 +111,11 @@ pub(crate) fn prepare(
                     hex::encode(resident_shape.unwrap_or_default())
                 )));
             }
-            Prepared { input: ProverInput::Witness(witness), deserialize_s: started.elapsed().as_secs_f64(), rebuild_s: 0.0 }
+            Prepared {
+                input: ProverInput::Witness(witness),
+                deserialize_s: started.elapsed().as_secs_f64(),
+                rebuild_s: 0.0,
+            }
         }
         PartitionEncoding::CompactWitness => {
             let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
@@ -134,7 +142,11 @@ pub(crate) fn prepare(
                 .in_scope(|| rebuild.pool.install(|| shape.rebuild(witness)))
                 .map_err(|e| Failure::Permanent(format!("rebuilding the partition: {e}")))?;
             drop(turn);
-            Prepared { input: ProverInput::Partition(partition), deserialize_s, rebuild_s: started.elapsed().as_secs_f64() }
+            Prepared {
+                input: ProverInput::Partition(partition),
+                deserialize_s,
+                rebuild_s: started.elapsed().as_secs_f64(),
+            }
         }
     };
     let (circuit_id, partition) = prepared.input.identity();

@@ -28,7 +28,9 @@ impl Backend {
     }
 
     pub fn parse(name: &str) -> Option<Backend> {
-        [Backend::Cpu, Backend::Cuda, Backend::CudaSupraseal, Backend::CudaResident].into_iter().find(|b| b.name() == name)
+        [Backend::Cpu, Backend::Cuda, Backend::CudaSupraseal, Backend::CudaResident]
+            .into_iter()
+            .find(|b| b.name() == name)
     }
 
     /// Whether this build has the backend.

@@ -144,7 +144,8 @@ fn self_test() -> Result<(), String> {
     let partition = snarkflow_synthesis::synthesize(circuit, "self-test", 0).map_err(|e| e.to_string())?;
     debug_assert_eq!(partition.public_inputs(), &public[..], "the recorded output is the native one");
     let pvk = prepare_verifying_key(&params.vk);
-    let shape = snarkflow_synthesis::record_shape(ProductChain { steps, factors: None }, "self-test").map_err(|e| e.to_string())?;
+    let shape = snarkflow_synthesis::record_shape(ProductChain { steps, factors: None }, "self-test")
+        .map_err(|e| e.to_string())?;
     let loaded = crate::LoadedParams::from_parameters("self-test", params, &shape).map_err(|e| e.to_string())?;
     let proof = loaded.prove(partition, &mut rng).map_err(|e| e.to_string())?;
     if !crate::verify(&pvk, &proof, &public) {

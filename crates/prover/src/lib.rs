@@ -11,14 +11,16 @@ pub mod device;
 mod groth16;
 mod paramgen;
 mod params;
-mod self_test;
 #[cfg(feature = "cuda-resident")]
 pub mod resident;
+mod self_test;
 #[cfg(feature = "cuda-supraseal")]
 pub mod supraseal;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
-pub use paramgen::{generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste};
+pub use paramgen::{
+    generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste,
+};
 pub use params::{LoadedParams, ParamStore, ParamsError};
 
 /// Size of one compressed BLS12-381 Groth16 proof.

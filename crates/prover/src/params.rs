@@ -102,13 +102,14 @@ impl LoadedParams {
         #[cfg(feature = "cuda-resident")]
         if let ProvingKey::Resident(key) = &self.key {
             use ff::Field;
-            fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(bellperson::gpu::GpuError::Simple(
-                "injected device error (failpoint prover-device-error)"
-            ))));
+            fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(
+                bellperson::gpu::GpuError::Simple("injected device error (failpoint prover-device-error)")
+            )));
             let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
             return key.prove(&self.vk, &witness.inputs, &witness.aux, r, s).map(|(p, _)| p);
         }
-        let shape = shape.ok_or_else(|| crate::ProveError::Resident("this backend needs the constraint shape".into()))?;
+        let shape =
+            shape.ok_or_else(|| crate::ProveError::Resident("this backend needs the constraint shape".into()))?;
         let partition = shape.rebuild(witness).map_err(|e| crate::ProveError::Resident(e.to_string()))?;
         self.prove(partition, rng)
     }
@@ -360,8 +361,10 @@ impl ParamStore {
                 Err(e) => warn!(path = %path.display(), error = %e, "unusable shape file; recording afresh"),
             }
         }
-        let shape =
-            self.catalog.record_shape(spec).map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
+        let shape = self
+            .catalog
+            .record_shape(spec)
+            .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
         if let Err(e) = shape.write_file(&path) {
             warn!(path = %path.display(), error = %e, "could not keep the constraint shape");
         }
@@ -377,7 +380,12 @@ impl ParamStore {
 
     /// [`generate`](Self::generate) from given toxic waste: a seeded one makes the same file on
     /// every machine (exactness checks that compare proofs made on different hosts).
-    pub fn generate_with(&self, spec: &CircuitSpec, force: bool, toxic: crate::ToxicWaste) -> Result<PathBuf, ParamsError> {
+    pub fn generate_with(
+        &self,
+        spec: &CircuitSpec,
+        force: bool,
+        toxic: crate::ToxicWaste,
+    ) -> Result<PathBuf, ParamsError> {
         let id = spec.circuit_id();
         let path = self.params_path(spec);
         let werr = |path: &Path| {

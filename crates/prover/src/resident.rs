@@ -57,7 +57,10 @@ pub fn read_sections(path: &Path) -> std::io::Result<(VerifyingKey<Bls12>, FileS
         sections.counts[i] = count;
         at += 4 + (count * section.file_point_bytes()) as u64;
         if at > len {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("{section:?} section runs past the end")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("{section:?} section runs past the end"),
+            ));
         }
     }
     Ok((vk, sections))
@@ -87,7 +90,11 @@ fn dev_err(e: dev::Error) -> std::io::Error {
 
 impl ResidentKey {
     /// Upload the parameter file at `path` and `shape` to `device`.
-    pub fn load(device: &Arc<Device>, path: &Path, shape: &ConstraintShape) -> std::io::Result<(VerifyingKey<Bls12>, ResidentKey)> {
+    pub fn load(
+        device: &Arc<Device>,
+        path: &Path,
+        shape: &ConstraintShape,
+    ) -> std::io::Result<(VerifyingKey<Bls12>, ResidentKey)> {
         let (vk, sections) = read_sections(path)?;
         let srs = upload_points(device, path, &sections)?;
         let shape_dev = upload_shape(device, shape).map_err(dev_err)?;
@@ -134,9 +141,12 @@ impl ResidentKey {
         }
         let buf = staging.as_mut().expect("allocated above").as_fr_mut();
         buf[..inputs.len()].copy_from_slice(inputs);
-        buf[inputs.len()..n].par_chunks_mut(1 << 16).zip(aux.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
-        let (sums, timings) =
-            dev::msm_sums(&self.device, &self.srs, &self.shape, &buf[..n]).map_err(|e| ProveError::Device(e.to_string()))?;
+        buf[inputs.len()..n]
+            .par_chunks_mut(1 << 16)
+            .zip(aux.par_chunks(1 << 16))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        let (sums, timings) = dev::msm_sums(&self.device, &self.srs, &self.shape, &buf[..n])
+            .map_err(|e| ProveError::Device(e.to_string()))?;
         let sums = QuerySums { h: sums.h, l: sums.l, a: sums.a, b_g1: sums.b_g1, b_g2: sums.b_g2 };
         Ok((assemble(vk, sums, r, s), timings))
     }

@@ -43,13 +43,18 @@ fn cpu_proofs_equal_the_resident_proofs_made_on_an_h200() {
         let (_, params, blinding) = current.as_mut().unwrap();
         let (r, s) = (blstrs::Scalar::random(&mut *blinding), blstrs::Scalar::random(&mut *blinding));
         let spec = CircuitSpec::parse_circuit_id(id).unwrap();
-        let part = snarkflow_circuits::visit_with_witness(&spec, partition as u64, partition, None, Synthesize(id, partition))
-            .unwrap()
-            .unwrap();
+        let part =
+            snarkflow_circuits::visit_with_witness(&spec, partition as u64, partition, None, Synthesize(id, partition))
+                .unwrap()
+                .unwrap();
         let proof = snarkflow_prover::prove(part, params, r, s).unwrap();
         let mut bytes = Vec::new();
         proof.write(&mut bytes).unwrap();
-        assert_eq!(hex::encode(&bytes), proof_hex, "{id} partition {partition}: the CPU proof differs from the H200's resident proof");
+        assert_eq!(
+            hex::encode(&bytes),
+            proof_hex,
+            "{id} partition {partition}: the CPU proof differs from the H200's resident proof"
+        );
         checked += 1;
     }
     assert_eq!(checked, 6, "every recorded proof was checked");
