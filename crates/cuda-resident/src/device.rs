@@ -164,7 +164,7 @@ impl Srs {
     /// uploads fastest) into device memory.
     pub fn load(&mut self, section: Section, first: usize, raw: &[u8]) -> Result<(), Error> {
         let size = section.file_point_bytes();
-        if raw.len() % size != 0 || first + raw.len() / size > self.count(section) {
+        if !raw.len().is_multiple_of(size) || first + raw.len() / size > self.count(section) {
             return Err(Error {
                 code: -1,
                 message: format!("{} bytes are not whole {section:?} points that fit", raw.len()),

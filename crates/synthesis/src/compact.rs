@@ -92,7 +92,7 @@ fn encode_piece(values: impl Iterator<Item = Fr>, len: usize) -> EncodedPiece {
 
 fn encode_compact_in_pieces(w: &PartitionWitness, shape_hash: [u8; 32], chunk: usize) -> Vec<u8> {
     use rayon::prelude::*;
-    debug_assert!(chunk > 0 && chunk % 4 == 0, "pieces must hold whole tag bytes");
+    debug_assert!(chunk > 0 && chunk.is_multiple_of(4), "pieces must hold whole tag bytes");
     let (ni, n) = (w.inputs.len(), w.inputs.len() + w.aux.len());
     let value = |i: usize| if i < ni { w.inputs[i] } else { w.aux[i - ni] };
     let pieces: Vec<EncodedPiece> = (0..n.div_ceil(chunk))
