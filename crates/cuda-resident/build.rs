@@ -45,12 +45,25 @@ fn main() {
     nvcc.file("cuda/resident.cu");
     let objects = nvcc.compile_intermediates();
     for object in &objects {
+        // The compiler's exception-handling references (`DW.ref.*`) are COMDAT groups every
+        // C++ object has: renamed, ours stay ours (made local under their own name, the linker
+        // may keep the other library's group and leave our unwind tables pointing into a
+        // discarded section).
+        let listed =
+            std::process::Command::new("nm").arg("--format=posix").arg(object).output().expect("running nm (binutils)");
+        let renames: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|name| name.starts_with("DW.ref."))
+            .map(|name| format!("--redefine-sym={name}=snarkflow_resident.{name}"))
+            .collect();
         let status = std::process::Command::new("objcopy")
             .arg("--localize-hidden")
+            .args(&renames)
             .arg(object)
             .status()
             .expect("running objcopy (binutils)");
-        assert!(status.success(), "objcopy --localize-hidden {} failed", object.display());
+        assert!(status.success(), "objcopy {} failed", object.display());
     }
     let mut archive = cc::Build::new();
     archive.cuda(true).cudart("static");
