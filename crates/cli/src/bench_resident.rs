@@ -12,7 +12,7 @@ use rand::SeedableRng;
 use snarkflow_circuits::JobInput;
 use snarkflow_prover::resident::{ResidentKey, Timings};
 use snarkflow_prover::ParamStore;
-use snarkflow_synthesis::{ConstraintShape, RecordShape, SynthesizedPartition};
+use snarkflow_synthesis::SynthesizedPartition;
 use snarkflow_wire::CircuitSpec;
 
 /// What to compare the resident proofs with.
@@ -37,20 +37,6 @@ fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
     let mut out = Vec::with_capacity(snarkflow_prover::PROOF_BYTES);
     p.write(&mut out).expect("writing to a vec");
     out
-}
-
-/// The shape beside the parameters (written when they were generated), else recorded.
-fn shape_for(store: &ParamStore, spec: &CircuitSpec) -> anyhow::Result<ConstraintShape> {
-    let id = spec.circuit_id();
-    let path = store.dir().join(format!("{id}.shape"));
-    if let Ok(file) = std::fs::File::open(&path) {
-        if let Ok(shape) = ConstraintShape::read_from(std::io::BufReader::with_capacity(1 << 20, file)) {
-            if shape.circuit_id == id {
-                return Ok(shape);
-            }
-        }
-    }
-    Ok(snarkflow_circuits::visit_blank(spec, RecordShape(&id))??)
 }
 
 fn row(t: &Timings) -> String {
@@ -79,7 +65,7 @@ pub(crate) fn run(
     };
     println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
     let started = Instant::now();
-    let shape = shape_for(&store, &spec)?;
+    let shape = store.shape(&spec)?;
     println!(
         "shape {id}: {} constraints, {} inputs, {} aux, nnz {} ({:.1} s)",
         shape.num_constraints(),

@@ -598,18 +598,19 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         size_t most = std::max(sh->a_gather_len, sh->b_gather_len);
         d->scalars.ensure(std::max<size_t>(most, 1) * sizeof(scalar_t), "allocating gathered scalars");
         scalar_t* gathered = d->scalars.as<scalar_t>();
-        grid_for(gpu, sh->a_gather_len, blocks, threads);
-        gather<<<blocks, threads, 0, s>>>(gathered, wit, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
-        check(cudaGetLastError(), "gathering A scalars");
-        check(cudaStreamSynchronize(s), "gathering A scalars");
+        // the variables a query has points for, gathered from the witness
+        auto gather_for = [&](const dbuf& idx, size_t n, const char* what) {
+            grid_for(gpu, n, blocks, threads);
+            gather<<<blocks, threads, 0, s>>>(gathered, wit, idx.as<uint32_t>(), n);
+            check(cudaGetLastError(), what);
+            check(cudaStreamSynchronize(s), what);
+        };
+        gather_for(sh->a_gather, sh->a_gather_len, "gathering A scalars");
         msm<bucket_t, point_t, affine_t>(gpu, out->a, srs->points[SEC_A].as<g1_mem_t>(), gathered, sh->a_gather_len, "the A MSM");
         t->msm_a = ms_since(phase);
         phase = clock_type::now();
 
-        grid_for(gpu, sh->b_gather_len, blocks, threads);
-        gather<<<blocks, threads, 0, s>>>(gathered, wit, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
-        check(cudaGetLastError(), "gathering B scalars");
-        check(cudaStreamSynchronize(s), "gathering B scalars");
+        gather_for(sh->b_gather, sh->b_gather_len, "gathering B scalars");
         msm<bucket_t, point_t, affine_t>(gpu, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), gathered, sh->b_gather_len, "the B-G1 MSM");
         t->msm_b_g1 = ms_since(phase);
         phase = clock_type::now();

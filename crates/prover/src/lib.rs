@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod device;
 mod groth16;
+mod loaded;
 mod paramgen;
 mod params;
 #[cfg(feature = "cuda-resident")]

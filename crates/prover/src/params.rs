@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, Proof, VerifyingKey};
-use blstrs::{Bls12, Scalar as Fr};
-use snarkflow_synthesis::{CircuitCatalog, ConstraintShape, PartitionWitness, SynthesizedPartition};
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use snarkflow_synthesis::{CircuitCatalog, ConstraintShape};
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
 use crate::backend::Backend;
+pub use crate::loaded::LoadedParams;
+use crate::loaded::ProvingKey;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ParamsError {
@@ -42,170 +44,6 @@ pub enum ParamsError {
 /// Suffix of the mark written beside each random Filecoin parameter file (`<stem>.random`): a
 /// `v28-*.params` file without one is taken to be a trusted-setup file (from `paramfetch`).
 const RANDOM_MARK: &str = "random";
-
-/// What a backend proves with.
-// one per loaded circuit: the variants' size difference costs nothing
-#[allow(clippy::large_enum_variant)]
-enum ProvingKey {
-    /// The whole parameter file in memory, for our bellperson-based prover (CPU or `cuda`).
-    #[cfg_attr(any(feature = "cuda-supraseal", feature = "cuda-resident"), allow(dead_code))]
-    Bellperson(Parameters<Bls12>),
-    /// The parameter file loaded by supraseal-c2 (pinned host memory).
-    #[cfg(feature = "cuda-supraseal")]
-    Supraseal(crate::supraseal::Srs),
-    /// Points and constraint shape resident in device memory.
-    #[cfg(feature = "cuda-resident")]
-    Resident(crate::resident::ResidentKey),
-}
-
-/// Parameters of one circuit shape, loaded and ready to prove and verify with.
-pub struct LoadedParams {
-    pub circuit_id: String,
-    pub vk: VerifyingKey<Bls12>,
-    pub pvk: PreparedVerifyingKey<Bls12>,
-    pub load_seconds: f64,
-    key: ProvingKey,
-}
-
-impl LoadedParams {
-    /// Prove `partition` with fresh random r, s, on this build's backend.
-    pub fn prove<R: rand::RngCore>(
-        &self,
-        partition: SynthesizedPartition,
-        rng: &mut R,
-    ) -> Result<Proof<Bls12>, crate::ProveError> {
-        use ff::Field;
-        // tests make the device fail here (feature `failpoints`)
-        fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(bellperson::gpu::GpuError::Simple(
-            "injected device error (failpoint prover-device-error)"
-        ))));
-        let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
-        match &self.key {
-            ProvingKey::Bellperson(params) => crate::prove(partition, params, r, s),
-            #[cfg(feature = "cuda-supraseal")]
-            ProvingKey::Supraseal(srs) => crate::supraseal::prove(&partition, &self.vk, srs, r, s),
-            #[cfg(feature = "cuda-resident")]
-            ProvingKey::Resident(key) => {
-                key.prove(&self.vk, &partition.input_assignment, &partition.aux_assignment, r, s).map(|(p, _)| p)
-            }
-        }
-    }
-
-    /// Prove from the witness alone, with fresh random r, s: the resident backend builds a, b,
-    /// c on the device; the others rebuild them on the CPU from `shape` first.
-    pub fn prove_witness<R: rand::RngCore>(
-        &self,
-        witness: PartitionWitness,
-        shape: Option<&ConstraintShape>,
-        rng: &mut R,
-    ) -> Result<Proof<Bls12>, crate::ProveError> {
-        #[cfg(feature = "cuda-resident")]
-        if let ProvingKey::Resident(key) = &self.key {
-            use ff::Field;
-            fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(
-                bellperson::gpu::GpuError::Simple("injected device error (failpoint prover-device-error)")
-            )));
-            let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
-            return key.prove(&self.vk, &witness.inputs, &witness.aux, r, s).map(|(p, _)| p);
-        }
-        let shape =
-            shape.ok_or_else(|| crate::ProveError::Resident("this backend needs the constraint shape".into()))?;
-        let partition = shape.rebuild(witness).map_err(|e| crate::ProveError::Resident(e.to_string()))?;
-        self.prove(partition, rng)
-    }
-
-    /// Whether this key builds a, b, c itself from a witness (so the caller need not).
-    pub fn takes_witness(&self) -> bool {
-        match &self.key {
-            ProvingKey::Bellperson(_) => false,
-            #[cfg(feature = "cuda-supraseal")]
-            ProvingKey::Supraseal(_) => false,
-            #[cfg(feature = "cuda-resident")]
-            ProvingKey::Resident(_) => true,
-        }
-    }
-
-    /// The constraint shape this key holds on the device (resident keys only).
-    pub fn resident_shape_hash(&self) -> Option<[u8; 32]> {
-        match &self.key {
-            #[cfg(feature = "cuda-resident")]
-            ProvingKey::Resident(key) => Some(key.shape_hash),
-            _ => None,
-        }
-    }
-
-    /// Parameters held in memory (the device self-test's, with their circuit's `shape`), loaded
-    /// the way this process's backend loads a file; supraseal-c2 and the resident prover only
-    /// read files, so for them they pass through a temporary one.
-    pub fn from_parameters(
-        circuit_id: &str,
-        params: Parameters<Bls12>,
-        #[cfg_attr(not(feature = "cuda-resident"), allow(unused_variables))] shape: &ConstraintShape,
-    ) -> Result<LoadedParams, ParamsError> {
-        let started = Instant::now();
-        let vk = params.vk.clone();
-        // supraseal-c2 and the resident prover load files: a name never used before (supraseal's
-        // cache is keyed by path), removed once loaded
-        #[cfg_attr(not(any(feature = "cuda-supraseal", feature = "cuda-resident")), allow(dead_code))]
-        fn via_file(
-            circuit_id: &str,
-            params: &Parameters<Bls12>,
-            load: impl FnOnce(&Path) -> Result<ProvingKey, ParamsError>,
-        ) -> Result<ProvingKey, ParamsError> {
-            let unique: u64 = rand::random();
-            let path = std::env::temp_dir()
-                .join(format!("snarkflow-{circuit_id}-{}-{unique:016x}.params", std::process::id()));
-            let werr = |source| ParamsError::Write { path: path.clone(), source };
-            let mut out = BufWriter::new(File::create(&path).map_err(werr)?);
-            params.write(&mut out).and_then(|_| out.flush()).map_err(werr)?;
-            drop(out);
-            let key = load(&path);
-            let _ = fs::remove_file(&path);
-            key
-        }
-        let key = match crate::backend::active() {
-            Backend::Cpu | Backend::Cuda => ProvingKey::Bellperson(params),
-            #[cfg(feature = "cuda-supraseal")]
-            Backend::CudaSupraseal => via_file(circuit_id, &params, |path| {
-                crate::supraseal::Srs::load(path, false)
-                    .map(ProvingKey::Supraseal)
-                    .map_err(|e| ParamsError::Read { path: path.to_owned(), source: std::io::Error::other(e) })
-            })?,
-            #[cfg(feature = "cuda-resident")]
-            Backend::CudaResident => via_file(circuit_id, &params, |path| {
-                let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
-                crate::resident::ResidentKey::load(&device, path, shape)
-                    .map(|(_, key)| ProvingKey::Resident(key))
-                    .map_err(|source| ParamsError::Read { path: path.to_owned(), source })
-            })?,
-            #[allow(unreachable_patterns)]
-            other => return Err(ParamsError::Device(format!("this build has no {other} backend"))),
-        };
-        Ok(LoadedParams::assemble(circuit_id, vk, key, started))
-    }
-
-    fn assemble(circuit_id: &str, vk: VerifyingKey<Bls12>, key: ProvingKey, started: Instant) -> LoadedParams {
-        let pvk = prepare_verifying_key(&vk);
-        LoadedParams { circuit_id: circuit_id.to_owned(), vk, pvk, load_seconds: started.elapsed().as_secs_f64(), key }
-    }
-
-    /// The full parameters, when this backend holds them (not the GPU-only keys).
-    pub fn parameters(&self) -> Option<&Parameters<Bls12>> {
-        match &self.key {
-            ProvingKey::Bellperson(params) => Some(params),
-            #[cfg(feature = "cuda-supraseal")]
-            ProvingKey::Supraseal(_) => None,
-            #[cfg(feature = "cuda-resident")]
-            ProvingKey::Resident(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Debug for LoadedParams {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadedParams").field("circuit_id", &self.circuit_id).finish_non_exhaustive()
-    }
-}
 
 /// A directory of parameter files plus the ones loaded into this process. Loading is done
 /// once per circuit id; concurrent callers for the same id wait for the first.
@@ -324,7 +162,7 @@ impl ParamStore {
             #[cfg(feature = "cuda-supraseal")]
             Backend::CudaSupraseal => {
                 // the verifying key is the file's first section
-                let vk = VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
+                let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
                 let srs = crate::supraseal::Srs::load(&path, true)
                     .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
                 (vk, ProvingKey::Supraseal(srs))
@@ -350,8 +188,7 @@ impl ParamStore {
     /// `spec`'s constraint shape: `<dir>/<circuit id>.shape` (written beside generated
     /// parameters, or by an earlier load) when it is the right circuit's, else recorded from
     /// the circuit and written there.
-    #[cfg_attr(not(feature = "cuda-resident"), allow(dead_code))]
-    fn shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, ParamsError> {
+    pub fn shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, ParamsError> {
         let id = spec.circuit_id();
         let path = self.dir.join(format!("{id}.shape"));
         if let Ok(file) = File::open(&path) {
