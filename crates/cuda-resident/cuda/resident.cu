@@ -103,6 +103,14 @@ struct dbuf {
     template<typename T> T* as() const { return reinterpret_cast<T*>(ptr); }
 };
 
+// a dbuf freed when it goes out of scope, errors included (for buffers of one call)
+struct scoped_dbuf : dbuf {
+    scoped_dbuf() = default;
+    scoped_dbuf(const scoped_dbuf&) = delete;
+    scoped_dbuf& operator=(const scoped_dbuf&) = delete;
+    ~scoped_dbuf() { release(); }
+};
+
 struct sf_device {
     int ordinal;
     const gpu_t* gpu;
@@ -636,66 +644,93 @@ static __device__ __forceinline__ void fp_to_be48(uint8_t* be, fp_t v)
     }
 }
 
-// `table` holds d·2^(8w)·G for w < 32, d in 1..=255 (entry w·255 + d − 1), affine; every thread
-// of a launch must reach the affine conversion (the field inversion pairs neighbouring lanes),
-// so the grid covers whole warps and the surplus threads work on a copy of scalar 0.
-__global__ void fixed_base_g1(uint8_t* out, const scalar_t* scalars, size_t n, const affine_t* table)
+// `table` holds d·2^(8w)·G for w < 32, d in 1..=255 (entry w·255 + d − 1), affine. In G2 an
+// Fp2 coordinate is spread over a pair of neighbouring lanes (sppark's fp2_t: the even lane
+// holds c0, the odd lane c1), so DEG lanes make one point; each lane writes its own halves of
+// the encoding (blst's order: c1 before c0). Every lane of a launch must reach the affine
+// conversion (the field inversion exchanges values between lanes), so the grid covers whole
+// warps and the surplus lanes work on a copy of scalar 0.
+template<class bucket, class field, int DEG>
+__global__ void fixed_base(uint8_t* out, const scalar_t* scalars, size_t n,
+                           const typename bucket::affine_t::mem_t* table)
 {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t point_bytes = 96 * DEG;
+    const int part = threadIdx.x % DEG;             // which component of an Fp2 this lane holds
+    size_t stride = (size_t)gridDim.x * blockDim.x / DEG;
     size_t rounds = (n + stride - 1) / stride;
     for (size_t round = 0; round < rounds; round++) {
-        size_t i = round * stride + blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        size_t i = round * stride + (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / DEG;
         bool real = i < n;
         scalar_t k = scalars[real ? i : 0];
         k.from();
         const uint32_t* limb = reinterpret_cast<const uint32_t*>(&k);
-        bucket_t acc;   // X, Y, ZZZ, ZZ: x = X/ZZ, y = Y/ZZZ
+        bucket acc;   // X, Y, ZZZ, ZZ: x = X/ZZ, y = Y/ZZZ
         acc.inf();
         #pragma unroll 1
         for (int w = 0; w < 32; w++) {
             uint32_t d = (limb[w / 4] >> (8 * (w % 4))) & 0xff;
-            if (d)
-                acc.add(table[w * 255 + d - 1]);
+            if (d) {
+                typename bucket::affine_t p = table[w * 255 + d - 1];
+                acc.add(p);
+            }
         }
         bool inf = acc.is_inf();
-        const fp_t* c = reinterpret_cast<const fp_t*>(&acc);
-        fp_t inv = 1 / (c[2] * c[3]);   // 1/(ZZZ·ZZ): pairs neighbouring lanes
-        fp_t x = c[0] * c[2] * inv;
-        fp_t y = c[1] * c[3] * inv;
+        const field* c = reinterpret_cast<const field*>(&acc);
+        field inv = 1 / (c[2] * c[3]);   // 1/(ZZZ·ZZ)
+        field x = c[0] * c[2] * inv;
+        field y = c[1] * c[3] * inv;
         if (!real)
             continue;
-        uint8_t* p = out + i * 96;
+        uint8_t* p = out + i * point_bytes;
+        size_t half = (DEG - 1 - part) * 48;        // where this lane's part of x goes
         if (inf) {
-            for (int j = 0; j < 96; j++) p[j] = 0;
-            p[0] = 0x40;
+            for (int j = 0; j < 48; j++) p[half + j] = p[48 * DEG + half + j] = 0;
+            if (half == 0)
+                p[0] = 0x40;
             continue;
         }
-        fp_to_be48(p, x);
-        fp_to_be48(p + 48, y);
+        fp_to_be48(p + half, fp_t(static_cast<const fp_mont&>(x)));
+        fp_to_be48(p + 48 * DEG + half, fp_t(static_cast<const fp_mont&>(y)));
     }
 }
 
-// k·G for the `n` scalars (Montgomery form) into `out` (n · 96 bytes, host memory), with the
-// comb table of G (32 · 255 affine points, blst's layout).
-SF_FFI RustError::by_value sf_fixed_base_g1(sf_device* d, const affine_t* table, const scalar_t* scalars, size_t n, uint8_t* out)
+template<class bucket, class field, int DEG>
+static void fixed_base_on(sf_device* d, const void* table, size_t table_bytes, const scalar_t* scalars,
+                          size_t n, uint8_t* out)
+{
+    if (n == 0)
+        return;
+    const gpu_t& gpu = *d->gpu;
+    gpu.select();
+    stream_t& s = gpu;
+    scoped_dbuf d_table, d_scalars, d_out;
+    upload(d_table, table, table_bytes, "uploading the comb table", s);
+    upload(d_scalars, scalars, n * sizeof(scalar_t), "uploading scalars", s);
+    d_out.ensure(n * 96 * DEG, "allocating points");
+    uint32_t threads = 128;
+    size_t lanes = n * DEG;
+    uint32_t blocks = (uint32_t)std::min<size_t>((lanes + threads - 1) / threads, (size_t)gpu.sm_count() * 16);
+    fixed_base<bucket, field, DEG><<<blocks, threads, 0, s>>>(d_out.as<uint8_t>(), d_scalars.as<scalar_t>(), n,
+        d_table.as<typename bucket::affine_t::mem_t>());
+    check(cudaGetLastError(), "fixed-base multiplication");
+    check(cudaMemcpyAsync(out, d_out.ptr, n * 96 * DEG, cudaMemcpyDeviceToHost, s), "downloading points");
+    check(cudaStreamSynchronize(s), "fixed-base multiplication");
+}
+
+// k·G for the `n` scalars (Montgomery form) into `out` (n · 96 bytes in G1, n · 192 in G2, host
+// memory), with the comb table of G (32 · 255 affine points, blst's layout).
+SF_FFI RustError::by_value sf_fixed_base_g1(sf_device* d, const g1_mem_t* table, const scalar_t* scalars, size_t n, uint8_t* out)
 {
     std::lock_guard<std::mutex> lock(d->busy);
     return guarded([&] {
-        if (n == 0)
-            return;
-        const gpu_t& gpu = *d->gpu;
-        gpu.select();
-        stream_t& s = gpu;
-        dbuf d_table, d_scalars, d_out;
-        upload(d_table, table, 32 * 255 * sizeof(affine_t), "uploading the comb table", s);
-        upload(d_scalars, scalars, n * sizeof(scalar_t), "uploading scalars", s);
-        d_out.ensure(n * 96, "allocating points");
-        uint32_t threads = 128;
-        uint32_t blocks = (uint32_t)std::min<size_t>((n + threads - 1) / threads, (size_t)gpu.sm_count() * 16);
-        fixed_base_g1<<<blocks, threads, 0, s>>>(d_out.as<uint8_t>(), d_scalars.as<scalar_t>(), n, d_table.as<affine_t>());
-        check(cudaGetLastError(), "fixed-base multiplication");
-        check(cudaMemcpyAsync(out, d_out.ptr, n * 96, cudaMemcpyDeviceToHost, s), "downloading points");
-        check(cudaStreamSynchronize(s), "fixed-base multiplication");
-        d_table.release(); d_scalars.release(); d_out.release();
+        fixed_base_on<bucket_t, fp_t, 1>(d, table, 32 * 255 * sizeof(g1_mem_t), scalars, n, out);
+    });
+}
+
+SF_FFI RustError::by_value sf_fixed_base_g2(sf_device* d, const g2_mem_t* table, const scalar_t* scalars, size_t n, uint8_t* out)
+{
+    std::lock_guard<std::mutex> lock(d->busy);
+    return guarded([&] {
+        fixed_base_on<bucket2_t, fp2_t, 2>(d, table, 32 * 255 * sizeof(g2_mem_t), scalars, n, out);
     });
 }

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use blstrs::{G1Affine, G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
 use crate::ffi::{self, result};
@@ -336,24 +336,37 @@ pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &[Fr]) -> Re
     Ok((Sums { h: raw.h, l: raw.l, a: raw.a, b_g1: raw.b_g1, b_g2: raw.b_g2 }, t))
 }
 
-/// Entries of the comb table [`fixed_base_g1`] takes: d·2^(8w)·G for w < 32 and d in 1..=255,
-/// at index w·255 + d − 1.
+/// Entries of the comb tables [`fixed_base_g1`] and [`fixed_base_g2`] take: d·2^(8w)·G for
+/// w < 32 and d in 1..=255, at index w·255 + d − 1.
 pub const COMB_ENTRIES: usize = 32 * 255;
+
+fn check_table(len: usize) -> Result<(), Error> {
+    if len == COMB_ENTRIES {
+        return Ok(());
+    }
+    Err(Error { code: -1, message: format!("a comb table has {COMB_ENTRIES} entries, not {len}") })
+}
 
 /// k·G for every scalar k, as bellperson's parameter files store G1 points (uncompressed, 96
 /// bytes each, big-endian coordinates, 0x40 flag for the identity), computed on `device` from
 /// `table`, the comb table of G.
 pub fn fixed_base_g1(device: &Device, table: &[G1Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
-    if table.len() != COMB_ENTRIES {
-        return Err(Error {
-            code: -1,
-            message: format!("a comb table has {COMB_ENTRIES} entries, not {}", table.len()),
-        });
-    }
+    check_table(table.len())?;
     let mut out = vec![0u8; scalars.len() * 96];
     // SAFETY: table has COMB_ENTRIES points, out room for one 96-byte point per scalar
     result(unsafe {
         ffi::sf_fixed_base_g1(device.raw.as_ptr(), table.as_ptr(), scalars.as_ptr(), scalars.len(), out.as_mut_ptr())
+    })?;
+    Ok(out)
+}
+
+/// [`fixed_base_g1`] in G2: 192 bytes per point (x.c1, x.c0, y.c1, y.c0, as blst writes them).
+pub fn fixed_base_g2(device: &Device, table: &[G2Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
+    check_table(table.len())?;
+    let mut out = vec![0u8; scalars.len() * 192];
+    // SAFETY: table has COMB_ENTRIES points, out room for one 192-byte point per scalar
+    result(unsafe {
+        ffi::sf_fixed_base_g2(device.raw.as_ptr(), table.as_ptr(), scalars.as_ptr(), scalars.len(), out.as_mut_ptr())
     })?;
     Ok(out)
 }

@@ -72,6 +72,13 @@ extern "C" {
         n: usize,
         out: *mut u8,
     ) -> sppark::Error;
+    pub(crate) fn sf_fixed_base_g2(
+        d: *mut SfDevice,
+        table: *const blstrs::G2Affine,
+        scalars: *const Fr,
+        n: usize,
+        out: *mut u8,
+    ) -> sppark::Error;
     pub(crate) fn sf_prove(
         d: *mut SfDevice,
         srs: *const SfSrs,

@@ -199,8 +199,13 @@ pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Pa
 /// it is written.
 const PIECE: usize = 1 << 20;
 
-/// Where the fixed-base multiplications of the G1 sections (H, L, A, B-G1: ~85% of the points)
-/// run. B-G2 and the QAP evaluation stay on the CPU either way; the file is the same.
+/// A piece on the GPU: 4 M points (768 MB of G2) per call repays the call's set-up.
+#[cfg(feature = "cuda-resident")]
+const GPU_PIECE: usize = 1 << 22;
+
+/// Where the fixed-base multiplications of the five point sections (H, L, A, B-G1, B-G2) run.
+/// The QAP evaluation (one inverse FFT, the column sums) stays on the CPU either way; the file
+/// is the same.
 #[derive(Clone)]
 pub enum ParamDevice {
     Cpu,
@@ -228,7 +233,12 @@ pub fn write_from_shape_on<W: Write + Send>(
     device: &ParamDevice,
     on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    write_in_pieces(shape, t, out, PIECE, None, device, on_vk)
+    let piece = match device {
+        ParamDevice::Cpu => PIECE,
+        #[cfg(feature = "cuda-resident")]
+        ParamDevice::Gpu(_) => GPU_PIECE,
+    };
+    write_in_pieces(shape, t, out, piece, None, device, on_vk)
 }
 
 /// Writes the parameters for the circuit whose constraints `shape` recorded, from the given
@@ -288,32 +298,39 @@ fn write_in_pieces<W: Write + Send>(
 
     let digits = digits.unwrap_or(Digits::for_points(n + num_aux));
     let g1 = CombG1::new(t.g1, digits);
-    // the device's table has byte digits whatever the CPU's has
+    let g2 = CombG2::new(t.g2, digits);
+    // the device's tables have byte digits whatever the CPU's have
     #[cfg(feature = "cuda-resident")]
-    let g1_gpu = match device {
+    let gpu_tables = match device {
         ParamDevice::Gpu(_) if digits == Digits::Bits8 => None,
-        ParamDevice::Gpu(_) => Some(CombG1::new(t.g1, Digits::Bits8)),
+        ParamDevice::Gpu(_) => Some((CombG1::new(t.g1, Digits::Bits8), CombG2::new(t.g2, Digits::Bits8))),
         ParamDevice::Cpu => None,
     };
-    let g1_bytes = |ks: &[Fr], skip_zero: bool| -> Result<Vec<u8>, SynthesisError> {
+    // k·G for the scalars of one piece (the zero ones dropped when `skip_zero`), on the device
+    // chosen, in G1 or G2
+    let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| -> Result<Vec<u8>, SynthesisError> {
         match device {
+            ParamDevice::Cpu if in_g2 => Ok(g2.bytes(ks, skip_zero)),
             ParamDevice::Cpu => Ok(g1.bytes(ks, skip_zero)),
             #[cfg(feature = "cuda-resident")]
             ParamDevice::Gpu(d) => {
-                let table = &g1_gpu.as_ref().unwrap_or(&g1).table;
                 let kept: Vec<Fr>;
                 let ks = if skip_zero {
-                    kept = ks.iter().filter(|k| !bool::from(k.is_zero())).copied().collect();
+                    kept = ks.par_iter().filter(|k| !bool::from(k.is_zero())).copied().collect();
                     &kept[..]
                 } else {
                     ks
                 };
-                snarkflow_cuda_resident::fixed_base_g1(d, table, ks)
-                    .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))
+                let (t1, t2) = gpu_tables.as_ref().map_or((&g1.table, &g2.table), |(a, b)| (&a.table, &b.table));
+                if in_g2 {
+                    snarkflow_cuda_resident::fixed_base_g2(d, t2, ks)
+                } else {
+                    snarkflow_cuda_resident::fixed_base_g1(d, t1, ks)
+                }
+                .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))
             }
         }
     };
-    let g2 = CombG2::new(t.g2, digits);
     let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
     let ic_scalars: Vec<Fr> = (0..num_inputs).map(ext).collect();
     let mut ic = vec![G1Affine::identity(); num_inputs];
@@ -347,7 +364,7 @@ fn write_in_pieces<W: Write + Send>(
                 })
                 .collect()
         },
-        |ks| g1_bytes(ks, false),
+        |ks| points(ks, false, false),
     )?;
     // L: the aux part of ext
     write_counted(
@@ -356,15 +373,15 @@ fn write_in_pieces<W: Write + Send>(
         num_aux,
         num_aux,
         |r| r.map(|i| ext(num_inputs + i)).collect(),
-        |ks| g1_bytes(ks, false),
+        |ks| points(ks, false, false),
     )?;
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
     let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
-    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| g1_bytes(ks, true))?;
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| g1_bytes(ks, true))?;
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| Ok(g2.bytes(ks, true)))?;
+    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| points(ks, true, false))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, false))?;
+    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, true))?;
     Ok(vk)
 }
 
