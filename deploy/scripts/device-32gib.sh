@@ -4,7 +4,7 @@
 # each other within the lease's 30 s idle limit.
 #   gen     unpack the binaries; write the sparse 32 GiB fixtures (PoRep C1, WinningPoSt input);
 #           start generating the random parameters in the background (setsid: it outlives the
-#           command; PoRep, then WinningPoSt); start the stack without GPU workers (nats-server,
+#           command; WinningPoSt, then PoRep; on the GPU unless PARAMGEN_DEVICE=cpu); start the stack without GPU workers (nats-server,
 #           span collector, gateway verifying before done, SYNTH synth-workers (default 2) with
 #           concurrency CONC and SYNTH_BUDGET (20GiB) each) and submit JOBS PoRep jobs, so their
 #           partitions are synthesized while the parameters are made ("staged"); wait for the
@@ -215,8 +215,8 @@ stock)
 _gen)
     # (run by gen, detached) the generators, measured; the result in params.done
     # WinningPoSt first (small), so its job can be submitted early
-    w=$(measure "$logs/params-winning.log" "$d/snarkflow-supraseal" params generate --proof winning-post --sector-size "$SIZE" --params-dir "$P")
-    r=$(measure "$logs/params.log" "$d/snarkflow-supraseal" params generate --proof porep-c2 --sector-size "$SIZE" --params-dir "$P")
+    w=$(measure "$logs/params-winning.log" "$d/snarkflow-supraseal" params generate --proof winning-post --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
+    r=$(measure "$logs/params.log" "$d/snarkflow-supraseal" params generate --proof porep-c2 --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
     { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; grep -iE "constraints|comb|written" "$logs"/params*.log | tail -6 | cut -c1-200
       echo "exit $(echo "$r" | awk '{print $2}' | tr -d ,)"; ls -la "$P"; df -h /tmp | tail -1; } >"$S/params.tmp"
     mv "$S/params.tmp" "$S/params.done"

@@ -7,13 +7,15 @@
 #           `params generate --device gpu` (timed, peak RSS)
 #   prove   `bench resident` on one 32 GiB partition (RUNS runs, default 3; SUPRA=1 also proves it
 #           with supraseal-c2 and compares the bytes), peak RSS and peak device memory
-# Binaries from .gpu-carry/resident.tar.xz (deploy/scripts/pack-resident.sh); output in $OUT.
+# Binaries from BINS (default .gpu-carry/resident.tar.xz: deploy/scripts/pack-resident.sh; pack-gpu.sh's
+# bins.tar.xz does too); output in $OUT. S, P and FIXTURE override the state, parameter and fixture
+# directories (e.g. those device-32gib.sh made in the same lease).
 set -uo pipefail
 step="${1:?usage: device-resident-32gib.sh check|gen|prove}"
 out="${OUT:-.}"
-S=/tmp/sfres32 P=/tmp/sfres32/params
+S="${S:-/tmp/sfres32}"; P="${P:-$S/params}"; FIXTURE="${FIXTURE:-$S/fixture}"
 mkdir -p "$S/bin" "$P"
-[ -x "$S/bin/snarkflow-supraseal" ] || tar xJf .gpu-carry/resident.tar.xz -C "$S/bin"
+[ -x "$S/bin/snarkflow-supraseal" ] || tar xJf "${BINS:-.gpu-carry/resident.tar.xz}" -C "$S/bin"
 sf="$S/bin/snarkflow-supraseal"
 export RUST_LOG="${RUST_LOG:-warn}"
 # measure LOG COMMAND...: "exit N, S s, peak RSS G GiB, device memory peak D GiB"
@@ -48,14 +50,14 @@ check)
     done
     ;;
 gen)
-    echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --sector-size 32GiB --miner-id 1000 --out "$S/fixture")"
+    echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --sector-size 32GiB --miner-id 1000 --out "$FIXTURE")"
     echo "PARAMGEN porep-c2 32GiB gpu: $(measure "$S/params.log" "$sf" params generate --kind porep-c2 --sector-size 32GiB --seed 7 --device gpu --params-dir "$P")"
     tail -3 "$S/params.log"; ls -la "$P"
     ;;
 prove)
     extra=""; [ "${SUPRA:-0}" = 1 ] && extra="--supraseal"
     echo "BENCH: $(SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_RESIDENT_TRACE=${TRACE:-0} measure "$out/bench.log" \
-        "$sf" bench resident --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id 1000 --partitions 1 --runs "${RUNS:-3}" --no-cpu $extra)"
+        "$sf" bench resident --kind porep-c2 --c1 "$FIXTURE/c1.json" --miner-id 1000 --partitions 1 --runs "${RUNS:-3}" --no-cpu $extra)"
     grep -E "^(RESIDENT|PROOF|COMPARE|shape|parameters)" "$out/bench.log" | cut -c1-400
     grep -vE "^(RESIDENT|PROOF|COMPARE)" "$out/bench.log" | tail -8
     ;;

@@ -13,7 +13,8 @@ set -uo pipefail
 out="${OUT:-.}"
 S=/tmp/sfres
 mkdir -p "$S/bin" "$S/params"
-[ -x "$S/bin/snarkflow-supraseal" ] || tar xJf .gpu-carry/resident.tar.xz -C "$S/bin"
+# BINS: a tar.xz holding snarkflow-supraseal (pack-resident.sh, or pack-gpu.sh's bins.tar.xz)
+[ -x "$S/bin/snarkflow-supraseal" ] || tar xJf "${BINS:-.gpu-carry/resident.tar.xz}" -C "$S/bin"
 sf="$S/bin/snarkflow-supraseal"
 export SNARKFLOW_PARAMS_DIR="$S/params" FIL_PROOFS_PARAMETER_CACHE="$S/params" RUST_LOG="${RUST_LOG:-warn}"
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader | tee "$out/gpu.txt"

@@ -117,10 +117,14 @@ struct sf_device {
     // one prove at a time per device: the MSM objects and these buffers are shared
     std::mutex busy;
     dbuf witness, a, b, c, scalars;
+    // the 0/1 split of a query's scalars: which are 1 (a bitmap), which are neither 0 nor 1
+    // (their indices), the sums of the points whose scalar is 1, the points of the others
+    dbuf ones, tail, tail_len, sums, tail_points;
 
     void release_workspace()
     {
         witness.release(); a.release(); b.release(); c.release(); scalars.release();
+        ones.release(); tail.release(); tail_len.release(); sums.release(); tail_points.release();
     }
 };
 
@@ -271,6 +275,62 @@ __global__ void gather(scalar_t* out, const scalar_t* w, const uint32_t* idx, si
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = w[idx[i]];
+}
+
+// out[k] = w[map[sel[k]]] (w[sel[k]] without a map): the scalars of the selected points
+__global__ void gather_selected(scalar_t* out, const scalar_t* w, const uint32_t* map, const uint32_t* sel, size_t n)
+{
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
+        uint32_t i = sel[k];
+        out[k] = w[map ? map[i] : i];
+    }
+}
+
+template<class mem>
+__global__ void gather_points(mem* out, const mem* points, const uint32_t* sel, size_t n)
+{
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
+        out[k] = points[sel[k]];
+}
+
+// The 0/1 split of a query's scalars s_i = w[map[i]] (w[i] without a map), i < n: bit i of
+// `ones` is set when s_i = 1, and the indices of the scalars that are neither 0 nor 1 are
+// appended to `tail` (in no particular order: the sum does not care), *tail_len counting them.
+// Most of a Filecoin witness is bits, and a Pippenger MSM pays for every window of a 0 or a 1
+// as for any other scalar: the ones become a plain sum of points, the zeros nothing.
+// A warp handles 32 consecutive scalars at a time, so each bitmap word has one writer.
+// (`one` is 1 in Montgomery form: sppark's fr_t::is_one does not compile with CUDA 13.0.)
+__global__ void split_scalars(uint32_t* ones, uint32_t* tail, uint32_t* tail_len,
+                              const scalar_t* w, const uint32_t* map, size_t n, fr_bits one_bits_)
+{
+    const uint32_t* one_limbs = reinterpret_cast<const uint32_t*>(&one_bits_);
+    const uint32_t lane = threadIdx.x % WARP_SZ;
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    for (size_t base = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) - lane; base < n; base += step) {
+        size_t i = base + lane;
+        bool one = false, other = false;
+        if (i < n) {
+            scalar_t v = w[map ? map[i] : i];
+            const uint32_t* limb = reinterpret_cast<const uint32_t*>(&v);
+            uint32_t diff = 0;
+            #pragma unroll
+            for (int k = 0; k < 8; k++)
+                diff |= limb[k] ^ one_limbs[k];
+            one = diff == 0;
+            other = !one && !v.is_zero();
+        }
+        uint32_t one_bits = __ballot_sync(0xffffffff, one);
+        uint32_t other_bits = __ballot_sync(0xffffffff, other);
+        uint32_t at = 0;
+        if (lane == 0) {
+            ones[base / WARP_SZ] = one_bits;
+            if (other_bits)
+                at = atomicAdd(tail_len, __popc(other_bits));
+        }
+        at = __shfl_sync(0xffffffff, at, 0);
+        if (other)
+            tail[at + __popc(other_bits & ((1u << lane) - 1))] = (uint32_t)i;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -522,6 +582,100 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
     }
 }
 
+// A query's scalars after the 0/1 split: `tail` of them are neither 0 nor 1. When the split
+// pays (`used`), d->ones marks the 1s, d->tail lists the others and `scalars` holds theirs in
+// that order; otherwise `scalars` holds all `n`, in point order.
+struct split_t {
+    size_t n, tail;
+    bool used;
+    const scalar_t* scalars;
+};
+
+// The scalars of a query are w[map[i]] (w[i] without a map), i < n.
+static split_t split_query(const gpu_t& gpu, sf_device* d, const scalar_t* w, const uint32_t* map, size_t n)
+{
+    stream_t& s = gpu;
+    uint32_t blocks, threads;
+    split_t sp{n, 0, false, w};
+    if (n == 0)
+        return sp;
+    if (n > UINT32_MAX)
+        throw sf_error(-1, "a query of more than 2^32 points");
+    // sppark's batch addition reads the bitmap in blocks of 1024 bits
+    size_t words = (n + 1023) / 1024 * 32;
+    d->ones.ensure(words * sizeof(uint32_t), "allocating the 0/1 split");
+    d->tail.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    d->tail_len.ensure(sizeof(uint32_t), "allocating the 0/1 split");
+    check(cudaMemsetAsync(d->ones.ptr, 0, words * sizeof(uint32_t), s), "clearing the 0/1 split");
+    check(cudaMemsetAsync(d->tail_len.ptr, 0, sizeof(uint32_t), s), "clearing the 0/1 split");
+    grid_for(gpu, n, blocks, threads);
+    fr_t one = fr_t::one();
+    fr_bits one_bits;
+    memcpy(&one_bits, &one, sizeof(one_bits));
+    split_scalars<<<blocks, threads, 0, s>>>(d->ones.as<uint32_t>(), d->tail.as<uint32_t>(), d->tail_len.as<uint32_t>(), w, map, n, one_bits);
+    check(cudaGetLastError(), "the 0/1 split");
+    uint32_t tail = 0;
+    check(cudaMemcpyAsync(&tail, d->tail_len.ptr, sizeof(tail), cudaMemcpyDeviceToHost, s), "the 0/1 split");
+    check(cudaStreamSynchronize(s), "the 0/1 split");
+    sp.tail = tail;
+    // Past half the points, copying the tail's points costs about what skipping the rest saves
+    // (a dense witness), and the copy would need memory the size of the query.
+    sp.used = tail <= n / 2;
+    TRACE("0/1 split: %zu scalars, %u neither 0 nor 1%s", n, tail, sp.used ? "" : " (not split)");
+    size_t count = sp.used ? tail : n;
+    if (!sp.used && !map)
+        return sp;
+    d->scalars.ensure(std::max<size_t>(count, 1) * sizeof(scalar_t), "allocating gathered scalars");
+    grid_for(gpu, count, blocks, threads);
+    if (sp.used)
+        gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, d->tail.as<uint32_t>(), count);
+    else
+        gather<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, count);
+    check(cudaGetLastError(), "gathering scalars");
+    sp.scalars = d->scalars.as<scalar_t>();
+    return sp;
+}
+
+// Σ s_i·P_i over a query split by split_query: the points whose scalar is 1 added up by sppark's
+// batch addition, a Pippenger MSM over the tail's points (gathered next to each other).
+template<class bucket, class point, class affine, class mem>
+static void query_sum(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp, const char* what)
+{
+    stream_t& s = gpu;
+    if (!sp.used) {
+        check(cudaStreamSynchronize(s), what);
+        msm<bucket, point, affine>(gpu, out, points, sp.scalars, sp.n, what);
+        return;
+    }
+    typedef typename bucket::mem_t bucket_h;
+    typedef void (*add_fn)(bucket_h*, const mem*, uint32_t, const uint32_t*, bool, uint32_t);
+    add_fn add_ones = batch_addition<bucket, mem>;
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void*)add_ones, BATCH_ADD_BLOCK_SIZE, 0), what);
+    uint32_t grid = (uint32_t)gpu.sm_count() * (uint32_t)std::max(per_sm, 1);
+    size_t nsums = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    d->sums.ensure(nsums * sizeof(bucket_h), what);
+    bucket_h* sums = d->sums.as<bucket_h>();
+    const uint32_t* bitmap = d->ones.as<uint32_t>();
+    uint32_t n = (uint32_t)sp.n, sid = 0;
+    bool accumulate = false;
+    gpu.launch_coop(add_ones, dim3(grid), dim3(BATCH_ADD_BLOCK_SIZE), 0, sums, points, n, bitmap, accumulate, sid);
+    std::vector<bucket> partial(nsums);
+    check(cudaMemcpyAsync(partial.data(), sums, nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost, s), what);
+    if (sp.tail) {
+        d->tail_points.ensure(sp.tail * sizeof(mem), what);
+        uint32_t blocks, threads;
+        grid_for(gpu, sp.tail, blocks, threads);
+        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, d->tail.as<uint32_t>(), sp.tail);
+        check(cudaGetLastError(), what);
+    }
+    // sppark's MSM runs on its own streams: everything above must be done first
+    check(cudaStreamSynchronize(s), what);
+    msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), sp.scalars, sp.tail, what);
+    point ones = sum_up(partial);
+    out.add(ones);
+}
+
 // The five MSM sums of one partition whose witness is `w` ([inputs | aux], Montgomery form).
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
                                     const scalar_t* w, size_t w_len, sf_msm_sums* out, sf_timings* t)
@@ -599,30 +753,22 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
         t->msm_h = ms_since(phase);
         phase = clock_type::now();
-        msm<bucket_t, point_t, affine_t>(gpu, out->l, srs->points[SEC_L].as<g1_mem_t>(), wit + sh->num_inputs, sh->num_aux, "the L MSM");
+        split_t sp = split_query(gpu, d, wit + sh->num_inputs, nullptr, sh->num_aux);
+        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), sp, "the L MSM");
         t->msm_l = ms_since(phase);
         phase = clock_type::now();
 
-        size_t most = std::max(sh->a_gather_len, sh->b_gather_len);
-        d->scalars.ensure(std::max<size_t>(most, 1) * sizeof(scalar_t), "allocating gathered scalars");
-        scalar_t* gathered = d->scalars.as<scalar_t>();
-        // the variables a query has points for, gathered from the witness
-        auto gather_for = [&](const dbuf& idx, size_t n, const char* what) {
-            grid_for(gpu, n, blocks, threads);
-            gather<<<blocks, threads, 0, s>>>(gathered, wit, idx.as<uint32_t>(), n);
-            check(cudaGetLastError(), what);
-            check(cudaStreamSynchronize(s), what);
-        };
-        gather_for(sh->a_gather, sh->a_gather_len, "gathering A scalars");
-        msm<bucket_t, point_t, affine_t>(gpu, out->a, srs->points[SEC_A].as<g1_mem_t>(), gathered, sh->a_gather_len, "the A MSM");
+        // the A and B queries have points only for the variables of their density
+        sp = split_query(gpu, d, wit, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
+        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), sp, "the A MSM");
         t->msm_a = ms_since(phase);
         phase = clock_type::now();
 
-        gather_for(sh->b_gather, sh->b_gather_len, "gathering B scalars");
-        msm<bucket_t, point_t, affine_t>(gpu, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), gathered, sh->b_gather_len, "the B-G1 MSM");
+        sp = split_query(gpu, d, wit, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
+        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), sp, "the B-G1 MSM");
         t->msm_b_g1 = ms_since(phase);
         phase = clock_type::now();
-        msm<bucket2_t, point2_t, affine2_t>(gpu, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), gathered, sh->b_gather_len, "the B-G2 MSM");
+        query_sum<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), sp, "the B-G2 MSM");
         t->msm_b_g2 = ms_since(phase);
         t->total = ms_since(started);
     });
