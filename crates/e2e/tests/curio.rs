@@ -9,7 +9,7 @@ use base64::Engine as _;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde_json::Value;
 use snarkflow_e2e::cuzk::{await_proof_response::Status as ProofStatus, ProofKind};
-use snarkflow_e2e::{cuzk, cuzk_tcp, cuzk_unix, filecoin_env, free_port, params_dir, CuzkClient, Stack};
+use snarkflow_e2e::{add_test_token, cuzk, cuzk_tcp, cuzk_unix, filecoin_env, free_port, params_dir, CuzkClient, Stack};
 use snarkflow_filecoin::fixtures::seal_sector;
 use snarkflow_prover::ParamStore;
 use snarkflow_wire::CircuitSpec;
@@ -234,7 +234,8 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
-    let flags = grpc_flags(&format!("unix://{}", socket.display()));
+    let mut flags = grpc_flags(&format!("unix://{}", socket.display()));
+    flags.push("--grpc-enable-control".into());
     let stack = Stack::start_with_gateway(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await.unwrap();
     let mut client = cuzk_unix(&socket).await.unwrap();
 
@@ -256,6 +257,11 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     assert!(status.loaded_srs.iter().any(|s| s.circuit_id == "porep-c2-2KiB"), "{status:?}");
     let unknown = client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-16g".into() }).await.unwrap_err();
     assert_eq!(unknown.code(), tonic::Code::InvalidArgument, "{unknown:?}");
+    // only circuits the cluster serves: a test circuit far past the job bound is not built
+    let huge =
+        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "dense-chain-c4000000000".into() }).await.unwrap_err();
+    assert_eq!(huge.code(), tonic::Code::InvalidArgument, "{huge:?}");
+    assert!(huge.message().contains("max-test-job-constraints"), "{huge:?}");
 
     // AwaitProof with a timeout answers TIMEOUT and the job keeps running
     let envelope = snarkflow_filecoin::porep::c1_envelope(&c1, 21);
@@ -310,4 +316,75 @@ async fn gpu_listed(client: &mut CuzkClient) -> cuzk::GetStatusResponse {
 
 fn uuid_like() -> String {
     "00000000-0000-4000-8000-000000000000".into()
+}
+
+/// The listener's protection on its default path: a socket only its owner and group may open,
+/// control RPCs refused, and a job on a GPU named only to its own tenant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use snarkflow_service::tokens::Scope;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("cuzk.sock");
+    let flags = grpc_flags(&format!("unix://{}", socket.display()));
+    let stack = Stack::start_with_gateway(&flags.iter().map(String::as_str).collect::<Vec<_>>()).await.unwrap();
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660, "socket mode {mode:o}");
+    let mut client = cuzk_unix(&socket).await.unwrap();
+
+    for denied in [
+        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap_err(),
+        client.evict_srs(cuzk::EvictSrsRequest { circuit_id: "porep-2k".into() }).await.unwrap_err(),
+    ] {
+        assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied:?}");
+        assert!(denied.message().contains("--grpc-enable-control"), "{denied:?}");
+    }
+
+    // another tenant's job on the (CPU) prover: Curio's tenant sees the device busy, not the id
+    let other = add_test_token("other-tenant", &[Scope::Submit, Scope::Read], snarkflow_wire::Priority::Normal);
+    let http = snarkflow_e2e::client_with_token(&other);
+    let body = serde_json::json!({"kind": "dense-chain", "input": {"constraints": 16384, "partitions": 8}});
+    let r = http.post(format!("{}/v1/jobs", stack.base)).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let job_id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    let busy = loop {
+        let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+        if let Some(gpu) = status.gpus.iter().find(|g| g.current_proof_kind == "dense-chain") {
+            break gpu.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "the job never reached the prover: {status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(busy.current_job_id, "", "another tenant's job id leaked: {busy:?}");
+    // its own tenant, calling with its token, sees it
+    let mut request = tonic::Request::new(cuzk::GetStatusRequest {});
+    request.metadata_mut().insert("authorization", format!("Bearer {other}").parse().unwrap());
+    let mine = client.get_status(request).await.unwrap().into_inner();
+    assert!(
+        mine.gpus.iter().any(|g| g.current_job_id == job_id) || stack.job(&job_id).await.unwrap()["state"] != "proving",
+        "the owner does not see its job on the device: {mine:?}"
+    );
+    let mut bad = tonic::Request::new(cuzk::GetStatusRequest {});
+    bad.metadata_mut().insert("authorization", "Bearer not-a-token".parse().unwrap());
+    assert_eq!(client.get_status(bad).await.unwrap_err().code(), tonic::Code::Unauthenticated);
+    http.delete(format!("{}/v1/jobs/{job_id}", stack.base)).send().await.unwrap();
+}
+
+/// `--grpc-require-token`: a call without a token is refused, one with a token acts as it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cuzk_listener_can_require_tokens() {
+    snarkflow_e2e::init_test_logging();
+    let nats = snarkflow_testkit::NatsServer::start();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let (gateway, _) =
+        snarkflow_e2e::start_gateway_with(&nats.url(), &["--grpc-listen", &addr, "--grpc-require-token"]).await.unwrap();
+    let mut client = cuzk_tcp(&addr).await.unwrap();
+    let refused = client.get_status(cuzk::GetStatusRequest {}).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    let mut request = tonic::Request::new(cuzk::GetMetricsRequest {});
+    let admin = &snarkflow_e2e::test_tokens().admin;
+    request.metadata_mut().insert("authorization", format!("Bearer {admin}").parse().unwrap());
+    assert!(client.get_metrics(request).await.unwrap().into_inner().prometheus_text.contains("snarkflow_"));
+    gateway.stop().await.unwrap();
 }

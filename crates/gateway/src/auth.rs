@@ -78,8 +78,8 @@ impl TokenStore {
 }
 
 impl Auth {
-    /// The principal behind an `Authorization` header value.
-    fn authenticate(&self, header: Option<&str>) -> Result<Principal, ApiError> {
+    /// The principal behind an `Authorization` header value (or gRPC metadata value).
+    pub(crate) fn authenticate(&self, header: Option<&str>) -> Result<Principal, ApiError> {
         let store = match self {
             Auth::Disabled => {
                 return Ok(Principal {

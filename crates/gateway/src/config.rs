@@ -69,14 +69,9 @@ pub struct Config {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "SNARKFLOW_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Serve cuzk's gRPC interface (`cuzk.v1.ProvingEngine`, what Curio's `[Cuzk] Address`
-    /// points at) on `host:port` or `unix:///path`. It takes no credentials (Curio sends
-    /// none): keep it on loopback, a Unix socket or a private network. Off when unset.
-    #[arg(long, env = "SNARKFLOW_GRPC_LISTEN")]
-    pub grpc_listen: Option<crate::grpc::GrpcListen>,
-    /// The tenant every gRPC call acts as (its jobs, its quotas).
-    #[arg(long, env = "SNARKFLOW_GRPC_TENANT", default_value = "curio")]
-    pub grpc_tenant: String,
+    /// cuzk's gRPC interface for Curio, and how it protects itself.
+    #[command(flatten)]
+    pub grpc: crate::grpc::GrpcArgs,
     #[command(flatten)]
     pub nats: NatsArgs,
     #[command(flatten)]

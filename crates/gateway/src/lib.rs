@@ -241,10 +241,10 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     ));
     // cuzk's gRPC interface for Curio, beside the HTTP API; a listener that cannot start
     // stops the gateway (exit non-zero), as the HTTP one does
-    let grpc = config.grpc_listen.clone().map(|listen| {
-        let (state, tenant, stop) = (state.clone(), config.grpc_tenant.clone(), shutdown.clone());
+    let grpc = config.grpc.listen.clone().map(|listen| {
+        let (state, args, stop) = (state.clone(), config.grpc.clone(), shutdown.clone());
         tokio::spawn(async move {
-            let served = grpc::serve(listen, state, tenant, stop.clone()).await;
+            let served = grpc::serve(listen, args, state, stop.clone()).await;
             if served.is_err() {
                 stop.cancel();
             }

@@ -47,32 +47,37 @@ impl Policy {
     /// size bound (one small request must not make hundreds of GiB of witnesses), and proofs
     /// the gateway could not verify (no verifying key here: the job would fail at the end).
     pub fn check(&self, job: &ValidJob) -> Result<(), ApiError> {
-        let kind = job.circuit.kind();
-        if let Some(per_partition) = snarkflow_circuits::test_constraints(&job.circuit) {
+        self.check_circuit(&job.circuit, job.partitions)
+    }
+
+    /// [`Policy::check`] for `partitions` partitions of `circuit`.
+    pub fn check_circuit(&self, circuit: &CircuitSpec, partitions: u32) -> Result<(), ApiError> {
+        let kind = circuit.kind();
+        if let Some(per_partition) = snarkflow_circuits::test_constraints(circuit) {
             if !self.enable_test_kinds {
                 return Err(invalid(format!(
                     "{} is a test kind and this gateway does not accept test kinds (start it with --enable-test-kinds)",
                     kind.as_str()
                 )));
             }
-            let total = per_partition.saturating_mul(u64::from(job.partitions));
+            let total = per_partition.saturating_mul(u64::from(partitions));
             if total > self.max_test_job_constraints {
                 return Err(invalid(format!(
                     "this {} job is about {total} constraints over {} partitions; this gateway takes test jobs of at most {} (--max-test-job-constraints)",
                     kind.as_str(),
-                    job.partitions,
+                    partitions,
                     self.max_test_job_constraints
                 )));
             }
         }
         if snarkflow_circuits::verified_whole(kind) {
-            let stem = snarkflow_circuits::param_file_stem(&job.circuit).map_err(|e| invalid(e.to_string()))?;
+            let stem = snarkflow_circuits::param_file_stem(circuit).map_err(|e| invalid(e.to_string()))?;
             let vk = self.params_dir.join(format!("{stem}.vk"));
             if !vk.exists() {
                 return Err(ApiError::NotServed(format!(
                     "this gateway has no verifying key {} for {}, so it could not verify the proof; install the parameters there",
                     vk.display(),
-                    job.circuit.circuit_id()
+                    circuit.circuit_id()
                 )));
             }
         }

@@ -16,18 +16,60 @@ use crate::{ApiError, AppState};
 
 pub(super) struct Engine {
     state: AppState,
-    caller: Caller,
+    /// Who a call without a token is.
+    default_caller: Caller,
+    require_token: bool,
+    enable_control: bool,
     started: Instant,
     counts: CountsCache,
 }
 
 impl Engine {
-    pub(super) fn new(state: AppState, caller: Caller) -> Engine {
-        Engine { state, caller, started: Instant::now(), counts: CountsCache::default() }
+    pub(super) fn new(state: AppState, default_caller: Caller, args: &super::GrpcArgs) -> Engine {
+        Engine {
+            state,
+            default_caller,
+            require_token: args.require_token,
+            enable_control: args.enable_control,
+            started: Instant::now(),
+            counts: CountsCache::default(),
+        }
+    }
+
+    /// Who makes the call: the token in its `authorization` metadata, else (unless a token is
+    /// required) the listener's tenant.
+    fn caller<T>(&self, req: &Request<T>) -> Result<Caller, ApiError> {
+        match req.metadata().get("authorization") {
+            Some(value) => {
+                let value = value
+                    .to_str()
+                    .map_err(|_| ApiError::Unauthorized("the authorization metadata is not text".into()))?;
+                Ok(Caller(self.state.auth.authenticate(Some(value))?))
+            }
+            None if self.require_token => Err(ApiError::Unauthorized(
+                "this listener requires a token: send `authorization: Bearer <token>` metadata".into(),
+            )),
+            None => Ok(self.default_caller.clone()),
+        }
+    }
+
+    /// The caller of a control RPC: only when control is enabled, and a token's caller needs
+    /// the admin scope (the listener's own tenant stands for the operator who enabled it).
+    fn control_caller<T>(&self, req: &Request<T>) -> Result<Caller, ApiError> {
+        if !self.enable_control {
+            return Err(ApiError::Forbidden(
+                "PreloadSRS and EvictSRS are off on this gateway (start it with --grpc-enable-control)".into(),
+            ));
+        }
+        let caller = self.caller(req)?;
+        if req.metadata().get("authorization").is_some() {
+            caller.require(snarkflow_service::tokens::Scope::Admin)?;
+        }
+        Ok(caller)
     }
 
     /// Validate and submit, as `POST /v1/jobs` does with the equivalent JSON body.
-    async fn submit(&self, req: pb::SubmitProofRequest) -> Result<Submitted, ApiError> {
+    async fn submit(&self, caller: &Caller, req: pb::SubmitProofRequest) -> Result<Submitted, ApiError> {
         let span = info_span!(
             parent: None,
             "grpc.submit",
@@ -35,7 +77,7 @@ impl Engine {
             rpc.system = "grpc",
             rpc.service = "cuzk.v1.ProvingEngine",
             request_id = %req.request_id,
-            tenant = %self.caller.tenant(),
+            tenant = %caller.tenant(),
             job_id = tracing::field::Empty,
             job.kind = tracing::field::Empty,
             partitions = tracing::field::Empty,
@@ -53,7 +95,7 @@ impl Engine {
             .await
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?;
             let (job, explicit_priority) = job?;
-            jobs::submit(&self.state, &self.caller, job, explicit_priority).await
+            jobs::submit(&self.state, caller, job, explicit_priority).await
         }
         .instrument(span)
         .await;
@@ -64,8 +106,13 @@ impl Engine {
     }
 
     /// Wait for the job (at most `timeout`) and answer as cuzk does.
-    async fn await_job(&self, id: &str, timeout: Option<Duration>) -> Result<pb::AwaitProofResponse, ApiError> {
-        let record = jobs::wait(&self.state, &self.caller, id, timeout).await?;
+    async fn await_job(
+        &self,
+        caller: &Caller,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<pb::AwaitProofResponse, ApiError> {
+        let record = jobs::wait(&self.state, caller, id, timeout).await?;
         let mut response = timings(&record);
         response.job_id = record.id.clone();
         match record.state {
@@ -120,7 +167,8 @@ type Answer<T> = Result<Response<T>, Status>;
 #[tonic::async_trait]
 impl ProvingEngine for Engine {
     async fn submit_proof(&self, req: Request<pb::SubmitProofRequest>) -> Answer<pb::SubmitProofResponse> {
-        let submitted = self.submit(req.into_inner()).await?;
+        let caller = self.caller(&req)?;
+        let submitted = self.submit(&caller, req.into_inner()).await?;
         Ok(Response::new(pb::SubmitProofResponse {
             job_id: submitted.id,
             queue_position: 0,
@@ -129,38 +177,46 @@ impl ProvingEngine for Engine {
     }
 
     async fn await_proof(&self, req: Request<pb::AwaitProofRequest>) -> Answer<pb::AwaitProofResponse> {
+        let caller = self.caller(&req)?;
         let req = req.into_inner();
         let timeout = (req.timeout_ms > 0).then(|| Duration::from_millis(req.timeout_ms));
-        Ok(Response::new(self.await_job(&req.job_id, timeout).await?))
+        Ok(Response::new(self.await_job(&caller, &req.job_id, timeout).await?))
     }
 
     /// Submit and wait; a client that goes away leaves the job running (cancel stops it).
     async fn prove(&self, req: Request<pb::ProveRequest>) -> Answer<pb::ProveResponse> {
+        let caller = self.caller(&req)?;
         let submit = req.into_inner().submit.ok_or_else(|| ApiError::Invalid("submit is required".into()))?;
-        let submitted = self.submit(submit).await?;
-        let result = self.await_job(&submitted.id, None).await?;
+        let submitted = self.submit(&caller, submit).await?;
+        let result = self.await_job(&caller, &submitted.id, None).await?;
         Ok(Response::new(pb::ProveResponse { result: Some(result) }))
     }
 
     async fn cancel_proof(&self, req: Request<pb::CancelProofRequest>) -> Answer<pb::CancelProofResponse> {
-        let (_, was) = jobs::cancel(&self.state, &self.caller, &req.into_inner().job_id).await?;
+        let caller = self.caller(&req)?;
+        let (_, was) = jobs::cancel(&self.state, &caller, &req.into_inner().job_id).await?;
         Ok(Response::new(pb::CancelProofResponse {
             was_running: matches!(was, JobState::Synthesizing | JobState::Proving),
         }))
     }
 
-    async fn get_status(&self, _: Request<pb::GetStatusRequest>) -> Answer<pb::GetStatusResponse> {
+    /// The cluster's devices and queues; the job on a device is named only to its own tenant.
+    async fn get_status(&self, req: Request<pb::GetStatusRequest>) -> Answer<pb::GetStatusResponse> {
+        let caller = self.caller(&req)?;
         let (workers, counts) = tokio::join!(status::gpu_workers(&self.state), self.counts.get(&self.state));
-        Ok(Response::new(status::status_response(&workers?, &counts?, self.started.elapsed())))
+        let workers = status::hide_others_jobs(&self.state, &caller, workers?).await;
+        Ok(Response::new(status::status_response(&workers, &counts?, self.started.elapsed())))
     }
 
-    async fn get_metrics(&self, _: Request<pb::GetMetricsRequest>) -> Answer<pb::GetMetricsResponse> {
+    async fn get_metrics(&self, req: Request<pb::GetMetricsRequest>) -> Answer<pb::GetMetricsResponse> {
+        self.caller(&req)?;
         let prometheus_text = snarkflow_telemetry::render_metrics(&self.state.metrics.registry);
         Ok(Response::new(pb::GetMetricsResponse { prometheus_text }))
     }
 
     async fn preload_srs(&self, req: Request<pb::PreloadSrsRequest>) -> Answer<pb::PreloadSrsResponse> {
-        let circuit_id = status::circuit_id(&req.into_inner().circuit_id)?;
+        self.control_caller(&req)?;
+        let circuit_id = status::served_circuit_id(&self.state, &req.into_inner().circuit_id)?;
         let replies = status::params_command(&self.state, ParamsCommand::Preload { circuit_id }).await?;
         let (mut already, mut load_ms) = (true, 0);
         for reply in replies {
@@ -173,7 +229,8 @@ impl ProvingEngine for Engine {
     }
 
     async fn evict_srs(&self, req: Request<pb::EvictSrsRequest>) -> Answer<pb::EvictSrsResponse> {
-        let circuit_id = status::circuit_id(&req.into_inner().circuit_id)?;
+        self.control_caller(&req)?;
+        let circuit_id = status::served_circuit_id(&self.state, &req.into_inner().circuit_id)?;
         let replies = status::params_command(&self.state, ParamsCommand::Evict { circuit_id }).await?;
         let (mut was, mut freed) = (false, 0);
         for reply in replies {

@@ -1,8 +1,13 @@
 //! cuzk's gRPC interface (`cuzk.v1.ProvingEngine`), so Curio's `[Cuzk] Address` can point at
 //! the gateway unchanged: the same jobs, validation, quotas and errors as the HTTP API
-//! ([`crate::jobs`]), behind the messages Curio sends. Curio sends no credentials, so every
-//! call acts as one configured tenant; the listener belongs on loopback, a Unix socket or a
-//! private network (docs/curio.md).
+//! ([`crate::jobs`]), behind the messages Curio sends. Curio sends no credentials, so a call
+//! without a token acts as one configured tenant, and the listener is private by construction:
+//! a Unix socket whose file mode says who may connect, or loopback / a private network; a
+//! token in the call's metadata (`authorization: Bearer …`, the HTTP API's tokens) acts as its
+//! own tenant, and `--grpc-require-token` makes one mandatory. The control RPCs (PreloadSRS,
+//! EvictSRS: every gpu-worker loads or drops parameters) are off unless enabled, and only take
+//! circuits this gateway serves. Streams per connection, calls in flight and message sizes are
+//! bounded (docs/curio.md, docs/security.md).
 
 mod engine;
 mod request;
@@ -27,6 +32,56 @@ pub mod pb {
 
 /// Largest message either way: Curio's client limit (a 32 GiB C1 envelope is ~51 MB).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
+/// Calls in flight on one connection (HTTP/2 streams): Curio's `MaxPending` is ~10 per node.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
+/// Calls in flight over all connections; more wait. A `Prove` holds one for its whole job.
+pub const MAX_CONCURRENT_CALLS: usize = 128;
+/// HTTP/2 pings on an idle connection, so a load balancer does not drop a `Prove` waiting
+/// out a 32 GiB job (Curio's ProveTimeout is 30 minutes).
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The gRPC listener's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GrpcArgs {
+    /// Serve cuzk's gRPC interface (`cuzk.v1.ProvingEngine`, what Curio's `[Cuzk] Address`
+    /// points at) on `unix:///path` (a local Curio: the socket's file mode decides who may
+    /// connect) or `host:port` (loopback or a private network: a call without a token is
+    /// not authenticated). Off when unset.
+    #[arg(long = "grpc-listen", env = "SNARKFLOW_GRPC_LISTEN")]
+    pub listen: Option<GrpcListen>,
+    /// The tenant a call without a token acts as (its jobs, its quotas).
+    #[arg(long = "grpc-tenant", env = "SNARKFLOW_GRPC_TENANT", default_value = "curio")]
+    pub tenant: String,
+    /// File mode of the Unix socket, octal: 660 lets the gateway's user and group (put
+    /// Curio's user in it) connect, and nobody else.
+    #[arg(long = "grpc-socket-mode", env = "SNARKFLOW_GRPC_SOCKET_MODE", default_value = "660", value_parser = parse_mode)]
+    pub socket_mode: u32,
+    /// Refuse calls without `authorization: Bearer <token>` metadata (a token of the HTTP
+    /// API's tokens file; the call acts as its tenant and scopes).
+    #[arg(long = "grpc-require-token", env = "SNARKFLOW_GRPC_REQUIRE_TOKEN")]
+    pub require_token: bool,
+    /// Serve PreloadSRS and EvictSRS (every gpu-worker loads or drops a circuit's
+    /// parameters). Curio never calls them; a call with a token also needs the admin scope.
+    #[arg(long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL")]
+    pub enable_control: bool,
+    /// Largest gRPC message either way, in bytes; larger ones are RESOURCE_EXHAUSTED.
+    #[arg(long = "grpc-max-message-bytes", env = "SNARKFLOW_GRPC_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
+    pub max_message_bytes: usize,
+    /// Calls in flight on one connection (HTTP/2 concurrent streams).
+    #[arg(long = "grpc-max-streams-per-connection", env = "SNARKFLOW_GRPC_MAX_STREAMS_PER_CONNECTION", default_value_t = MAX_STREAMS_PER_CONNECTION)]
+    pub max_streams_per_connection: u32,
+    /// Calls in flight over all connections; further calls wait for one to end. With
+    /// --grpc-max-message-bytes this bounds what requests can hold in memory.
+    #[arg(long = "grpc-max-concurrent-calls", env = "SNARKFLOW_GRPC_MAX_CONCURRENT_CALLS", default_value_t = MAX_CONCURRENT_CALLS)]
+    pub max_concurrent_calls: usize,
+}
+
+fn parse_mode(s: &str) -> Result<u32, String> {
+    match u32::from_str_radix(s.trim_start_matches("0o"), 8) {
+        Ok(mode) if mode <= 0o777 => Ok(mode),
+        _ => Err(format!("{s:?} is not an octal file mode such as 660")),
+    }
+}
 
 /// Where the gRPC interface listens: `host:port`, or `unix:///path/to.sock`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +115,8 @@ impl std::fmt::Display for GrpcListen {
     }
 }
 
-/// The caller every gRPC request acts as: `tenant`, allowed to submit (at any priority: Curio
-/// sends WinningPoSt as CRITICAL), read and cancel its own jobs.
+/// The caller a call without a token acts as: `tenant`, allowed to submit (at any priority:
+/// Curio sends WinningPoSt as CRITICAL), read and cancel its own jobs.
 fn grpc_caller(tenant: &str) -> Caller {
     Caller(Principal {
         token_id: "grpc".into(),
@@ -74,36 +129,36 @@ fn grpc_caller(tenant: &str) -> Caller {
 /// Serve `cuzk.v1.ProvingEngine` on `listen` until `shutdown`.
 pub(crate) async fn serve(
     listen: GrpcListen,
+    args: GrpcArgs,
     state: AppState,
-    tenant: String,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let engine = engine::Engine::new(state, grpc_caller(&tenant));
+    let engine = engine::Engine::new(state, grpc_caller(&args.tenant), &args);
     let service = pb::proving_engine_server::ProvingEngineServer::new(engine)
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
-    let router = tonic::transport::Server::builder().add_service(service);
+        .max_decoding_message_size(args.max_message_bytes)
+        .max_encoding_message_size(args.max_message_bytes);
+    let router = tonic::transport::Server::builder()
+        .max_concurrent_streams(Some(args.max_streams_per_connection.max(1)))
+        .concurrency_limit_per_connection(args.max_streams_per_connection.max(1) as usize)
+        .http2_keepalive_interval(Some(KEEPALIVE))
+        .http2_keepalive_timeout(Some(KEEPALIVE / 3))
+        .tcp_keepalive(Some(KEEPALIVE))
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(args.max_concurrent_calls.max(1)))
+        .add_service(service);
     let stop = shutdown.clone().cancelled_owned();
+    let (tenant, require_token, control) = (&args.tenant, args.require_token, args.enable_control);
     match &listen {
         GrpcListen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the gRPC listener {addr}"))?;
-            info!(addr = %listener.local_addr()?, %tenant, "gRPC (cuzk.v1.ProvingEngine) listening, unauthenticated");
+            info!(addr = %listener.local_addr()?, %tenant, require_token, control, "gRPC (cuzk.v1.ProvingEngine) listening");
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
             router.serve_with_incoming_shutdown(incoming, stop).await.context("serving gRPC")?;
         }
         GrpcListen::Unix(path) => {
-            // a socket file left by a process that is gone would make bind fail
-            if std::fs::symlink_metadata(path).is_ok_and(|m| {
-                use std::os::unix::fs::FileTypeExt as _;
-                m.file_type().is_socket()
-            }) {
-                std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
-            }
-            let listener = tokio::net::UnixListener::bind(path)
-                .with_context(|| format!("binding the gRPC socket {}", path.display()))?;
-            info!(socket = %path.display(), %tenant, "gRPC (cuzk.v1.ProvingEngine) listening, unauthenticated");
+            let listener = bind_socket(path, args.socket_mode)?;
+            info!(socket = %path.display(), mode = format!("{:o}", args.socket_mode), %tenant, require_token, control, "gRPC (cuzk.v1.ProvingEngine) listening");
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             let served = router.serve_with_incoming_shutdown(incoming, stop).await;
             let _ = std::fs::remove_file(path);
@@ -111,6 +166,35 @@ pub(crate) async fn serve(
         }
     }
     Ok(())
+}
+
+/// Bind the Unix socket at `path` with file mode `mode`. It is made in a private directory
+/// beside `path`, given its mode, then renamed into place: at no moment can anyone connect
+/// whom `mode` shuts out.
+fn bind_socket(path: &std::path::Path, mode: u32) -> anyhow::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt as _, FileTypeExt as _, PermissionsExt as _};
+    // a socket file left by a process that is gone would be in the way
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
+    }
+    let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
+    let private = path.with_file_name(format!(".{}.{}.binding", name.to_string_lossy(), std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .with_context(|| format!("creating {} to bind the gRPC socket in", private.display()))?;
+    let staged = private.join("socket");
+    let bound = (|| {
+        let listener = tokio::net::UnixListener::bind(&staged)
+            .with_context(|| format!("binding the gRPC socket {}", path.display()))?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("setting the mode of {} to {mode:o}", path.display()))?;
+        std::fs::rename(&staged, path).with_context(|| format!("moving the gRPC socket to {}", path.display()))?;
+        Ok(listener)
+    })();
+    let _ = std::fs::remove_dir_all(&private);
+    bound
 }
 
 /// The HTTP API's error as a gRPC status, with the message the HTTP API gives.
@@ -148,5 +232,25 @@ mod tests {
         );
         assert!("unix://relative.sock".parse::<GrpcListen>().is_err());
         assert!("localhost:9820".parse::<GrpcListen>().unwrap_err().contains("neither"));
+    }
+
+    #[test]
+    fn socket_modes_are_octal() {
+        assert_eq!(parse_mode("660").unwrap(), 0o660);
+        assert_eq!(parse_mode("0o600").unwrap(), 0o600);
+        assert!(parse_mode("999").is_err());
+        assert!(parse_mode("1777").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_socket_has_the_mode_asked_for() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuzk.sock");
+        for mode in [0o600, 0o660] {
+            let _listener = bind_socket(&path, mode).unwrap();
+            let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(got, mode, "socket mode {got:o}, asked for {mode:o}");
+        }
     }
 }

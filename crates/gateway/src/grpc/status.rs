@@ -12,6 +12,7 @@ use snarkflow_wire::{
 use tracing::warn;
 
 use super::pb;
+use crate::auth::Caller;
 use crate::{ApiError, AppState};
 
 /// How long the gateway listens for gpu-workers' status replies (they answer at once; the
@@ -154,8 +155,35 @@ pub(super) async fn params_command(state: &AppState, command: ParamsCommand) -> 
     Ok(replies)
 }
 
-/// Our circuit id for a `PreloadSRS`/`EvictSRS` request's.
-pub(super) fn circuit_id(id: &str) -> Result<String, ApiError> {
+/// Our circuit id for a `PreloadSRS`/`EvictSRS` request's, if this gateway serves that circuit
+/// (it takes jobs for it): an id such as `dense-chain-c4000000000` would otherwise have every
+/// gpu-worker try to build or load parameters no job will use.
+pub(super) fn served_circuit_id(state: &AppState, id: &str) -> Result<String, ApiError> {
     let spec: CircuitSpec = super::request::circuit_from_id(id)?;
+    state.policy.check_circuit(&spec, 1)?;
     Ok(spec.circuit_id())
+}
+
+/// `workers` with the job on each device named only when `caller` may see that job (its own
+/// tenant's, or any for an admin): one tenant does not learn another's job ids.
+pub(super) async fn hide_others_jobs(
+    state: &AppState,
+    caller: &Caller,
+    mut workers: Vec<GpuWorkerStatus>,
+) -> Vec<GpuWorkerStatus> {
+    if caller.is_admin() {
+        return workers;
+    }
+    let snapshot = state.index.snapshot();
+    for worker in &mut workers {
+        let Some(current) = worker.current.as_mut() else { continue };
+        let tenant = match &snapshot {
+            Some(jobs) => jobs.iter().find(|j| j.id == current.job_id).and_then(|j| j.tenant.clone()),
+            None => state.ledger.get(&current.job_id).await.ok().flatten().and_then(|r| r.tenant),
+        };
+        if tenant.as_deref() != Some(caller.tenant()) {
+            current.job_id.clear();
+        }
+    }
+    workers
 }
