@@ -5,9 +5,11 @@
 //             uploaded once from the parameter file's raw bytes and converted on the device;
 //   sf_shape  the constraint matrices A, B, C (compressed rows, coefficient indices into a small
 //             table) and the gather lists the A and B queries need (their density);
-//   sf_device per-proof buffers (witness, a, b, c, gathered scalars), kept between proofs.
+//   sf_device per-proof buffers (a, b, c, gathered scalars, the 0/1 split), kept between proofs;
+//   sf_witness one partition's witness, uploaded on its own stream before its prove (outside the
+//             device's prove lock, so the copy overlaps the kernels of the partition before).
 //
-// One prove: upload the witness, a = A·w, b = B·w, c = C·w (SpMV), h = (a·b − c)/Z by seven
+// One prove: a = A·w, b = B·w, c = C·w (SpMV), h = (a·b − c)/Z by seven
 // NTTs, then the five MSMs against resident points. The caller assembles the proof from the
 // five sums with r and s (a few point operations on the CPU). Nothing here knows Rust types;
 // points cross the boundary in blst's memory layout (Montgomery form, Jacobian for results).
@@ -116,14 +118,14 @@ struct sf_device {
     const gpu_t* gpu;
     // one prove at a time per device: the MSM objects and these buffers are shared
     std::mutex busy;
-    dbuf witness, a, b, c, scalars;
+    dbuf a, b, c, scalars;
     // the 0/1 split of a query's scalars: which are 1 (a bitmap), which are neither 0 nor 1
     // (their indices), the sums of the points whose scalar is 1, the points of the others
     dbuf ones, tail, tail_len, sums, tail_points;
 
     void release_workspace()
     {
-        witness.release(); a.release(); b.release(); c.release(); scalars.release();
+        a.release(); b.release(); c.release(); scalars.release();
         ones.release(); tail.release(); tail_len.release(); sums.release(); tail_points.release();
     }
 };
@@ -172,6 +174,13 @@ struct sf_shape {
     size_t table_len, a_gather_len, b_gather_len;
     uint32_t one_index, minus_one_index;
     size_t bytes;
+};
+
+struct sf_witness {
+    sf_device* dev;
+    dbuf buf;
+    size_t len = 0;
+    cudaStream_t stream = nullptr;
 };
 
 // sums of the five queries, in blst's Jacobian layout
@@ -429,6 +438,53 @@ SF_FFI void sf_pinned_free(void* p)
     if (p) (void)cudaFreeHost(p);
 }
 
+static void witness_free(sf_witness* w)
+{
+    w->dev->gpu->select();
+    w->buf.release();
+    if (w->stream)
+        (void)cudaStreamDestroy(w->stream);
+    delete w;
+}
+
+// Device memory for a witness of up to `capacity` field elements, with its own upload stream.
+SF_FFI RustError::by_value sf_witness_new(sf_device* d, size_t capacity, sf_witness** out)
+{
+    auto* w = new sf_witness();
+    w->dev = d;
+    RustError e = guarded([&] {
+        d->gpu->select();
+        check(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), "creating a witness upload stream");
+        w->buf.ensure(std::max<size_t>(capacity, 1) * sizeof(scalar_t), "allocating device memory for a witness");
+    });
+    if (e.code != cudaSuccess)
+        witness_free(w);
+    else
+        *out = w;
+    return e;
+}
+
+// Copy `len` field elements (preferably pinned memory) into the witness and wait for the copy.
+// Takes no device lock: it runs while another partition proves.
+SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host, size_t len)
+{
+    return guarded([&] {
+        if (len * sizeof(scalar_t) > w->buf.bytes)
+            throw sf_error(-1, "the witness is larger than its device buffer");
+        w->dev->gpu->select();
+        w->len = 0;
+        check(cudaMemcpyAsync(w->buf.ptr, host, len * sizeof(scalar_t), cudaMemcpyHostToDevice, w->stream), "uploading the witness");
+        check(cudaStreamSynchronize(w->stream), "uploading the witness");
+        w->len = len;
+    });
+}
+
+SF_FFI void sf_witness_free(sf_witness* w)
+{
+    if (w)
+        witness_free(w);
+}
+
 SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS], sf_srs** out)
 {
     auto* srs = new sf_srs();
@@ -676,15 +732,16 @@ static void query_sum(const gpu_t& gpu, sf_device* d, point& out, const mem* poi
     out.add(ones);
 }
 
-// The five MSM sums of one partition whose witness is `w` ([inputs | aux], Montgomery form).
+// The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
+// uploaded into `wit`.
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
-                                    const scalar_t* w, size_t w_len, sf_msm_sums* out, sf_timings* t)
+                                    const sf_witness* wit, sf_msm_sums* out, sf_timings* t)
 {
     std::lock_guard<std::mutex> lock(d->busy);
     return guarded([&] {
-        if (srs->dev != d || sh->dev != d)
-            throw sf_error(-1, "parameters and shape live on another device");
-        if (w_len != sh->num_inputs + sh->num_aux)
+        if (srs->dev != d || sh->dev != d || wit->dev != d)
+            throw sf_error(-1, "parameters, shape and witness live on different devices");
+        if (wit->len != sh->num_inputs + sh->num_aux)
             throw sf_error(-1, "witness length does not match the shape");
         size_t m = (size_t)1 << sh->lg_domain;
         if (srs->count[SEC_H] != m - 1 || srs->count[SEC_L] != sh->num_aux ||
@@ -699,13 +756,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         uint32_t blocks, threads;
 
         TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu", sh->num_inputs, sh->num_aux, sh->rows, sh->lg_domain);
-        // the witness
-        upload(d->witness, w, w_len * sizeof(scalar_t), "uploading the witness", s);
-        check(cudaStreamSynchronize(s), "uploading the witness");
-        t->upload = ms_since(phase);
-        phase = clock_type::now();
-
-        TRACE("witness uploaded");
+        t->upload = 0;   // the caller times the upload, done before this call
         // a, b, c = A·w, B·w, C·w, zero beyond the last constraint
         dbuf* abc[3] = {&d->a, &d->b, &d->c};
         grid_for(gpu, sh->rows, blocks, threads);
@@ -717,7 +768,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             const dev_csr& dm = sh->m[i];
             spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
                                             sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
-                                            d->witness.as<scalar_t>(), sh->rows);
+                                            wit->buf.as<scalar_t>(), sh->rows);
             check(cudaGetLastError(), "a, b, c");
         }
         check(cudaStreamSynchronize(s), "a, b, c");
@@ -749,22 +800,22 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
 
         TRACE("h computed");
         // the MSMs; deg h ≤ m − 2, so the H query has m − 1 points
-        const scalar_t* wit = d->witness.as<scalar_t>();
+        const scalar_t* w = wit->buf.as<scalar_t>();
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
         t->msm_h = ms_since(phase);
         phase = clock_type::now();
-        split_t sp = split_query(gpu, d, wit + sh->num_inputs, nullptr, sh->num_aux);
+        split_t sp = split_query(gpu, d, w + sh->num_inputs, nullptr, sh->num_aux);
         query_sum<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), sp, "the L MSM");
         t->msm_l = ms_since(phase);
         phase = clock_type::now();
 
         // the A and B queries have points only for the variables of their density
-        sp = split_query(gpu, d, wit, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
+        sp = split_query(gpu, d, w, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
         query_sum<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), sp, "the A MSM");
         t->msm_a = ms_since(phase);
         phase = clock_type::now();
 
-        sp = split_query(gpu, d, wit, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
+        sp = split_query(gpu, d, w, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
         query_sum<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), sp, "the B-G1 MSM");
         t->msm_b_g1 = ms_since(phase);
         phase = clock_type::now();

@@ -113,6 +113,52 @@ impl Drop for PinnedBuffer {
     }
 }
 
+/// A witness `[inputs | aux]` in device memory, uploaded on its own stream: made ready while
+/// another partition proves, then handed to [`msm_sums`].
+pub struct DeviceWitness {
+    raw: NonNull<ffi::SfWitness>,
+    capacity: usize,
+    _device: Arc<Device>,
+}
+
+// SAFETY: written only through &mut self; a prove reads it under the device's mutex
+unsafe impl Send for DeviceWitness {}
+unsafe impl Sync for DeviceWitness {}
+
+impl DeviceWitness {
+    /// Device memory for up to `capacity` field elements.
+    pub fn new(device: &Arc<Device>, capacity: usize) -> Result<DeviceWitness, Error> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: on success we own `raw`
+        result(unsafe { ffi::sf_witness_new(device.raw.as_ptr(), capacity, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no witness object".into() })?;
+        Ok(DeviceWitness { raw, capacity, _device: device.clone() })
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Copy `witness` to the device and wait for it; pinned memory copies ~8x faster.
+    pub fn upload(&mut self, witness: &[Fr]) -> Result<(), Error> {
+        if witness.len() > self.capacity {
+            return Err(Error {
+                code: -1,
+                message: format!("a witness of {} values does not fit a buffer of {}", witness.len(), self.capacity),
+            });
+        }
+        // SAFETY: witness.len() values, within the buffer's capacity (checked here and there)
+        result(unsafe { ffi::sf_witness_upload(self.raw.as_ptr(), witness.as_ptr(), witness.len()) })
+    }
+}
+
+impl Drop for DeviceWitness {
+    fn drop(&mut self) {
+        // SAFETY: we own it; a prove borrows it, so none is using it now
+        unsafe { ffi::sf_witness_free(self.raw.as_ptr()) }
+    }
+}
+
 /// The point queries of a parameter file, in file order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
@@ -310,9 +356,9 @@ pub struct Timings {
     pub total: f64,
 }
 
-/// The five MSM sums of the partition whose witness is `witness` (`[inputs | aux]`), against
-/// `srs` and `shape` on `device`. Pinned `witness` memory uploads ~8x faster than pageable.
-pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &[Fr]) -> Result<(Sums, Timings), Error> {
+/// The five MSM sums of the partition whose witness (`[inputs | aux]`) is in `witness`, against
+/// `srs` and `shape` on `device` (the device code checks that all four belong together).
+pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &DeviceWitness) -> Result<(Sums, Timings), Error> {
     let mut raw = ffi::RawSums {
         h: G1Projective::identity(),
         l: G1Projective::identity(),
@@ -327,8 +373,7 @@ pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &[Fr]) -> Re
             device.raw.as_ptr(),
             srs.raw.as_ptr(),
             shape.raw.as_ptr(),
-            witness.as_ptr(),
-            witness.len(),
+            witness.raw.as_ptr(),
             &mut raw,
             &mut t,
         )

@@ -8,6 +8,7 @@ use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 pub(crate) enum SfDevice {}
 pub(crate) enum SfSrs {}
 pub(crate) enum SfShape {}
+pub(crate) enum SfWitness {}
 
 #[repr(C)]
 pub(crate) struct RawCsr {
@@ -51,6 +52,9 @@ extern "C" {
     pub(crate) fn sf_device_release_workspace(d: *mut SfDevice);
     pub(crate) fn sf_pinned_alloc(bytes: usize, out: *mut *mut c_void) -> sppark::Error;
     pub(crate) fn sf_pinned_free(p: *mut c_void);
+    pub(crate) fn sf_witness_new(d: *mut SfDevice, capacity: usize, out: *mut *mut SfWitness) -> sppark::Error;
+    pub(crate) fn sf_witness_upload(w: *mut SfWitness, host: *const Fr, len: usize) -> sppark::Error;
+    pub(crate) fn sf_witness_free(w: *mut SfWitness);
     pub(crate) fn sf_srs_new(d: *mut SfDevice, counts: *const usize, out: *mut *mut SfSrs) -> sppark::Error;
     pub(crate) fn sf_srs_load(
         srs: *mut SfSrs,
@@ -83,8 +87,7 @@ extern "C" {
         d: *mut SfDevice,
         srs: *const SfSrs,
         sh: *const SfShape,
-        w: *const Fr,
-        w_len: usize,
+        wit: *const SfWitness,
         out: *mut RawSums,
         t: *mut crate::Timings,
     ) -> sppark::Error;

@@ -2,7 +2,8 @@
 //! sppark's BLS12-381 field, NTT and MSM templates).
 //!
 //! A circuit's parameters ([`Srs`]) and constraint shape ([`Shape`]) are uploaded once and stay
-//! in device memory; a proof then costs one witness upload and device work only: a, b, c by
+//! in device memory; a proof then costs one witness upload ([`DeviceWitness`], made while the
+//! partition before proves) and device work only: a, b, c by
 //! sparse matrix-vector products, the quotient h by seven NTTs, and the five multi-
 //! exponentiations against resident points ([`msm_sums`]). The caller adds r and s (a few point
 //! operations) to get the proof; `snarkflow-prover` does that and checks the proof.
@@ -17,7 +18,7 @@ mod ffi;
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    fixed_base_g1, fixed_base_g2, msm_sums, Csr, Device, PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
+    fixed_base_g1, fixed_base_g2, msm_sums, Csr, Device, DeviceWitness, PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
 };
 
 /// A CUDA failure, with the message the device code gave.

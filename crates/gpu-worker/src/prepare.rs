@@ -1,9 +1,11 @@
 //! Turning a fetched payload into the partition the prover takes: decode, check, and for a
-//! compact witness rebuild a, b, c from the circuit's constraint shape. Runs on a slot's
-//! blocking thread while another partition may be on the device.
+//! compact witness either rebuild a, b, c from the circuit's constraint shape or, for a prover
+//! that holds the shape on the device, upload the witness there. Runs on a slot's blocking
+//! thread while another partition may be on the device.
 
 use std::time::Instant;
 
+use snarkflow_prover::{LoadedParams, StagedWitness};
 use snarkflow_runtime::{partition_span, Failure};
 use snarkflow_synthesis::{decode_compact, PartitionWitness, SynthesizedPartition};
 use snarkflow_wire::{PartitionEncoding, ProveTask};
@@ -36,17 +38,17 @@ impl RebuildThreads {
 }
 
 /// What the prover takes: a whole synthesized partition, or (for a prover that builds a, b, c
-/// on the device) just its witness.
+/// on the device) its witness, already uploaded there; `witness` then keeps only the inputs.
 pub(crate) enum ProverInput {
     Partition(SynthesizedPartition),
-    Witness(PartitionWitness),
+    Staged { witness: PartitionWitness, staged: StagedWitness },
 }
 
 impl ProverInput {
     fn identity(&self) -> (&str, u32) {
         match self {
             ProverInput::Partition(p) => (&p.circuit_id, p.partition),
-            ProverInput::Witness(w) => (&w.circuit_id, w.partition),
+            ProverInput::Staged { witness, .. } => (&witness.circuit_id, witness.partition),
         }
     }
 
@@ -54,14 +56,14 @@ impl ProverInput {
     pub(crate) fn public_inputs(&self) -> &[snarkflow_prover::Fr] {
         match self {
             ProverInput::Partition(p) => p.public_inputs(),
-            ProverInput::Witness(w) => w.inputs.get(1..).unwrap_or(&[]),
+            ProverInput::Staged { witness, .. } => witness.inputs.get(1..).unwrap_or(&[]),
         }
     }
 
     pub(crate) fn num_constraints(&self, shape_rows: Option<usize>) -> usize {
         match self {
             ProverInput::Partition(p) => p.num_constraints(),
-            ProverInput::Witness(_) => shape_rows.unwrap_or(0),
+            ProverInput::Staged { .. } => shape_rows.unwrap_or(0),
         }
     }
 }
@@ -73,18 +75,19 @@ pub(crate) struct Prepared {
     pub rebuild_s: f64,
 }
 
-/// Decode `payload` as `task.encoding` says. With `resident_shape` (the prover holds that
-/// constraint shape on the device), a compact witness is only decoded and checked against it;
-/// otherwise a, b, c are rebuilt here. Every failure is permanent: the same bytes decode the
-/// same way on any worker.
+/// Decode `payload` as `task.encoding` says. When `loaded` holds the constraint shape on the
+/// device, a compact witness is decoded, checked against that shape and uploaded to the device;
+/// otherwise a, b, c are rebuilt here. Every failure but the upload's is permanent: the same
+/// bytes decode the same way on any worker.
 pub(crate) fn prepare(
     task: &ProveTask,
     payload: Vec<u8>,
     shapes: &ShapeStore,
     rebuild: &RebuildThreads,
     worker: &str,
-    resident_shape: Option<[u8; 32]>,
+    loaded: &LoadedParams,
 ) -> Result<Prepared, Failure> {
+    let resident_shape = loaded.resident_shape_hash();
     let bytes = payload.len() as u64;
     let started = Instant::now();
     let prepared = match task.encoding {
@@ -111,10 +114,18 @@ pub(crate) fn prepare(
                     hex::encode(resident_shape.unwrap_or_default())
                 )));
             }
+            let deserialize_s = started.elapsed().as_secs_f64();
+            let (mut witness, started) = (witness, Instant::now());
+            let staged = partition_span!("upload", task, worker)
+                .in_scope(|| loaded.stage(&witness))
+                .map_err(|e| Failure::Transient(format!("uploading the witness to the device: {e}")))?
+                .ok_or_else(|| Failure::Permanent("a resident key that stages no witness".into()))?;
+            // on the device now: the host keeps only what verifying the proof needs
+            witness.aux = Vec::new();
             Prepared {
-                input: ProverInput::Witness(witness),
-                deserialize_s: started.elapsed().as_secs_f64(),
-                rebuild_s: 0.0,
+                input: ProverInput::Staged { witness, staged },
+                deserialize_s,
+                rebuild_s: started.elapsed().as_secs_f64(),
             }
         }
         PartitionEncoding::CompactWitness => {

@@ -143,7 +143,7 @@ impl Proving {
         let proved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             span.in_scope(|| match input {
                 ProverInput::Partition(partition) => loaded.prove(partition, &mut rand::rngs::OsRng),
-                ProverInput::Witness(witness) => loaded.prove_witness(witness, None, &mut rand::rngs::OsRng),
+                ProverInput::Staged { staged, .. } => loaded.prove_staged(&staged, &mut rand::rngs::OsRng),
             })
         }));
         let proof = match proved {
@@ -228,9 +228,13 @@ impl Stage for Proving {
 
     /// The payload, plus the rebuilt partition (a, b, c: three field elements per constraint;
     /// the assignments: one per variable; densities: bits); unknown until the circuit's shape
-    /// is loaded.
+    /// is loaded. A key that holds the shape on the device needs only the decoded witness on the
+    /// host (its pinned upload buffers are the key's, a fixed two).
     fn estimated_bytes(&self, task: &ProveTask) -> Option<u64> {
         const FR: u64 = 32;
+        if let Some(variables) = self.params.loaded(&task.circuit).and_then(|l| l.witness_len()) {
+            return Some(task.bytes + FR * variables as u64);
+        }
         let (constraints, variables) = self.shapes.sizes(&task.circuit)?;
         // a raw payload is about one more partition: task.bytes says so either way
         Some(task.bytes + FR * (3 * constraints + variables) + 3 * variables / 8)
@@ -256,8 +260,7 @@ impl Stage for Proving {
         let (prepared, proved) = tokio::task::spawn_blocking(move || {
             let _parent = parent.enter();
             let loaded = this.loaded_params(&blocking_task)?;
-            let resident = loaded.resident_shape_hash();
-            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild, &worker, resident)?;
+            let prepared = prepare(&blocking_task, fetched.data, &this.shapes, &this.rebuild, &worker, &loaded)?;
             let Prepared { input, deserialize_s, rebuild_s } = prepared;
             let proved = this.prove(&blocking_task, &loaded, input, &worker, delivery)?;
             Ok::<_, Failure>(((deserialize_s, rebuild_s), proved))

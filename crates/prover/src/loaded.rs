@@ -28,6 +28,19 @@ pub(crate) enum ProvingKey {
     Resident(crate::resident::ResidentKey),
 }
 
+/// A partition's witness already in device memory ([`LoadedParams::stage`]); only the resident
+/// backend makes these.
+pub struct StagedWitness {
+    #[cfg(feature = "cuda-resident")]
+    inner: crate::resident::StagedWitness,
+}
+
+impl std::fmt::Debug for StagedWitness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagedWitness").finish_non_exhaustive()
+    }
+}
+
 /// Parameters of one circuit shape, loaded and ready to prove and verify with.
 pub struct LoadedParams {
     pub circuit_id: String,
@@ -61,27 +74,47 @@ impl LoadedParams {
         }
     }
 
-    /// Prove from the witness alone, with fresh random r, s: the resident backend builds a, b,
-    /// c on the device; the others rebuild them on the CPU from `shape` first.
-    pub fn prove_witness<R: rand::RngCore>(
+    /// For a key that proves from a witness in device memory (the resident backend), put
+    /// `witness` there now, outside the device gate, so the copy overlaps the partition on the
+    /// device; `None` for the other backends (they take the witness when they prove).
+    pub fn stage(&self, witness: &PartitionWitness) -> Result<Option<StagedWitness>, crate::ProveError> {
+        #[cfg(feature = "cuda-resident")]
+        if let ProvingKey::Resident(key) = &self.key {
+            return key.stage(&witness.inputs, &witness.aux).map(|inner| Some(StagedWitness { inner }));
+        }
+        let _ = witness;
+        Ok(None)
+    }
+
+    /// Prove a witness [`LoadedParams::stage`] put on the device, with fresh random r, s.
+    pub fn prove_staged<R: rand::RngCore>(
         &self,
-        witness: PartitionWitness,
-        shape: Option<&ConstraintShape>,
+        staged: &StagedWitness,
         rng: &mut R,
     ) -> Result<Proof<Bls12>, crate::ProveError> {
+        fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(bellperson::gpu::GpuError::Simple(
+            "injected device error (failpoint prover-device-error)"
+        ))));
         #[cfg(feature = "cuda-resident")]
         if let ProvingKey::Resident(key) = &self.key {
             use ff::Field;
-            fail::fail_point!("prover-device-error", |_| Err(crate::ProveError::Gpu(
-                bellperson::gpu::GpuError::Simple("injected device error (failpoint prover-device-error)")
-            )));
             let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
-            return key.prove(&self.vk, &witness.inputs, &witness.aux, r, s).map(|(p, _)| p);
+            return key.prove_staged(&self.vk, &staged.inner, r, s).map(|(p, _)| p);
         }
-        let shape =
-            shape.ok_or_else(|| crate::ProveError::Resident("this backend needs the constraint shape".into()))?;
-        let partition = shape.rebuild(witness).map_err(|e| crate::ProveError::Resident(e.to_string()))?;
-        self.prove(partition, rng)
+        let _ = (staged, rng);
+        Err(crate::ProveError::Resident("these parameters do not prove staged witnesses".into()))
+    }
+
+    /// Values in the circuit's witness when this key holds the constraint shape itself (the
+    /// resident backend: the host then holds nothing of a partition but its witness).
+    pub fn witness_len(&self) -> Option<usize> {
+        match &self.key {
+            ProvingKey::Bellperson(_) => None,
+            #[cfg(feature = "cuda-supraseal")]
+            ProvingKey::Supraseal(_) => None,
+            #[cfg(feature = "cuda-resident")]
+            ProvingKey::Resident(key) => Some(key.witness_len()),
+        }
     }
 
     /// Whether this key builds a, b, c itself from a witness (so the caller need not).

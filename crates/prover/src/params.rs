@@ -120,6 +120,11 @@ impl ParamStore {
         self.loaded.lock().expect("params lock").contains_key(&spec.circuit_id())
     }
 
+    /// `spec`'s parameters if they are loaded (never loads them).
+    pub fn loaded(&self, spec: &CircuitSpec) -> Option<Arc<LoadedParams>> {
+        self.loaded.lock().expect("params lock").get(&spec.circuit_id()).cloned()
+    }
+
     /// Size of `spec`'s parameter file (0 when absent).
     pub fn file_bytes(&self, spec: &CircuitSpec) -> u64 {
         std::fs::metadata(self.params_path(spec)).map(|m| m.len()).unwrap_or(0)

@@ -10,12 +10,13 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
 use rayon::prelude::*;
-use snarkflow_cuda_resident::{self as dev, Csr, PinnedBuffer, Section, ShapeDesc};
+use snarkflow_cuda_resident::{self as dev, Csr, DeviceWitness, PinnedBuffer, Section, ShapeDesc};
 use snarkflow_synthesis::ConstraintShape;
 
 use crate::groth16::{assemble, QuerySums};
@@ -66,16 +67,47 @@ pub fn read_sections(path: &Path) -> std::io::Result<(VerifyingKey<Bls12>, FileS
     Ok((vk, sections))
 }
 
-/// A circuit's parameters and shape resident on one device, and a pinned witness buffer.
+/// Pinned host buffers a witness passes through on its way to the device: at most
+/// [`PINNED_WITNESS_BUFFERS`] (a double buffer: one partition copied in while the one before
+/// uploads), each reused, so pinned memory stays bounded whatever the prefetch.
+const PINNED_WITNESS_BUFFERS: usize = 2;
+
+#[derive(Default)]
+struct PinnedPool {
+    free: Vec<PinnedBuffer>,
+    made: usize,
+}
+
+/// A circuit's parameters and shape resident on one device, and the buffers witnesses pass
+/// through to get there.
 pub struct ResidentKey {
     device: Arc<Device>,
     srs: dev::Srs,
     shape: dev::Shape,
     num_inputs: usize,
     num_aux: usize,
-    /// Pinned staging for the witness `[inputs | aux]`, reused by every prove.
-    staging: Mutex<Option<PinnedBuffer>>,
+    pinned: Mutex<PinnedPool>,
+    pinned_returned: Condvar,
+    /// Device witness buffers no staged partition holds.
+    device_witnesses: Arc<Mutex<Vec<DeviceWitness>>>,
     pub shape_hash: [u8; 32],
+}
+
+/// A partition's witness in device memory, ready for [`ResidentKey::prove_staged`]. Its device
+/// buffer goes back to the key's pool when this drops.
+pub struct StagedWitness {
+    witness: Option<DeviceWitness>,
+    pool: Arc<Mutex<Vec<DeviceWitness>>>,
+    /// Copying into pinned memory and uploading, milliseconds.
+    pub upload_ms: f64,
+}
+
+impl Drop for StagedWitness {
+    fn drop(&mut self) {
+        if let Some(w) = self.witness.take() {
+            self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        }
+    }
 }
 
 impl std::fmt::Debug for ResidentKey {
@@ -86,6 +118,10 @@ impl std::fmt::Debug for ResidentKey {
 
 fn dev_err(e: dev::Error) -> std::io::Error {
     std::io::Error::other(e.to_string())
+}
+
+fn device_failure(e: dev::Error) -> ProveError {
+    ProveError::Device(e.to_string())
 }
 
 impl ResidentKey {
@@ -104,7 +140,9 @@ impl ResidentKey {
             shape: shape_dev,
             num_inputs: shape.num_inputs,
             num_aux: shape.num_aux,
-            staging: Mutex::new(None),
+            pinned: Mutex::new(PinnedPool::default()),
+            pinned_returned: Condvar::new(),
+            device_witnesses: Arc::new(Mutex::new(Vec::new())),
             shape_hash: shape.hash,
         };
         Ok((vk, key))
@@ -115,15 +153,15 @@ impl ResidentKey {
         self.srs.device_bytes() + self.shape.device_bytes()
     }
 
-    /// Prove the partition whose witness is `inputs` (element 0 the constant ONE) and `aux`.
-    pub fn prove(
-        &self,
-        vk: &VerifyingKey<Bls12>,
-        inputs: &[Fr],
-        aux: &[Fr],
-        r: Fr,
-        s: Fr,
-    ) -> Result<(Proof<Bls12>, Timings), ProveError> {
+    /// Values in a witness `[inputs | aux]` of this circuit.
+    pub fn witness_len(&self) -> usize {
+        self.num_inputs + self.num_aux
+    }
+
+    /// Put the partition whose witness is `inputs` (element 0 the constant ONE) and `aux` on the
+    /// device, through a pinned buffer. Takes no device lock: called while another partition
+    /// proves, the copy overlaps its kernels.
+    pub fn stage(&self, inputs: &[Fr], aux: &[Fr]) -> Result<StagedWitness, ProveError> {
         if inputs.len() != self.num_inputs || aux.len() != self.num_aux {
             return Err(ProveError::Resident(format!(
                 "witness has {} inputs and {} aux values, the shape {} and {}",
@@ -133,22 +171,86 @@ impl ResidentKey {
                 self.num_aux
             )));
         }
-        let n = inputs.len() + aux.len();
-        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        if staging.as_ref().is_none_or(|b| b.len() < n * 32) {
-            *staging = None;
-            *staging = Some(PinnedBuffer::new(n * 32).map_err(|e| ProveError::Resident(e.to_string()))?);
-        }
-        let buf = staging.as_mut().expect("allocated above").as_fr_mut();
+        let started = Instant::now();
+        let n = self.witness_len();
+        let mut pinned = self.take_pinned(n * std::mem::size_of::<Fr>())?;
+        let buf = pinned.as_fr_mut();
         buf[..inputs.len()].copy_from_slice(inputs);
         buf[inputs.len()..n]
             .par_chunks_mut(1 << 16)
             .zip(aux.par_chunks(1 << 16))
             .for_each(|(d, s)| d.copy_from_slice(s));
-        let (sums, timings) = dev::msm_sums(&self.device, &self.srs, &self.shape, &buf[..n])
-            .map_err(|e| ProveError::Device(e.to_string()))?;
+        let reused = self.device_witnesses.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let uploaded = match reused {
+            Some(w) if w.capacity() >= n => Ok(w),
+            _ => DeviceWitness::new(&self.device, n),
+        }
+        .and_then(|mut w| w.upload(&pinned.as_fr_mut()[..n]).map(|()| w));
+        self.give_back_pinned(pinned);
+        let witness = uploaded.map_err(device_failure)?;
+        Ok(StagedWitness {
+            witness: Some(witness),
+            pool: self.device_witnesses.clone(),
+            upload_ms: started.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// Prove the staged partition with `r` and `s`.
+    pub fn prove_staged(
+        &self,
+        vk: &VerifyingKey<Bls12>,
+        staged: &StagedWitness,
+        r: Fr,
+        s: Fr,
+    ) -> Result<(Proof<Bls12>, Timings), ProveError> {
+        let witness = staged.witness.as_ref().expect("a staged witness holds its buffer until dropped");
+        let (sums, mut timings) =
+            dev::msm_sums(&self.device, &self.srs, &self.shape, witness).map_err(device_failure)?;
+        timings.upload = staged.upload_ms;
         let sums = QuerySums { h: sums.h, l: sums.l, a: sums.a, b_g1: sums.b_g1, b_g2: sums.b_g2 };
         Ok((assemble(vk, sums, r, s), timings))
+    }
+
+    /// [`ResidentKey::stage`] then [`ResidentKey::prove_staged`].
+    pub fn prove(
+        &self,
+        vk: &VerifyingKey<Bls12>,
+        inputs: &[Fr],
+        aux: &[Fr],
+        r: Fr,
+        s: Fr,
+    ) -> Result<(Proof<Bls12>, Timings), ProveError> {
+        let staged = self.stage(inputs, aux)?;
+        self.prove_staged(vk, &staged, r, s)
+    }
+
+    /// A pinned buffer of at least `bytes`, waiting while [`PINNED_WITNESS_BUFFERS`] are in use.
+    fn take_pinned(&self, bytes: usize) -> Result<PinnedBuffer, ProveError> {
+        let mut pool = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(buf) = pool.free.pop() {
+                if buf.len() >= bytes {
+                    return Ok(buf);
+                }
+                pool.made -= 1;
+                drop(buf);
+            }
+            if pool.made < PINNED_WITNESS_BUFFERS {
+                pool.made += 1;
+                drop(pool);
+                return PinnedBuffer::new(bytes).map_err(|e| {
+                    self.pinned.lock().unwrap_or_else(|e| e.into_inner()).made -= 1;
+                    self.pinned_returned.notify_one();
+                    device_failure(e)
+                });
+            }
+            pool = self.pinned_returned.wait(pool).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn give_back_pinned(&self, buf: PinnedBuffer) {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).free.push(buf);
+        self.pinned_returned.notify_one();
     }
 }
 
