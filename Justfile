@@ -8,8 +8,9 @@ state := justfile_directory() / ".state"
 bin := justfile_directory() / "target/debug"
 nats_port := env_var_or_default("SNARKFLOW_NATS_PORT", "4222")
 gateway_listen := env_var_or_default("SNARKFLOW_GATEWAY_LISTEN", "127.0.0.1:8080")
-# cuzk's gRPC interface, for Curio's [Cuzk] Address (docs/curio.md)
-grpc_listen := env_var_or_default("SNARKFLOW_GRPC_LISTEN", "127.0.0.1:9820")
+# cuzk's gRPC interface, for Curio's [Cuzk] Address (docs/curio.md): a Unix socket only this
+# user and group may open (mode 660), unless SNARKFLOW_GRPC_LISTEN says otherwise
+grpc_listen := env_var_or_default("SNARKFLOW_GRPC_LISTEN", "unix://" + justfile_directory() / ".state/cuzk.sock")
 # an operator's FIL_PROOFS_PARAMETER_CACHE is where its real parameters are: it wins over our default
 params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var_or_default("FIL_PROOFS_PARAMETER_CACHE", env_var("HOME") / ".cache/snarkflow/params"))
 
