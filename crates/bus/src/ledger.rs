@@ -209,6 +209,14 @@ impl Ledger {
         Ok(stream.info().await.map_err(nats_err("reading the ledger's settings"))?.config.max_age)
     }
 
+    /// Bytes the ledger holds now, and its limit (`None`: as large as the server allows).
+    pub async fn usage(&self) -> Result<(u64, Option<u64>), BusError> {
+        let mut stream =
+            self.js.get_stream(format!("KV_{}", wire::JOBS_BUCKET)).await.map_err(nats_err("opening the ledger"))?;
+        let info = stream.info().await.map_err(nats_err("reading the ledger's size"))?;
+        Ok((info.state.bytes, u64::try_from(info.config.max_bytes).ok().filter(|b| *b > 0)))
+    }
+
     /// Apply `change` with compare-and-set. `change` returns whether it changed anything;
     /// returns the record after the change (`None` if the job does not exist).
     pub async fn update<F>(&self, id: &str, mut change: F) -> Result<Option<JobRecord>, BusError>

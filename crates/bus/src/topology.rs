@@ -36,6 +36,10 @@ pub struct BusConfig {
     /// (`None`: as large as the server allows). When one is full, writes to it are refused
     /// ([`BusError::Full`]) instead of dropping older messages. Applied at first creation.
     pub max_stream_bytes: Option<u64>,
+    /// Largest size of the job ledger bucket (`None`: as large as the server allows). The
+    /// gateway refuses new jobs while the ledger has less room than the jobs in flight may
+    /// still need, so a full ledger never freezes an accepted job. Applied at first creation.
+    pub max_ledger_bytes: Option<u64>,
     /// Largest size of the partition object store (`None`: as large as the server allows);
     /// a put that would not fit is refused with [`BusError::Full`]. Applied at first creation.
     pub max_object_bytes: Option<u64>,
@@ -72,6 +76,7 @@ impl BusConfig {
             key_orphan_after: Self::DEFAULT_KEY_ORPHAN_AFTER,
             replicas: 1,
             max_stream_bytes: Some(Self::DEFAULT_MAX_STREAM_BYTES),
+            max_ledger_bytes: Some(Self::DEFAULT_MAX_STREAM_BYTES),
             max_object_bytes: None,
         }
     }
@@ -252,8 +257,8 @@ impl Bus {
             .await
             .map_err(nats_err("creating the events consumer"))?;
         crate::dead_letters::declare(js, config).await?;
-        let jobs = Self::kv(js, wire::JOBS_BUCKET, config).await?;
-        let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config).await?;
+        let jobs = Self::kv(js, wire::JOBS_BUCKET, config.max_ledger_bytes, config).await?;
+        let idempotency = Self::kv(js, wire::IDEMPOTENCY_BUCKET, config.max_stream_bytes, config).await?;
         let partitions = match js.get_object_store(wire::PARTITIONS_BUCKET).await {
             Ok(store) => store,
             Err(_) => js
@@ -300,7 +305,12 @@ impl Bus {
     /// Declare a key-value bucket. The stream is created directly, with the settings the KV
     /// convention requires, because async-nats' `create_key_value` first reads account info
     /// in a shape nats-server 2.9 (Debian 12's) does not send.
-    async fn kv(js: &jetstream::Context, bucket: &str, config: &BusConfig) -> Result<kv::Store, BusError> {
+    async fn kv(
+        js: &jetstream::Context,
+        bucket: &str,
+        max_bytes: Option<u64>,
+        config: &BusConfig,
+    ) -> Result<kv::Store, BusError> {
         if let Ok(store) = js.get_key_value(bucket).await {
             return Ok(store);
         }
@@ -315,7 +325,7 @@ impl Bus {
             discard: stream::DiscardPolicy::New,
             num_replicas: config.replicas,
             max_age: config.job_retention,
-            max_bytes: limit(config.max_stream_bytes),
+            max_bytes: limit(max_bytes),
             ..Default::default()
         })
         .await

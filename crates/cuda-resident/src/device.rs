@@ -369,14 +369,7 @@ pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &DeviceWitne
     let mut t = Timings::default();
     // SAFETY: the C++ side checks that srs and shape belong to device and fit the witness length
     result(unsafe {
-        ffi::sf_prove(
-            device.raw.as_ptr(),
-            srs.raw.as_ptr(),
-            shape.raw.as_ptr(),
-            witness.raw.as_ptr(),
-            &mut raw,
-            &mut t,
-        )
+        ffi::sf_prove(device.raw.as_ptr(), srs.raw.as_ptr(), shape.raw.as_ptr(), witness.raw.as_ptr(), &mut raw, &mut t)
     })?;
     Ok((Sums { h: raw.h, l: raw.l, a: raw.a, b_g1: raw.b_g1, b_g2: raw.b_g2 }, t))
 }

@@ -9,7 +9,9 @@ use base64::Engine as _;
 use filecoin_proofs_api::RegisteredSealProof;
 use serde_json::Value;
 use snarkflow_e2e::cuzk::{await_proof_response::Status as ProofStatus, ProofKind};
-use snarkflow_e2e::{add_test_token, cuzk, cuzk_tcp, cuzk_unix, filecoin_env, free_port, params_dir, CuzkClient, Stack};
+use snarkflow_e2e::{
+    add_test_token, cuzk, cuzk_tcp, cuzk_unix, filecoin_env, free_port, params_dir, CuzkClient, Stack,
+};
 use snarkflow_filecoin::fixtures::seal_sector;
 use snarkflow_prover::ParamStore;
 use snarkflow_wire::CircuitSpec;
@@ -322,8 +324,8 @@ fn uuid_like() -> String {
 /// control RPCs refused, and a job on a GPU named only to its own tenant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
-    use std::os::unix::fs::PermissionsExt as _;
     use snarkflow_service::tokens::Scope;
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("cuzk.sock");
     let flags = grpc_flags(&format!("unix://{}", socket.display()));
@@ -378,7 +380,9 @@ async fn a_cuzk_listener_can_require_tokens() {
     let nats = snarkflow_testkit::NatsServer::start();
     let addr = format!("127.0.0.1:{}", free_port());
     let (gateway, _) =
-        snarkflow_e2e::start_gateway_with(&nats.url(), &["--grpc-listen", &addr, "--grpc-require-token"]).await.unwrap();
+        snarkflow_e2e::start_gateway_with(&nats.url(), &["--grpc-listen", &addr, "--grpc-require-token"])
+            .await
+            .unwrap();
     let mut client = cuzk_tcp(&addr).await.unwrap();
     let refused = client.get_status(cuzk::GetStatusRequest {}).await.unwrap_err();
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");

@@ -288,3 +288,44 @@ async fn a_server_too_small_for_the_stream_limits_is_reported_with_what_to_chang
     let bus = tokio::time::timeout(Duration::from_secs(20), Bus::connect(config)).await;
     assert!(matches!(bus, Ok(Ok(_))), "smaller limits did not fit in 3 GB");
 }
+
+/// A ledger filled to the brim: new jobs are refused (503 storage_full, with Retry-After)
+/// while the jobs in flight may still need the room to record their proofs, every job that was
+/// accepted finishes, and new jobs are taken again once the room is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_ledger_refuses_new_jobs_and_finishes_every_accepted_one() {
+    let stack =
+        Stack::start_with_gateway(&["--nats-max-ledger-bytes", "96KiB", "--ledger-pass-secs", "1"]).await.unwrap();
+    // the first ledger pass measures the bucket
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let body = |n: u64| json!({"kind": "dense-chain", "input": {"constraints": 64, "partitions": 3, "seed": n}});
+    let (mut accepted, mut refused) = (Vec::new(), Vec::new());
+    for n in 0..40 {
+        let r = stack.http.post(format!("{}/v1/jobs", stack.base)).json(&body(n)).send().await.unwrap();
+        let status = r.status().as_u16();
+        let retry_after = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        let v: serde_json::Value = r.json().await.unwrap();
+        match status {
+            202 => accepted.push(v["id"].as_str().unwrap().to_owned()),
+            503 => {
+                assert_eq!(v["error"]["code"], "storage_full", "{v}");
+                assert!(v["error"]["message"].as_str().unwrap().contains("ledger"), "{v}");
+                assert!(retry_after.is_some(), "a full ledger's 503 says when to retry");
+                refused.push(n);
+            }
+            other => panic!("submit {n} answered {other}: {v}"),
+        }
+    }
+    assert!(!accepted.is_empty() && !refused.is_empty(), "accepted {accepted:?}, refused {refused:?}");
+    // nothing accepted is frozen: every job records its proofs and finishes
+    for id in &accepted {
+        let job = stack.wait_finished(id, Duration::from_secs(240)).await.unwrap();
+        assert_eq!(job["state"], "done", "{job}");
+    }
+    let metrics = reqwest::get(format!("{}/metrics", stack.base)).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("snarkflow_ledger_bytes{what=\"limit\"} 98304"), "{metrics}");
+    // the finished jobs promise nothing more: a new job fits again after the next pass
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let r = stack.http.post(format!("{}/v1/jobs", stack.base)).json(&body(100)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 202, "{}", r.text().await.unwrap());
+}

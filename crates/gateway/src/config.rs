@@ -58,6 +58,11 @@ pub struct Config {
     /// their deadline, finishing half-done fan-outs. Each pass reads every record.
     #[arg(long, env = "SNARKFLOW_LEDGER_PASS_SECS", default_value_t = 15)]
     pub ledger_pass_secs: u64,
+    /// Share of the job ledger (percent) kept free of new jobs: only the critical lane
+    /// (WinningPoSt) may use it. New jobs are refused (503 storage_full) earlier still when the
+    /// unfinished jobs may need the room to record their proofs.
+    #[arg(long, env = "SNARKFLOW_LEDGER_HEADROOM_PERCENT", default_value_t = crate::ledger_room::DEFAULT_HEADROOM_PERCENT)]
+    pub ledger_headroom_percent: u8,
     /// Seconds an object whose job has no record is kept before the ledger pass deletes it
     /// (the input of a submit that failed after storing it). Must exceed
     /// --request-timeout-secs: a submit still in flight stores its input before its record.

@@ -49,6 +49,10 @@ pub enum ApiError {
     Internal(#[from] anyhow::Error),
 }
 
+/// What a client is asked to wait when storage is full: room comes back as jobs finish and
+/// their objects go, or as ledger records expire.
+const STORAGE_RETRY_AFTER_SECS: u64 = 60;
+
 /// The ledger and object store's errors: a concurrent-update conflict is the client's to retry,
 /// anything else means NATS is not answering.
 impl From<snarkflow_bus::BusError> for ApiError {
@@ -113,6 +117,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::TooManyRequests { retry_after_secs, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            ApiError::StorageFull(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(STORAGE_RETRY_AFTER_SECS));
             }
             _ => {}
         }

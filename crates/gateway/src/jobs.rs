@@ -50,6 +50,8 @@ pub(crate) async fn submit(
     // The critical lane (WinningPoSt: Curio never retries one, and a refusal loses a block) is
     // never refused by a quota that other work filled; it is still counted.
     let exempt = job.priority == snarkflow_wire::Priority::Critical;
+    // room in the ledger for this job's record while every job in flight can still finish
+    state.ledger_room.admit(job.partitions, exempt)?;
     state.quotas.admit(&tenant, u64::from(job.partitions), exempt)?;
     let queued = enqueue(state, job, &tenant).await;
     if !matches!(&queued, Ok(Submitted { existing: false, .. })) {

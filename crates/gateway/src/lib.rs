@@ -18,6 +18,7 @@ mod finish;
 pub mod grpc;
 mod index;
 mod jobs;
+mod ledger_room;
 mod metrics;
 mod quota;
 mod routes;
@@ -36,6 +37,7 @@ pub use config::Config;
 pub use error::ApiError;
 use hyper_util::rt::TokioTimer;
 pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
+pub use ledger_room::LedgerRoom;
 pub use metrics::Metrics;
 pub use quota::{QuotaLimits, Quotas};
 use snarkflow_bus::{Bus, Ledger};
@@ -63,6 +65,8 @@ pub struct AppState {
     /// Every job in summary, kept current by a ledger watch (empty and not ready: read the
     /// ledger instead).
     pub index: LedgerIndex,
+    /// Room in the job ledger: new jobs wait while the jobs in flight need it.
+    pub ledger_room: LedgerRoom,
 }
 
 /// Turn the body-limit rejection into our JSON 413 (axum's own is plain text).
@@ -213,6 +217,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         request_timeout: std::time::Duration::from_secs(config.request_timeout_secs.max(1)),
         event_loop: Default::default(),
         index: LedgerIndex::default(),
+        ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
     };
     tokio::spawn(index::maintain(state.ledger.clone(), state.index.clone(), shutdown.clone()));
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
@@ -228,11 +233,14 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     ));
     tokio::spawn(deadletter::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
     tokio::spawn(sweep::run(
-        bus,
-        state.ledger.clone(),
-        state.index.clone(),
-        state.metrics.clone(),
-        state.quotas.clone(),
+        sweep::Parts {
+            bus,
+            ledger: state.ledger.clone(),
+            index: state.index.clone(),
+            metrics: state.metrics.clone(),
+            quotas: state.quotas.clone(),
+            room: state.ledger_room.clone(),
+        },
         sweep::Pass {
             every: std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
             orphan_grace: std::time::Duration::from_secs(config.orphan_grace_secs),

@@ -13,6 +13,7 @@ pub struct Metrics {
     hop_bytes: IntCounterVec,
     queue_depth: IntGaugeVec,
     jobs: IntGaugeVec,
+    ledger_bytes: IntGaugeVec,
 }
 
 /// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
@@ -49,13 +50,29 @@ impl Metrics {
         let jobs =
             IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"])
                 .unwrap();
+        let ledger_bytes = IntGaugeVec::new(
+            Opts::new(
+                "snarkflow_ledger_bytes",
+                "the job ledger: bytes used, its limit (0: none), and bytes promised to unfinished jobs",
+            ),
+            &["what"],
+        )
+        .unwrap();
+        registry.register(Box::new(ledger_bytes.clone())).expect("unique metric");
         registry.register(Box::new(queue_depth.clone())).expect("unique metric");
         registry.register(Box::new(jobs.clone())).expect("unique metric");
         for c in [&submitted, &finished, &rejected, &hop_bytes] {
             registry.register(Box::new(c.clone())).expect("unique metric");
         }
         registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
-        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes, queue_depth, jobs }
+        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes, queue_depth, jobs, ledger_bytes }
+    }
+
+    pub fn set_ledger_bytes(&self, used: u64, limit: Option<u64>, promised: u64) {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.ledger_bytes.with_label_values(&["used"]).set(gauge(used));
+        self.ledger_bytes.with_label_values(&["limit"]).set(gauge(limit.unwrap_or(0)));
+        self.ledger_bytes.with_label_values(&["promised"]).set(gauge(promised));
     }
 
     pub fn set_queue_depth(&self, stage: &str, depth: u64) {

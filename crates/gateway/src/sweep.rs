@@ -12,7 +12,7 @@ use snarkflow_wire::{JobKind, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREA
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::{JobSummary, LedgerIndex, Metrics, Quotas};
+use crate::{JobSummary, LedgerIndex, LedgerRoom, Metrics, Quotas};
 
 /// A record not marked enqueued this long after it was created lost its gateway mid fan-out
 /// (a live submit finishes in milliseconds).
@@ -25,16 +25,19 @@ pub(crate) struct Pass {
     pub orphan_grace: Duration,
 }
 
+/// What the ledger pass reads and keeps current.
+pub(crate) struct Parts {
+    pub bus: Bus,
+    pub ledger: Ledger,
+    pub index: LedgerIndex,
+    pub metrics: Metrics,
+    pub quotas: Quotas,
+    pub room: LedgerRoom,
+}
+
 /// Run the ledger pass every `pass.every` until `shutdown`.
-pub(crate) async fn run(
-    bus: Bus,
-    ledger: Ledger,
-    index: LedgerIndex,
-    metrics: Metrics,
-    quotas: Quotas,
-    pass: Pass,
-    shutdown: CancellationToken,
-) {
+pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
+    let Parts { bus, ledger, index, metrics, quotas, room } = parts;
     loop {
         for (stage, stream) in [("synth", SYNTH_STREAM), ("prove", PROVE_STREAM), ("events", EVENTS_STREAM)] {
             if let Ok(depth) = bus.pending(stream).await {
@@ -49,6 +52,7 @@ pub(crate) async fn run(
             Ok(jobs) => {
                 quotas.refresh(began, &jobs);
                 count_jobs(&metrics, &jobs);
+                measure_room(&ledger, &room, &metrics, &jobs).await;
                 sweep(&bus, &ledger, &metrics, &jobs).await;
                 collect_garbage(&bus, &ledger, &jobs, pass.orphan_grace).await;
             }
@@ -58,6 +62,22 @@ pub(crate) async fn run(
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(pass.every) => {}
         }
+    }
+}
+
+/// The ledger's size against its limit, and what the unfinished jobs may still write to it.
+async fn measure_room(ledger: &Ledger, room: &LedgerRoom, metrics: &Metrics, jobs: &[JobSummary]) {
+    match ledger.usage().await {
+        Ok((used, limit)) => {
+            let in_flight = jobs
+                .iter()
+                .filter(|j| !j.state.is_terminal())
+                .map(|j| crate::ledger_room::allowance(j.partitions))
+                .sum();
+            room.measured(used, limit, in_flight);
+            metrics.set_ledger_bytes(used, limit, in_flight);
+        }
+        Err(e) => warn!(error = %e, "measuring the ledger failed; the next pass retries"),
     }
 }
 

@@ -44,6 +44,7 @@ async fn state_with(
         request_timeout: Duration::from_secs(60),
         event_loop: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         index: snarkflow_gateway::LedgerIndex::default(),
+        ledger_room: snarkflow_gateway::LedgerRoom::new(10),
     }
 }
 

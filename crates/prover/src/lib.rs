@@ -19,10 +19,10 @@ mod self_test;
 pub mod supraseal;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
+pub use loaded::StagedWitness;
 pub use paramgen::{
     generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste,
 };
-pub use loaded::StagedWitness;
 pub use params::{LoadedParams, ParamStore, ParamsError};
 
 /// Size of one compressed BLS12-381 Groth16 proof.

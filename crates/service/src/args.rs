@@ -67,6 +67,13 @@ pub struct NatsArgs {
     /// (by default 75% of its free disk) when it creates them.
     #[arg(long, env = "SNARKFLOW_NATS_MAX_STREAM_BYTES", default_value = "1GiB", value_parser = parse_bytes)]
     pub nats_max_stream_bytes: u64,
+    /// Largest size of the job ledger (`2GiB`, bytes; 0: as large as the server allows). A
+    /// finished 10-partition 32 GiB PoRep's record is ~10 KiB and records stay for the
+    /// retention (a week): size it as jobs per week × their records. The gateway refuses new
+    /// jobs (503 storage_full, Retry-After) while less room is left than the jobs in flight
+    /// may still need. Applied when the bucket is first created.
+    #[arg(long, env = "SNARKFLOW_NATS_MAX_LEDGER_BYTES", default_value = "1GiB", value_parser = parse_bytes)]
+    pub nats_max_ledger_bytes: u64,
     /// Largest size of the object store holding job inputs and synthesized partitions (0: as
     /// large as the server allows). A submit whose input does not fit answers 503
     /// storage_full; a synthesized partition that does not fit waits and is retried.
@@ -111,6 +118,7 @@ impl NatsArgs {
             security,
             replicas: self.nats_replicas.max(1),
             max_stream_bytes: Some(self.nats_max_stream_bytes).filter(|b| *b > 0),
+            max_ledger_bytes: Some(self.nats_max_ledger_bytes).filter(|b| *b > 0),
             max_object_bytes: Some(self.nats_max_object_bytes).filter(|b| *b > 0),
             ..BusConfig::new(self.url.clone())
         })
