@@ -346,7 +346,15 @@ async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
     let other = add_test_token("other-tenant", &[Scope::Submit, Scope::Read], snarkflow_wire::Priority::Normal);
     let http = snarkflow_e2e::client_with_token(&other);
     let body = serde_json::json!({"kind": "dense-chain", "input": {"constraints": 16384, "partitions": 8}});
-    let r = http.post(format!("{}/v1/jobs", stack.base)).json(&body).send().await.unwrap();
+    // the gateway reads a changed tokens file within a second or so
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let r = loop {
+        let r = http.post(format!("{}/v1/jobs", stack.base)).json(&body).send().await.unwrap();
+        if r.status() != 401 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(r.status(), 202);
     let job_id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
     let deadline = std::time::Instant::now() + Duration::from_secs(180);

@@ -59,7 +59,8 @@ pub fn parse(input: &Map<String, Value>) -> Result<Parsed<SnapInput>, FilecoinEr
             parsed.vanilla_proofs.len()
         )));
     }
-    // the vanilla proofs must deserialize as this sector size's partition proofs
+    // the vanilla proofs must be this sector size's partition proofs, and verify: a tampered
+    // request is refused here, not after every partition has cost GPU time
     (|| with_sector_shape!(sector_size, check, &parsed))()?;
     Ok(Parsed { spec: CircuitSpec::SnapUpdate { sector_size }, partitions: partitions as u32, input: parsed })
 }
@@ -94,8 +95,16 @@ fn parts<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &SnapInpu
     Ok(Parts { pub_in, proofs, params })
 }
 
+/// The partition proofs verify against the request's commitments (what filecoin-proofs'
+/// `verify_partition_proofs` checks).
 fn check<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(input: &SnapInput) -> anyhow::Result<()> {
-    parts::<Tree>(input).map(|_| ())
+    use storage_proofs_core::proof::ProofScheme as _;
+    let Parts { pub_in, proofs, params } = parts::<Tree>(input)?;
+    anyhow::ensure!(
+        EmptySectorUpdate::<Tree>::verify_all_partitions(&params, &pub_in, &proofs)?,
+        "the vanilla partition proofs do not verify against comm_r_old, comm_r_new and comm_d_new"
+    );
+    Ok(())
 }
 
 /// Partition `k`'s circuit, witness included, as `EmptySectorUpdateCompound` builds it.

@@ -68,10 +68,32 @@ fn a_new_replica_leaf_that_is_not_the_encoding_is_refused() {
         13,
     )
     .unwrap();
-    let mut request = sealed.snap_request_input(&dir.path().join("update"), 13).unwrap();
+    let request = sealed.snap_request_input(&dir.path().join("update"), 13).unwrap();
+    let mut input = snap::parse(request.as_object().unwrap()).expect("a valid request").input;
     // a different comm_d_new changes phi, so every rho: the proofs' new leaves no longer match
-    request["comm_d_new"] = hex::encode([7u8; 32]).into();
-    let input = snap::parse(request.as_object().unwrap()).expect("still a well-formed request").input;
+    // (a request saying so is refused at parse; this input got past it, as a bug might)
+    input.comm_d_new = [7u8; 32];
     let err = snap::native_witness(&input, 0, "snap").expect_err("an inconsistent partition");
     assert!(err.to_string().contains("label_r_old + data * rho"), "{err}");
+}
+
+#[test]
+fn a_snap_request_whose_vanilla_proofs_do_not_verify_is_refused_at_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let sealed = snarkflow_filecoin::fixtures::seal_sector(
+        &dir.path().join("seal"),
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        1000,
+        6,
+        14,
+    )
+    .unwrap();
+    let request = sealed.snap_request_input(&dir.path().join("update"), 14).unwrap();
+    assert!(snap::parse(request.as_object().unwrap()).is_ok(), "the real request verifies");
+    for field in ["comm_d_new", "comm_r_new", "comm_r_old"] {
+        let mut tampered = request.clone();
+        tampered[field] = hex::encode([7u8; 32]).into();
+        let err = snap::parse(tampered.as_object().unwrap()).expect_err("tampered commitments");
+        assert!(err.to_string().contains("do not verify"), "{field}: {err}");
+    }
 }

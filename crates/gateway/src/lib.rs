@@ -67,6 +67,9 @@ pub struct AppState {
     pub index: LedgerIndex,
     /// Room in the job ledger: new jobs wait while the jobs in flight need it.
     pub ledger_room: LedgerRoom,
+    /// Submits handled at once; more wait, holding no body yet (bounds what bodies in flight
+    /// take: this many times `max_body_bytes`).
+    pub max_concurrent_submits: usize,
 }
 
 /// Turn the body-limit rejection into our JSON 413 (axum's own is plain text).
@@ -101,8 +104,9 @@ async fn request_timeout(limit: std::time::Duration, req: Request, next: Next) -
 pub fn app(state: AppState) -> Router {
     let limit = state.max_body_bytes;
     let timeout = state.request_timeout;
+    let submits = tower::limit::GlobalConcurrencyLimitLayer::new(state.max_concurrent_submits.max(1));
     Router::new()
-        .route("/v1/jobs", get(routes::jobs::list).post(routes::jobs::submit))
+        .route("/v1/jobs", get(routes::jobs::list).post(routes::jobs::submit).layer(submits))
         .route("/v1/jobs/{id}", get(routes::jobs::get).delete(routes::jobs::cancel))
         .route("/v1/jobs/{id}/proof", get(routes::jobs::proof))
         .route("/healthz", get(routes::health::healthz))
@@ -141,6 +145,26 @@ pub fn main() -> std::process::ExitCode {
 /// A client must send its request headers within this time (slow-loris connections are
 /// dropped); the whole request is bounded by `--request-timeout-secs`.
 const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Requests in flight on one HTTP/2 connection: one client cannot open hundreds of uploads
+/// on a single connection (h2's own default is 200).
+const HTTP2_MAX_STREAMS: u32 = 32;
+/// Largest header block a request may send (hyper's HTTP/2 default is 16 MiB).
+const MAX_HEADER_BYTES: u32 = 64 * 1024;
+/// HTTP/2 pings on an idle connection, and how long one may go unanswered before the
+/// connection is closed: a peer that stops reading does not hold its streams for ever.
+const HTTP2_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Limits on every connection, HTTP/1.1 and HTTP/2 alike.
+fn connection_limits(builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>) {
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(HTTP2_MAX_STREAMS)
+        .max_header_list_size(MAX_HEADER_BYTES)
+        .keep_alive_interval(Some(HTTP2_KEEPALIVE))
+        .keep_alive_timeout(HTTP2_KEEPALIVE / 2);
+}
 
 /// Bind `config.listen` and serve until `shutdown`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
@@ -218,6 +242,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         event_loop: Default::default(),
         index: LedgerIndex::default(),
         ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
+        max_concurrent_submits: config.max_concurrent_submits,
     };
     tokio::spawn(index::maintain(state.ledger.clone(), state.index.clone(), shutdown.clone()));
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
@@ -273,12 +298,12 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     match tls {
         Some(tls) => {
             let mut server = axum_server::from_tcp_rustls(listener, tls).handle(handle);
-            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+            connection_limits(server.http_builder());
             server.serve(service).await
         }
         None => {
             let mut server = axum_server::from_tcp(listener).handle(handle);
-            server.http_builder().http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+            connection_limits(server.http_builder());
             server.serve(service).await
         }
     }

@@ -45,6 +45,7 @@ async fn state_with(
         event_loop: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         index: snarkflow_gateway::LedgerIndex::default(),
         ledger_room: snarkflow_gateway::LedgerRoom::new(10),
+        max_concurrent_submits: 8,
     }
 }
 

@@ -68,3 +68,14 @@ pub struct Config {
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_flags_are_well_formed() {
+        // clap checks its definitions only in debug builds, at parse time
+        super::Config::command().debug_assert();
+    }
+}

@@ -47,32 +47,32 @@ pub struct GrpcArgs {
     /// points at) on `unix:///path` (a local Curio: the socket's file mode decides who may
     /// connect) or `host:port` (loopback or a private network: a call without a token is
     /// not authenticated). Off when unset.
-    #[arg(long = "grpc-listen", env = "SNARKFLOW_GRPC_LISTEN")]
+    #[arg(id = "grpc_listen", long = "grpc-listen", env = "SNARKFLOW_GRPC_LISTEN")]
     pub listen: Option<GrpcListen>,
     /// The tenant a call without a token acts as (its jobs, its quotas).
-    #[arg(long = "grpc-tenant", env = "SNARKFLOW_GRPC_TENANT", default_value = "curio")]
+    #[arg(id = "grpc_tenant", long = "grpc-tenant", env = "SNARKFLOW_GRPC_TENANT", default_value = "curio")]
     pub tenant: String,
     /// File mode of the Unix socket, octal: 660 lets the gateway's user and group (put
     /// Curio's user in it) connect, and nobody else.
-    #[arg(long = "grpc-socket-mode", env = "SNARKFLOW_GRPC_SOCKET_MODE", default_value = "660", value_parser = parse_mode)]
+    #[arg(id = "grpc_socket_mode", long = "grpc-socket-mode", env = "SNARKFLOW_GRPC_SOCKET_MODE", default_value = "660", value_parser = parse_mode)]
     pub socket_mode: u32,
     /// Refuse calls without `authorization: Bearer <token>` metadata (a token of the HTTP
     /// API's tokens file; the call acts as its tenant and scopes).
-    #[arg(long = "grpc-require-token", env = "SNARKFLOW_GRPC_REQUIRE_TOKEN")]
+    #[arg(id = "grpc_require_token", long = "grpc-require-token", env = "SNARKFLOW_GRPC_REQUIRE_TOKEN")]
     pub require_token: bool,
     /// Serve PreloadSRS and EvictSRS (every gpu-worker loads or drops a circuit's
     /// parameters). Curio never calls them; a call with a token also needs the admin scope.
-    #[arg(long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL")]
+    #[arg(id = "grpc_enable_control", long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL")]
     pub enable_control: bool,
     /// Largest gRPC message either way, in bytes; larger ones are RESOURCE_EXHAUSTED.
-    #[arg(long = "grpc-max-message-bytes", env = "SNARKFLOW_GRPC_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
+    #[arg(id = "grpc_max_message_bytes", long = "grpc-max-message-bytes", env = "SNARKFLOW_GRPC_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
     /// Calls in flight on one connection (HTTP/2 concurrent streams).
-    #[arg(long = "grpc-max-streams-per-connection", env = "SNARKFLOW_GRPC_MAX_STREAMS_PER_CONNECTION", default_value_t = MAX_STREAMS_PER_CONNECTION)]
+    #[arg(id = "grpc_max_streams_per_connection", long = "grpc-max-streams-per-connection", env = "SNARKFLOW_GRPC_MAX_STREAMS_PER_CONNECTION", default_value_t = MAX_STREAMS_PER_CONNECTION)]
     pub max_streams_per_connection: u32,
     /// Calls in flight over all connections; further calls wait for one to end. With
     /// --grpc-max-message-bytes this bounds what requests can hold in memory.
-    #[arg(long = "grpc-max-concurrent-calls", env = "SNARKFLOW_GRPC_MAX_CONCURRENT_CALLS", default_value_t = MAX_CONCURRENT_CALLS)]
+    #[arg(id = "grpc_max_concurrent_calls", long = "grpc-max-concurrent-calls", env = "SNARKFLOW_GRPC_MAX_CONCURRENT_CALLS", default_value_t = MAX_CONCURRENT_CALLS)]
     pub max_concurrent_calls: usize,
 }
 
