@@ -53,12 +53,6 @@ impl LedgerRoom {
         *m = Measured { used, limit, in_flight, accepted_since: 0 };
     }
 
-    /// (used, limit, promised to jobs in flight) bytes, for the metrics.
-    pub(crate) fn snapshot(&self) -> (u64, Option<u64>, u64) {
-        let m = self.measured.lock().expect("ledger room");
-        (m.used, m.limit, m.in_flight + m.accepted_since)
-    }
-
     /// Take room for a new job of `partitions` partitions, or refuse it (503 storage_full with
     /// Retry-After) while the ledger could not hold what the jobs in flight may still write.
     pub(crate) fn admit(&self, partitions: u32, critical: bool) -> Result<(), ApiError> {

@@ -178,13 +178,14 @@ fn bind_socket(path: &std::path::Path, mode: u32) -> anyhow::Result<tokio::net::
         std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
     }
     let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
-    let private = path.with_file_name(format!(".{}.{}.binding", name.to_string_lossy(), std::process::id()));
+    // (kept short: a socket path has ~107 bytes at most)
+    let private = path.with_file_name(format!(".{}.{}", name.to_string_lossy(), std::process::id()));
     let _ = std::fs::remove_dir_all(&private);
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&private)
         .with_context(|| format!("creating {} to bind the gRPC socket in", private.display()))?;
-    let staged = private.join("socket");
+    let staged = private.join("s");
     let bound = (|| {
         let listener = tokio::net::UnixListener::bind(&staged)
             .with_context(|| format!("binding the gRPC socket {}", path.display()))?;
