@@ -86,7 +86,7 @@ pub trait ProofKind {
         None
     }
 
-    /// Partition `partition`'s witness computed natively, without the gadgets (issue 16):
+    /// Partition `partition`'s witness computed natively, without the gadgets:
     /// `None` when this kind has no native generator (its gadgets are the only path). Equal
     /// to witness-only synthesis of [`ProofKind::visit_partition`]'s circuit, value for value.
     fn native_witness(

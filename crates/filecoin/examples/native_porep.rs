@@ -1,4 +1,4 @@
-//! Native vs gadget PoRep witness on one partition of a sparse CC sector (issue 16): wall and
+//! Native vs gadget PoRep witness on one partition of a sparse CC sector: wall and
 //! core-seconds of full synthesis, witness-only synthesis through the gadgets, and the native
 //! generator at several thread counts; the native witness is checked equal to the gadgets'.
 //!

@@ -1,5 +1,5 @@
 //! Native vs gadget WindowPoSt / WinningPoSt witness on one partition of sparse sectors
-//! (issue 16): wall and core-seconds of witness-only synthesis through the gadgets and of the
+//!: wall and core-seconds of witness-only synthesis through the gadgets and of the
 //! native generator at several thread counts, the native witness checked equal to the gadgets'.
 //! A WindowPoSt partition with fewer sectors than it holds is padded with its last sector, as
 //! filecoin-proofs does, so a couple of sectors give a full-size partition.

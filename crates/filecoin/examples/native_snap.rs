@@ -1,4 +1,4 @@
-//! Native vs gadget SnapDeals witness on random partitions (issue 16): wall and core-seconds of
+//! Native vs gadget SnapDeals witness on random partitions: wall and core-seconds of
 //! witness-only synthesis through the gadgets and of the native generator at several thread
 //! counts; the native witness is checked equal to the gadgets' (same seed, same circuit).
 //!

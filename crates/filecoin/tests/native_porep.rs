@@ -1,4 +1,4 @@
-//! The native PoRep witness equals the gadgets' witness value for value (issue 16): on sparse
+//! The native PoRep witness equals the gadgets' witness value for value: on sparse
 //! C1 outputs of every size whose circuit fits a test (random ones at 2 KiB, 8 MiB and 512 MiB)
 //! and on real sealed 2 KiB sectors. Its public inputs are also the
 //! ones filecoin-proofs' verifier derives.

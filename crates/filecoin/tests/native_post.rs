@@ -1,4 +1,4 @@
-//! The native WindowPoSt / WinningPoSt witness equals the gadgets' value for value (issue 16):
+//! The native WindowPoSt / WinningPoSt witness equals the gadgets' value for value:
 //! on sparse sectors of 2 KiB, 8 MiB and 512 MiB (random, several sectors per WindowPoSt
 //! partition, so the partition's padding with its last sector is exercised) and on a real
 //! sealed 2 KiB sector. Its public inputs are the ones filecoin-proofs' verifier derives.

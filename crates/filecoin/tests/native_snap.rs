@@ -1,4 +1,4 @@
-//! The native SnapDeals witness equals the gadgets' value for value (issue 16): on random
+//! The native SnapDeals witness equals the gadgets' value for value: on random
 //! partitions of every published size (`random_snap`: random commitments and paths, the
 //! circuit's own challenges, a random partition and `h`) and on real updated 2 KiB sectors,
 //! whose native public inputs are also the ones filecoin-proofs' verifier derives.

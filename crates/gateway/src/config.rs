@@ -8,7 +8,7 @@ use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
 
 /// Default listen address: loopback, so a fresh install exposes nothing.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
-/// Default request body limit: a 32 GiB C1 output is ~70 MB as base64 (issue 3), with room.
+/// Default request body limit: a 32 GiB C1 output is ~70 MB as base64, with room.
 pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
 
 /// Default submits in flight: 32 × 96 MiB bodies ≈ 3 GiB at most, more than a CPU core each.

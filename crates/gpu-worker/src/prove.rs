@@ -203,7 +203,7 @@ fn retry_wrong_proof(delivery: u64) -> bool {
 }
 
 /// Record the wait between the synth-worker's publish and this pickup as a span of its own
-/// (the seed's CHAN_SEND → GPU_PICKUP), with the real start time.
+/// (cuzk's CHAN_SEND → GPU_PICKUP in its timeline), with the real start time.
 fn record_queue_wait(parent: &opentelemetry::Context, task: &ProveTask, worker: &str) -> f64 {
     let published = UNIX_EPOCH + Duration::from_millis(task.published_at_ms);
     let now = SystemTime::now();

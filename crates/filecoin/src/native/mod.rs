@@ -1,4 +1,4 @@
-//! The PoRep and PoSt witnesses computed natively (issue 16): the inputs and auxiliary
+//! The PoRep and PoSt witnesses computed natively: the inputs and auxiliary
 //! assignment `StackedCircuit::synthesize` (and `FallbackPoStCircuit::synthesize`) would
 //! allocate, from the partition's vanilla proofs, without a constraint system.
 //!

@@ -1,5 +1,5 @@
 //! Native witness generation: the auxiliary assignment a circuit's gadgets would allocate,
-//! computed directly, without a constraint system (issue 16).
+//! computed directly, without a constraint system.
 //!
 //! Each type here mirrors one bellperson gadget's *allocation behaviour*: which operations
 //! allocate a variable, in which order, holding which value — including the gadgets' constant
