@@ -14,6 +14,8 @@ const CHUNK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Looks at an object that is not there before it is taken to be gone (0.5 s, 1 s, 2 s, 4 s
 /// apart: 7.5 s in all).
 const NOT_FOUND_LOOKS: u32 = 5;
+/// Most bytes reserved before an object's chunks arrive (the buffer grows past it as they do).
+const PREALLOCATE_MAX: usize = 64 << 20;
 
 /// What storing a partition cost.
 #[derive(Debug, Clone)]
@@ -126,7 +128,9 @@ impl Bus {
         let subject = format!("$O.{}.C.{}", snarkflow_wire::PARTITIONS_BUCKET, info.nuid);
         let api = format!("$JS.API.STREAM.MSG.GET.OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET);
         let op = || format!("reading partition {name}");
-        let mut data = Vec::with_capacity(info.size);
+        // the size is what the object's writer recorded (another role may forge it): reserve no
+        // more than a bounded start, and refuse a read that outgrows it
+        let mut data = Vec::with_capacity(info.size.min(PREALLOCATE_MAX));
         let mut next_seq = 1u64;
         for chunk in 0..info.chunks {
             let request = serde_json::json!({ "seq": next_seq, "next_by_subj": subject });
@@ -158,6 +162,12 @@ impl Bus {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(b64)
                     .map_err(|e| nats_err(op())(std::io::Error::other(format!("chunk {chunk} is not base64: {e}"))))?;
+                if data.len() + bytes.len() > info.size {
+                    return Err(nats_err(op())(std::io::Error::other(format!(
+                        "the object holds more than the {} bytes its record says",
+                        info.size
+                    ))));
+                }
                 data.extend_from_slice(&bytes);
             }
             next_seq = seq + 1;

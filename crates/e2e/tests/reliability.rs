@@ -329,3 +329,90 @@ async fn a_full_ledger_refuses_new_jobs_and_finishes_every_accepted_one() {
     let r = stack.http.post(format!("{}/v1/jobs", stack.base)).json(&body(100)).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 202, "{}", r.text().await.unwrap());
 }
+
+/// A task whose last worker reported its result and then died before acking it reaches its
+/// delivery limit like a dead one; the ledger has the result, so the job is not failed — the
+/// task is only taken off its queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_for_a_partition_already_done_does_not_fail_its_job() {
+    use futures::StreamExt as _;
+    snarkflow_e2e::init_test_logging();
+    let nats = NatsServer::start();
+    let (gateway, base) = start_gateway_with(&nats.url(), &["--max-deliver", "2"]).await.unwrap();
+    let http = snarkflow_e2e::api_client();
+    let submitted: serde_json::Value = http
+        .post(format!("{base}/v1/jobs"))
+        .json(&json!({"kind": "dense-chain", "input": {"constraints": 64}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = submitted["id"].as_str().unwrap().to_owned();
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let js = async_nats::jetstream::new(client.clone());
+    let lane: async_nats::jetstream::consumer::PullConsumer = js
+        .get_stream(snarkflow_wire::SYNTH_STREAM)
+        .await
+        .unwrap()
+        .get_consumer(&snarkflow_wire::lane_consumer(snarkflow_wire::Stage::Synthesis, Priority::Normal))
+        .await
+        .unwrap();
+    // the "worker" takes the task, reports the partition synthesized, and dies without acking
+    let mut batch = lane.fetch().max_messages(1).expires(Duration::from_secs(5)).messages().await.unwrap();
+    assert!(batch.next().await.is_some(), "the synthesis task was queued");
+    while batch.next().await.is_some() {}
+    let body = snarkflow_wire::JobEventBody::PartitionSynthesized { stats: Default::default() };
+    let event = snarkflow_wire::JobEvent::new(&id, 0, now_ms(), body);
+    js.publish(snarkflow_wire::events_subject(&id), snarkflow_wire::encode(&event).into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    // its deliveries run out: pull (and drop) until the server gives up on it and the gateway
+    // has dealt with the advisory (the task leaves the queue)
+    let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap() > 0 {
+        let mut batch = lane.fetch().max_messages(1).expires(Duration::from_millis(1500)).messages().await.unwrap();
+        while batch.next().await.is_some() {}
+        assert!(Instant::now() < deadline, "the dead task never left its queue");
+    }
+    let job: serde_json::Value = http.get(format!("{base}/v1/jobs/{id}")).send().await.unwrap().json().await.unwrap();
+    assert_ne!(job["state"], "failed", "a partition whose result is recorded was failed: {job}");
+    assert_eq!(job["partitions"]["synthesized"], 1, "{job}");
+    gateway.stop().await.unwrap();
+}
+
+/// An object's size is what its writer recorded, and a role that may write the object store
+/// may forge it: a reader that reserved it (2^62 bytes) would abort its process — every gateway
+/// reading that job's input would crash-loop. The read must fail, saying the sizes disagree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_object_size_fails_the_read_instead_of_aborting_the_reader() {
+    use base64::Engine as _;
+    let nats = NatsServer::start();
+    let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+    let name = "forged-job/partition-0";
+    let data = b"a dozen bytes and a few more";
+    let stored = bus.put_partition(name, data).await.unwrap();
+    // rewrite the object's record (its last meta message) with an absurd size
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+    let bucket = snarkflow_wire::PARTITIONS_BUCKET;
+    let subject =
+        format!("$O.{bucket}.M.{}", base64::engine::general_purpose::URL_SAFE.encode(name));
+    let stream = js.get_stream(format!("OBJ_{bucket}")).await.unwrap();
+    let meta = stream.get_last_raw_message_by_subject(&subject).await.unwrap();
+    let mut info: serde_json::Value = serde_json::from_slice(&meta.payload).unwrap();
+    assert_eq!(info["size"], data.len(), "{info}");
+    info["size"] = (1u64 << 62).into();
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Rollup", "sub");
+    js.publish_with_headers(subject, headers, serde_json::to_vec(&info).unwrap().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    let err = bus.get_partition(name, &stored.sha256_hex).await.unwrap_err();
+    assert!(err.to_string().contains("bytes"), "{err}");
+}

@@ -33,6 +33,11 @@ pub(crate) fn derive_state(record: &JobRecord, started: bool) -> JobState {
     }
 }
 
+/// Whether `hex` is one compressed Groth16 proof.
+fn is_partition_proof(hex: &str) -> bool {
+    hex.len() == 2 * snarkflow_wire::PARTITION_PROOF_BYTES && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Apply one event; returns whether the record changed. Idempotent and order-insensitive:
 /// a redelivered or reordered event leaves the same record. Terminal jobs do not change.
 pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
@@ -52,6 +57,22 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
             part.synth = Some(stats.clone());
         }
         JobEventBody::ProvingStarted { .. } => part.synthesized = true,
+        JobEventBody::PartitionProved { .. } if part.proof_hex.is_some() => {
+            // the first verified proof of a partition stands (a redelivery proved it again)
+            return false;
+        }
+        JobEventBody::PartitionProved { proof_hex, .. } if !is_partition_proof(proof_hex) => {
+            // a worker bug or a forged event: this proof could never be assembled
+            record.state = JobState::Failed;
+            record.error = Some(format!(
+                "partition {} was reported proved with {} hex digits, not a {}-byte proof",
+                event.partition,
+                proof_hex.len(),
+                snarkflow_wire::PARTITION_PROOF_BYTES
+            ));
+            record.finished_at_ms = Some(event.at_ms);
+            return true;
+        }
         JobEventBody::PartitionProved { proof_hex, stats } => {
             part.synthesized = true;
             part.proof_hex = Some(proof_hex.clone());
@@ -256,7 +277,26 @@ mod tests {
     }
 
     fn proved(p: u32) -> JobEvent {
-        ev(p, JobEventBody::PartitionProved { proof_hex: format!("{p:02x}"), stats: ProveStats::default() })
+        proved_with(p, format!("{p:02x}").repeat(snarkflow_wire::PARTITION_PROOF_BYTES))
+    }
+
+    fn proved_with(p: u32, proof_hex: String) -> JobEvent {
+        ev(p, JobEventBody::PartitionProved { proof_hex, stats: ProveStats::default() })
+    }
+
+    #[test]
+    fn a_partition_keeps_its_first_proof_and_a_malformed_one_fails_the_job() {
+        let mut r = record(2);
+        apply(&mut r, &proved(0));
+        let first = r.partitions[0].proof_hex.clone();
+        assert!(!apply(&mut r, &proved_with(0, "ab".repeat(192))), "a second proof changes nothing");
+        assert_eq!(r.partitions[0].proof_hex, first);
+        assert!(apply(&mut r, &proved_with(1, "abcd".into())));
+        assert_eq!(r.state, JobState::Failed);
+        assert!(r.error.as_deref().unwrap().contains("not a 192-byte proof"), "{:?}", r.error);
+        let mut r = record(1);
+        assert!(apply(&mut r, &proved_with(0, "zz".repeat(192))));
+        assert_eq!(r.state, JobState::Failed, "not hex");
     }
 
     #[test]
