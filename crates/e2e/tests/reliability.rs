@@ -399,8 +399,7 @@ async fn a_forged_object_size_fails_the_read_instead_of_aborting_the_reader() {
     // rewrite the object's record (its last meta message) with an absurd size
     let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
     let bucket = snarkflow_wire::PARTITIONS_BUCKET;
-    let subject =
-        format!("$O.{bucket}.M.{}", base64::engine::general_purpose::URL_SAFE.encode(name));
+    let subject = format!("$O.{bucket}.M.{}", base64::engine::general_purpose::URL_SAFE.encode(name));
     let stream = js.get_stream(format!("OBJ_{bucket}")).await.unwrap();
     let meta = stream.get_last_raw_message_by_subject(&subject).await.unwrap();
     let mut info: serde_json::Value = serde_json::from_slice(&meta.payload).unwrap();
@@ -408,11 +407,7 @@ async fn a_forged_object_size_fails_the_read_instead_of_aborting_the_reader() {
     info["size"] = (1u64 << 62).into();
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Rollup", "sub");
-    js.publish_with_headers(subject, headers, serde_json::to_vec(&info).unwrap().into())
-        .await
-        .unwrap()
-        .await
-        .unwrap();
+    js.publish_with_headers(subject, headers, serde_json::to_vec(&info).unwrap().into()).await.unwrap().await.unwrap();
     let err = bus.get_partition(name, &stored.sha256_hex).await.unwrap_err();
     assert!(err.to_string().contains("bytes"), "{err}");
 }
