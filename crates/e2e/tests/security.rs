@@ -122,7 +122,11 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     let socket_dir = tempfile::tempdir().unwrap();
     let socket = socket_dir.path().join("cuzk.sock");
     let mut gateway_flags = nats.flags("gateway");
-    gateway_flags.extend(["--grpc-listen".to_owned(), format!("unix://{}", socket.display())]);
+    gateway_flags.extend([
+        "--grpc-listen".to_owned(),
+        format!("unix://{}", socket.display()),
+        "--grpc-enable-control".to_owned(),
+    ]);
     let (gateway, base) = start_gateway_with(&nats.url(), &strs(&gateway_flags)).await.unwrap();
     let synth = start_synth_worker_with(&nats.url(), "synth-sec", &strs(&nats.flags("synth-worker"))).unwrap();
     let gpu = start_gpu_worker_with(&nats.url(), "gpu-sec", &strs(&nats.flags("gpu-worker"))).unwrap();
