@@ -62,8 +62,8 @@ impl BusConfig {
     /// of them must fit together: 6 GiB at this default.
     pub const DEFAULT_MAX_STREAM_BYTES: u64 = 1 << 30;
     /// Streams whose size `max_stream_bytes` bounds: the work streams, the events stream, the
-    /// dead-letter stream and the two key-value buckets.
-    pub const BOUNDED_STREAMS: u64 = Stage::ALL.len() as u64 + 4;
+    /// dead-letter stream and the idempotency bucket (the ledger has its own limit).
+    pub const BOUNDED_STREAMS: u64 = Stage::ALL.len() as u64 + 3;
 
     pub fn new(url: impl Into<String>) -> Self {
         BusConfig {
@@ -114,15 +114,18 @@ fn storage_hint(message: &str, config: &BusConfig) -> Option<String> {
     if !message.contains("insufficient storage resources") {
         return None;
     }
-    let each = match config.max_stream_bytes {
+    let gib = |bytes: Option<u64>| match bytes {
         Some(bytes) => format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30)),
         None => "unlimited".to_owned(),
     };
     Some(format!(
         "the server's JetStream storage (max_file_store; by default 75% of the free disk) cannot \
-         reserve {} streams of {each} each (--nats-max-stream-bytes) plus the object store's \
-         limit (--nats-max-object-bytes): lower those, free disk, or raise max_file_store",
-        BusConfig::BOUNDED_STREAMS
+         reserve {} streams of {} each (--nats-max-stream-bytes), the job ledger's {} \
+         (--nats-max-ledger-bytes) and the object store's limit (--nats-max-object-bytes): lower \
+         those, free disk, or raise max_file_store",
+        BusConfig::BOUNDED_STREAMS,
+        gib(config.max_stream_bytes),
+        gib(config.max_ledger_bytes)
     ))
 }
 

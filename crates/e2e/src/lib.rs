@@ -128,6 +128,9 @@ async fn launch_gateway(
     scheme: &str,
     client: reqwest::Client,
 ) -> anyhow::Result<(Service, String)> {
+    // every service touches filecoin-proofs, which reads its parameter directory once per
+    // process: point it at the test parameters before any of them can
+    filecoin_env();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
     let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
@@ -165,6 +168,7 @@ pub fn start_synth_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Ser
 
 /// [`start_synth_worker`] with extra command-line flags.
 pub fn start_synth_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) -> anyhow::Result<Service> {
+    filecoin_env();
     let mut args = vec!["synth-worker".to_owned(), "--worker-id".into(), worker_id.into()];
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -193,6 +197,7 @@ pub fn start_gpu_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Servi
 
 /// [`start_gpu_worker`] with extra command-line flags.
 pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) -> anyhow::Result<Service> {
+    filecoin_env();
     let mut args = vec!["gpu-worker".to_owned()];
     args.extend(gpu_worker_args(nats_url, worker_id));
     args.extend(extra.iter().map(|s| s.to_string()));

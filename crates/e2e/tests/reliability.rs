@@ -280,11 +280,20 @@ async fn a_server_too_small_for_the_stream_limits_is_reported_with_what_to_chang
     assert!(waited.is_err(), "the default limits were reserved from 3 GB");
     let reports = reports.lock().unwrap().clone();
     let report = reports.iter().find(|r| r.contains("insufficient storage")).unwrap_or_else(|| panic!("{reports:?}"));
-    assert!(report.contains("--nats-max-stream-bytes") && report.contains("6 streams of 1.0 GiB"), "{report}");
+    assert!(
+        report.contains("--nats-max-stream-bytes")
+            && report.contains("5 streams of 1.0 GiB")
+            && report.contains("the job ledger's 1.0 GiB (--nats-max-ledger-bytes)"),
+        "{report}"
+    );
 
     // the two streams made before the refusal keep their 1 GiB (limits apply at creation);
     // the other four at 128 MiB fit beside them
-    let config = BusConfig { max_stream_bytes: Some(128 << 20), ..BusConfig::new(nats.url()) };
+    let config = BusConfig {
+        max_stream_bytes: Some(128 << 20),
+        max_ledger_bytes: Some(128 << 20),
+        ..BusConfig::new(nats.url())
+    };
     let bus = tokio::time::timeout(Duration::from_secs(20), Bus::connect(config)).await;
     assert!(matches!(bus, Ok(Ok(_))), "smaller limits did not fit in 3 GB");
 }

@@ -60,10 +60,10 @@ pub struct NatsArgs {
     /// Refuse a NATS connection that is not TLS (on whenever a TLS file is given).
     #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS")]
     pub nats_require_tls: bool,
-    /// Largest size of each work stream, the events stream and each key-value bucket
-    /// (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused
+    /// Largest size of each work stream, the events stream, the dead-letter stream and the
+    /// idempotency bucket (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused
     /// (a submit answers 503 storage_full) instead of dropping queued work. Applied when they
-    /// are first created. The server reserves the six limits from its JetStream storage
+    /// are first created. The server reserves these limits and the ledger's from its JetStream storage
     /// (by default 75% of its free disk) when it creates them.
     #[arg(long, env = "SNARKFLOW_NATS_MAX_STREAM_BYTES", default_value = "1GiB", value_parser = parse_bytes)]
     pub nats_max_stream_bytes: u64,
