@@ -2,7 +2,7 @@
 //! synth-workers, the gpu-worker, the gateway (mid fan-out included) and nodes of a three-node
 //! NATS cluster, plus one outage of the cluster's quorum while jobs are being submitted.
 //! Clients retry with their idempotency key, as Curio does. At the end it prints and asserts:
-//! jobs submitted, done, failed (with reasons), lost (0), done proofs verified (all), objects
+//! jobs submitted, done (most of them), failed (with reasons), lost (0), done proofs verified (all), objects
 //! left (0), duplicate jobs for one key (0).
 //!
 //! Size from the environment: `SNARKFLOW_CHAOS_JOBS` (default 5) and `SNARKFLOW_CHAOS_SECS`
@@ -412,6 +412,10 @@ async fn chaos() {
         println!("service logs kept in {}", logs.keep().display());
     }
     assert!(lost.is_empty(), "lost jobs: {lost:?}");
+    // "nothing lost" also holds if every job failed: the chaos may fail a job (a partition whose
+    // deliveries the kills used up), but most must prove
+    let accepted = submitted.iter().filter(|(_, id)| id.is_some()).count();
+    assert!(done > 0 && done * 2 >= accepted, "only {done} of {accepted} accepted jobs were proved: {failed:?}");
     assert_eq!(verified, done, "every done proof verifies");
     assert!(left.is_empty(), "objects left behind: {left:?}");
     assert_eq!(duplicates, 0, "a retried key made another job");

@@ -8,8 +8,10 @@ use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::ApiError;
 
-/// Longest deadline a request may ask for: a week, the ledger's default retention.
-pub(crate) const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
+/// Longest deadline a request may ask for: six days, a day short of the ledger's default
+/// retention (a week from a record's last change), so a job's record is still there when the
+/// ledger pass fails it at its deadline.
+pub(crate) const MAX_DEADLINE_SECS: u64 = 6 * 24 * 3600;
 
 /// Longest accepted idempotency key.
 pub(crate) const MAX_IDEMPOTENCY_KEY: usize = 128;
@@ -194,6 +196,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
+        let too_late =
+            serde_json::json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 7 * 24 * 3600});
+        let e = validate(&too_late).unwrap_err().to_string();
+        assert!(e.contains("deadline_secs must be an integer from 1 to 518400"), "{e}");
         assert!(err(json!({"input": {}})).contains("kind is required"));
         assert!(err(json!({"kind": "porep-9000", "input": {}})).contains("unknown kind \"porep-9000\""));
         assert!(err(json!({"kind": "sha256-chain", "input": {}})).contains("input.blocks is required"));
