@@ -148,10 +148,7 @@ pub(crate) fn run(
             // with equal r and s a valid proof is unique: when the bytes differ, this says which
             // side is wrong
             let valid = snarkflow_prover::verify(&pvk, &theirs, &public);
-            line += &format!(
-                " | supraseal {:.3} s identical {same} verified {valid}",
-                started.elapsed().as_secs_f64()
-            );
+            line += &format!(" | supraseal {:.3} s identical {same} verified {valid}", started.elapsed().as_secs_f64());
             all_good &= same;
         }
         if compare.cpu || compare.supraseal {
