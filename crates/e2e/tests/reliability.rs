@@ -90,12 +90,22 @@ fn uuid_like() -> String {
     format!("{}-{}-4{}-a{}-{}", &h[..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_task_no_worker_survives_fails_its_job() {
+/// A gateway allowing two deliveries per task (the harness's ack wait: 3 s) and no workers,
+/// one one-partition job submitted, and the synthesis lane its task waits in: the test plays
+/// the worker that dies holding the task (pulls it and never answers).
+struct DyingWorker {
+    nats: NatsServer,
+    gateway: snarkflow_e2e::Service,
+    base: String,
+    http: reqwest::Client,
+    id: String,
+    js: async_nats::jetstream::Context,
+    lane: async_nats::jetstream::consumer::PullConsumer,
+}
+
+async fn dying_worker() -> DyingWorker {
     snarkflow_e2e::init_test_logging();
     let nats = NatsServer::start();
-    // two deliveries allowed (the harness's ack wait: 3 s); no workers, just a "worker" that dies
-    // holding the task each time (pulls it and never answers)
     let (gateway, base) = start_gateway_with(&nats.url(), &["--max-deliver", "2"]).await.unwrap();
     let http = snarkflow_e2e::api_client();
     let submitted: serde_json::Value = http
@@ -108,15 +118,20 @@ async fn a_task_no_worker_survives_fails_its_job() {
         .await
         .unwrap();
     let id = submitted["id"].as_str().unwrap().to_owned();
-    let client = async_nats::connect(nats.url()).await.unwrap();
-    let js = async_nats::jetstream::new(client);
-    let lane: async_nats::jetstream::consumer::PullConsumer = js
+    let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+    let lane = js
         .get_stream(snarkflow_wire::SYNTH_STREAM)
         .await
         .unwrap()
         .get_consumer(&snarkflow_wire::lane_consumer(snarkflow_wire::Stage::Synthesis, Priority::Normal))
         .await
         .unwrap();
+    DyingWorker { nats, gateway, base, http, id, js, lane }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_no_worker_survives_fails_its_job() {
+    let DyingWorker { nats, gateway, base, http, id, lane, .. } = dying_worker().await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let job = loop {
         // pull (and drop) whatever is due; once deliveries are used up, this pull is what makes
@@ -345,29 +360,7 @@ async fn a_full_ledger_refuses_new_jobs_and_finishes_every_accepted_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_for_a_partition_already_done_does_not_fail_its_job() {
     use futures::StreamExt as _;
-    snarkflow_e2e::init_test_logging();
-    let nats = NatsServer::start();
-    let (gateway, base) = start_gateway_with(&nats.url(), &["--max-deliver", "2"]).await.unwrap();
-    let http = snarkflow_e2e::api_client();
-    let submitted: serde_json::Value = http
-        .post(format!("{base}/v1/jobs"))
-        .json(&json!({"kind": "dense-chain", "input": {"constraints": 64}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = submitted["id"].as_str().unwrap().to_owned();
-    let client = async_nats::connect(nats.url()).await.unwrap();
-    let js = async_nats::jetstream::new(client.clone());
-    let lane: async_nats::jetstream::consumer::PullConsumer = js
-        .get_stream(snarkflow_wire::SYNTH_STREAM)
-        .await
-        .unwrap()
-        .get_consumer(&snarkflow_wire::lane_consumer(snarkflow_wire::Stage::Synthesis, Priority::Normal))
-        .await
-        .unwrap();
+    let DyingWorker { nats, gateway, base, http, id, js, lane } = dying_worker().await;
     // the "worker" takes the task, reports the partition synthesized, and dies without acking
     let mut batch = lane.fetch().max_messages(1).expires(Duration::from_secs(5)).messages().await.unwrap();
     assert!(batch.next().await.is_some(), "the synthesis task was queued");
