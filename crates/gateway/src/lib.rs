@@ -70,6 +70,14 @@ pub struct AppState {
     /// Submits handled at once; more wait, holding no body yet (bounds what bodies in flight
     /// take: this many times `max_body_bytes`).
     pub max_concurrent_submits: usize,
+    /// Request bodies parsed and validated at once, on blocking threads (a 32 GiB C1 is tens of
+    /// MB of JSON and seconds of checks): one per core.
+    pub validations: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+/// Permits of [`AppState::validations`]: the host's cores.
+pub fn validation_slots() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
 /// Turn the body-limit rejection into our JSON 413 (axum's own is plain text).
@@ -243,6 +251,7 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         index: LedgerIndex::default(),
         ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
         max_concurrent_submits: config.max_concurrent_submits,
+        validations: std::sync::Arc::new(tokio::sync::Semaphore::new(validation_slots())),
     };
     tokio::spawn(index::maintain(state.ledger.clone(), state.index.clone(), shutdown.clone()));
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {

@@ -43,9 +43,56 @@ pub struct Quotas {
 /// Seconds a client is told to wait when a tenant is at its in-flight limit.
 const IN_FLIGHT_RETRY_SECS: u64 = 15;
 
+/// Top up `usage`'s token bucket to `now`; refuse when not one submit is left.
+fn refill(usage: &mut Usage, tenant: &str, limits: QuotaLimits, now: Instant) -> Result<(), ApiError> {
+    if limits.submits_per_minute == 0 {
+        return Ok(());
+    }
+    let capacity = f64::from(limits.submits_per_minute);
+    let per_second = capacity / 60.0;
+    let elapsed = usage.refilled.map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(f64::INFINITY);
+    usage.tokens = (usage.tokens + elapsed * per_second).min(capacity);
+    usage.refilled = Some(now);
+    if usage.tokens < 1.0 {
+        let wait = ((1.0 - usage.tokens) / per_second).ceil().max(1.0) as u64;
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "tenant {tenant:?} is over its rate of {} submits per minute; retry in {wait} s",
+                limits.submits_per_minute
+            ),
+            retry_after_secs: wait,
+        });
+    }
+    Ok(())
+}
+
+/// Refuse when `tenant` has as many jobs in flight as it may.
+fn jobs_room(usage: &Usage, tenant: &str, limits: QuotaLimits) -> Result<(), ApiError> {
+    let in_flight = usage.jobs + usage.admitted.len() as u64;
+    if limits.max_jobs > 0 && in_flight >= limits.max_jobs {
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "tenant {tenant:?} has {in_flight} jobs queued or running, its limit; retry when some finish"
+            ),
+            retry_after_secs: IN_FLIGHT_RETRY_SECS,
+        });
+    }
+    Ok(())
+}
+
 impl Quotas {
     pub fn new(limits: QuotaLimits) -> Self {
         Quotas { limits, usage: Arc::default() }
+    }
+
+    /// Whether a submit from `tenant` could be admitted at all — its rate and its job count,
+    /// nothing taken — checked before the submit's body is read and parsed, so a tenant over
+    /// its limits costs no parsing. Partitions are checked by [`Quotas::admit`].
+    pub fn precheck(&self, tenant: &str) -> Result<(), ApiError> {
+        let mut book = self.usage.lock().expect("quota book");
+        let usage = book.entry(tenant.to_owned()).or_default();
+        refill(usage, tenant, self.limits, Instant::now())?;
+        jobs_room(usage, tenant, self.limits)
     }
 
     /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429). An
@@ -56,34 +103,9 @@ impl Quotas {
         let mut book = self.usage.lock().expect("quota book");
         let usage = book.entry(tenant.to_owned()).or_default();
         let now = Instant::now();
-        if limits.submits_per_minute > 0 {
-            let capacity = f64::from(limits.submits_per_minute);
-            let per_second = capacity / 60.0;
-            let elapsed = usage.refilled.map(|t| now.duration_since(t).as_secs_f64()).unwrap_or(f64::INFINITY);
-            usage.tokens = (usage.tokens + elapsed * per_second).min(capacity);
-            usage.refilled = Some(now);
-            if usage.tokens < 1.0 {
-                let wait = ((1.0 - usage.tokens) / per_second).ceil().max(1.0) as u64;
-                return Err(ApiError::TooManyRequests {
-                    message: format!(
-                        "tenant {tenant:?} is over its rate of {} submits per minute; retry in {wait} s",
-                        limits.submits_per_minute
-                    ),
-                    retry_after_secs: wait,
-                });
-            }
-        }
-        let admitted_jobs = usage.admitted.len() as u64;
+        refill(usage, tenant, limits, now)?;
+        jobs_room(usage, tenant, limits)?;
         let admitted_partitions: u64 = usage.admitted.iter().map(|(_, p)| p).sum();
-        if limits.max_jobs > 0 && usage.jobs + admitted_jobs >= limits.max_jobs {
-            return Err(ApiError::TooManyRequests {
-                message: format!(
-                    "tenant {tenant:?} has {} jobs queued or running, its limit; retry when some finish",
-                    usage.jobs + admitted_jobs
-                ),
-                retry_after_secs: IN_FLIGHT_RETRY_SECS,
-            });
-        }
         let partitions_after = usage.partitions + admitted_partitions + partitions;
         if limits.max_partitions > 0 && partitions_after > limits.max_partitions {
             return Err(ApiError::TooManyRequests {

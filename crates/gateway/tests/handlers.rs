@@ -46,6 +46,7 @@ async fn state_with(
         index: snarkflow_gateway::LedgerIndex::default(),
         ledger_room: snarkflow_gateway::LedgerRoom::new(10),
         max_concurrent_submits: 8,
+        validations: Arc::new(tokio::sync::Semaphore::new(2)),
     }
 }
 
@@ -324,6 +325,9 @@ async fn tenant_quotas_answer_429_with_retry_after() {
     let (status, headers, _) = call_with_headers(state.clone(), as_token(post(DENSE), &t[0])).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(headers[header::RETRY_AFTER], "60");
+    // over its rate, a tenant's body is not even parsed: the answer is 429, not 400
+    let (status, json) = call(state.clone(), as_token(post("{not json"), &t[0])).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
 }
 
 #[tokio::test]

@@ -85,7 +85,9 @@ impl Engine {
             host = %snarkflow_telemetry::host_name(),
         );
         let result = async {
-            // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work
+            // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work, bounded
+            let _slot =
+                self.state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
             let job = tokio::task::spawn_blocking(move || {
                 let (body, explicit_priority) = request::job_body(&req)?;
                 let job = crate::validate(&body)?;

@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
 use snarkflow_service::tokens::Scope;
-use snarkflow_wire::JobState;
+use snarkflow_wire::{JobState, Priority};
 use tracing::{info_span, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -29,6 +29,21 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
     fn keys(&self) -> Vec<&str> {
         self.0.keys().map(|k| k.as_str()).collect()
     }
+}
+
+/// Parse a submit's body and validate it on a blocking thread, at most
+/// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU and
+/// ~16x the body in memory, kept off the async executor and bounded.
+async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<(crate::ValidJob, bool), ApiError> {
+    let _slot = state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
+    tokio::task::spawn_blocking(move || {
+        let value: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+        let explicit_priority = value.get("priority").is_some_and(|p| !p.is_null());
+        Ok((validate(&value)?, explicit_priority))
+    })
+    .await
+    .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
 }
 
 /// `POST /v1/jobs`. The caller is authenticated from the headers before a byte of the body is
@@ -63,14 +78,14 @@ pub(crate) async fn submit(
         let caller = caller?;
         caller.require(Scope::Submit)?;
         tracing::Span::current().record("tenant", caller.tenant());
+        // a tenant over its rate or job limit is refused before its body costs anything; one
+        // that may submit critical work is checked after parsing (a WinningPoSt and a retry of
+        // a live job are answered whatever the quota)
+        if caller.max_priority() < Priority::Critical {
+            state.quotas.precheck(caller.tenant())?;
+        }
         let body = read_body(body, state.max_body_bytes).await?;
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
-        let explicit_priority = value.get("priority").is_some_and(|p| !p.is_null());
-        // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work
-        let job = tokio::task::spawn_blocking(move || validate(&value))
-            .await
-            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))??;
+        let (job, explicit_priority) = parse_and_validate(&state, body).await?;
         let submitted = crate::jobs::submit(&state, &caller, job, explicit_priority).await?;
         let status = if submitted.existing { StatusCode::OK } else { StatusCode::ACCEPTED };
         Ok((status, Json(serde_json::json!({ "id": submitted.id, "state": submitted.state.as_str() }))))
