@@ -61,21 +61,15 @@ fn scope_names(scopes: &[Scope]) -> String {
 pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
     let AdminCommand::Token { tokens_file, command } = command;
     let path = tokens_file_for(tokens_file, std::path::Path::new("."));
-    let mut file = TokenFile::load(&path)?;
     match command {
         TokenCommand::Create { tenant, scopes, max_priority } => {
             let scopes = Scope::parse_list(&scopes)?;
             let max_priority = parse_priority(&max_priority)?;
-            let (token, record) = file.create(
-                &tenant,
-                scopes,
-                max_priority,
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis() as u64)
-                    .unwrap_or(0),
-            )?;
-            file.save(&path)?;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0);
+            let (token, record) = TokenFile::update(&path, |file| file.create(&tenant, scopes, max_priority, now_ms))?;
             println!(
                 "created token {} for tenant {} (scopes {}, priority up to {}) in {}; it is shown once:",
                 record.id,
@@ -87,6 +81,7 @@ pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
             println!("{token}");
         }
         TokenCommand::List => {
+            let file = TokenFile::load(&path)?;
             println!("{:<10} {:<20} {:<24} {:<10} created", "id", "tenant", "scopes", "priority");
             for t in &file.tokens {
                 println!(
@@ -101,10 +96,10 @@ pub(crate) fn run(command: AdminCommand) -> anyhow::Result<ExitCode> {
         }
         TokenCommand::Revoke { id } => {
             let id = id.trim_start_matches("sfk_").split('_').next().unwrap_or_default().to_owned();
-            if !file.revoke(&id) {
-                anyhow::bail!("no token with id {id:?} in {}", path.display());
-            }
-            file.save(&path)?;
+            TokenFile::update(&path, |file| {
+                anyhow::ensure!(file.revoke(&id), "no token with id {id:?} in {}", path.display());
+                Ok(())
+            })?;
             println!("revoked token {id}");
         }
     }

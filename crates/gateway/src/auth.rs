@@ -25,8 +25,9 @@ pub enum Auth {
 /// The tenant of every job submitted with authentication off.
 pub const ANONYMOUS: &str = "anonymous";
 
-/// The tokens file, re-read when its modification time changes (looked at once a second at
-/// most). A file that stops parsing keeps the last good tokens, loudly.
+/// The tokens file, re-read when it changes (looked at once a second at most). A file that
+/// stops parsing accepts no token at all until it parses again (an edit that revoked a token
+/// and broke the file must not leave the token valid), loudly.
 pub struct TokenStore {
     path: PathBuf,
     cached: Mutex<Cached>,
@@ -34,14 +35,20 @@ pub struct TokenStore {
 
 struct Cached {
     checked: Instant,
-    modified: Option<SystemTime>,
+    version: Option<Version>,
     tokens: Arc<TokenFile>,
 }
 
+/// One version of the file: a save replaces it (another inode), an edit in place changes its
+/// time or size. The time alone misses two saves within one tick of the file system's clock.
+type Version = (SystemTime, u64, u64);
+
 const RECHECK: Duration = Duration::from_secs(1);
 
-fn modified(path: &std::path::Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+fn version(path: &std::path::Path) -> Option<Version> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len(), m.ino()))
 }
 
 impl TokenStore {
@@ -51,7 +58,7 @@ impl TokenStore {
         if tokens.tokens.is_empty() {
             warn!(path = %path.display(), "no API tokens yet: every API request is refused until `snarkflow admin token create` adds one");
         }
-        let cached = Cached { checked: Instant::now(), modified: modified(&path), tokens: Arc::new(tokens) };
+        let cached = Cached { checked: Instant::now(), version: version(&path), tokens: Arc::new(tokens) };
         Ok(TokenStore { path, cached: Mutex::new(cached) })
     }
 
@@ -59,18 +66,19 @@ impl TokenStore {
         let mut cached = self.cached.lock().expect("token cache");
         if cached.checked.elapsed() >= RECHECK {
             cached.checked = Instant::now();
-            let now = modified(&self.path);
-            if now != cached.modified {
-                match TokenFile::load(&self.path) {
-                    Ok(tokens) => {
-                        cached.tokens = Arc::new(tokens);
-                        cached.modified = now;
+            let now = version(&self.path);
+            if now != cached.version {
+                cached.version = now;
+                cached.tokens = Arc::new(match TokenFile::load(&self.path) {
+                    Ok(tokens) => tokens,
+                    Err(e) => {
+                        error!(
+                            error = format!("{e:#}"),
+                            "the tokens file no longer parses; every API token is refused until it does"
+                        );
+                        TokenFile::default()
                     }
-                    Err(e) => error!(
-                        error = format!("{e:#}"),
-                        "the tokens file no longer parses; keeping the tokens loaded before"
-                    ),
-                }
+                });
             }
         }
         cached.tokens.clone()
@@ -143,5 +151,42 @@ impl Caller {
 
     pub(crate) fn max_priority(&self) -> Priority {
         self.0.max_priority
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bearer(token: &str) -> String {
+        format!("Bearer {token}")
+    }
+
+    #[test]
+    fn a_revoke_is_seen_at_once_and_a_broken_file_accepts_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let (keep, gone) = TokenFile::update(&path, |f| {
+            let keep = f.create("acme", vec![Scope::Submit], Priority::Normal, 0)?.0;
+            let gone = f.create("acme", vec![Scope::Submit], Priority::Normal, 0)?.0;
+            Ok((keep, gone))
+        })
+        .unwrap();
+        let auth = Auth::Tokens(Arc::new(TokenStore::open(path.clone()).unwrap()));
+        assert!(auth.authenticate(Some(&bearer(&gone))).is_ok());
+        // revoked within the same tick of the file's clock: a new file all the same
+        let id = gone.trim_start_matches("sfk_").split('_').next().unwrap().to_owned();
+        TokenFile::update(&path, |f| {
+            assert!(f.revoke(&id));
+            Ok(())
+        })
+        .unwrap();
+        std::thread::sleep(RECHECK + Duration::from_millis(100));
+        assert!(auth.authenticate(Some(&bearer(&gone))).is_err(), "a revoked token still works");
+        assert!(auth.authenticate(Some(&bearer(&keep))).is_ok());
+        // an edit that breaks the file: no token is accepted until it parses again
+        std::fs::write(&path, b"{ \"tokens\": [ oops").unwrap();
+        std::thread::sleep(RECHECK + Duration::from_millis(100));
+        assert!(auth.authenticate(Some(&bearer(&keep))).is_err(), "a broken file must fail closed");
     }
 }

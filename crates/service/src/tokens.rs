@@ -126,18 +126,41 @@ impl TokenFile {
         }
     }
 
+    /// Load, change and save the file under an exclusive lock (`<file>.lock`): two admin
+    /// commands changing it at once take turns, so neither change is lost.
+    pub fn update<T>(path: &Path, change: impl FnOnce(&mut TokenFile) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
+        let mut file = TokenFile::load(path)?;
+        let out = change(&mut file)?;
+        file.save(path)?;
+        Ok(out)
+    }
+
     /// Write atomically (a reader never sees half a file). A new file is readable by its
     /// owner only; a replaced one keeps its mode (an operator may have opened it to the
-    /// gateway's user: it holds hashes, not tokens).
+    /// gateway's user: it holds hashes, not tokens). The temporary file is created new
+    /// (`O_EXCL`) under a name no other writer uses, never opened through a planted link.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let tmp = PathBuf::from(format!("{}.tmp-{}", path.display(), std::process::id()));
+        let unique =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let tmp = PathBuf::from(format!("{}.tmp-{}-{unique}", path.display(), std::process::id()));
         {
             use std::io::Write as _;
             let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
+            options.write(true).create_new(true);
             #[cfg(unix)]
             std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
             let mut file = options.open(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
