@@ -56,19 +56,24 @@ fn the_native_snap_witness_equals_the_gadgets_on_real_updated_2kib_sectors() {
     }
 }
 
+/// The `snap-update` request input of a 2 KiB sector sealed in `dir` and then updated.
+fn updated_sector_request(dir: &std::path::Path, sector: u64, seed: u64) -> serde_json::Value {
+    let sealed = snarkflow_filecoin::fixtures::seal_sector(
+        &dir.join("seal"),
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        1000,
+        sector,
+        seed,
+    )
+    .unwrap();
+    sealed.snap_request_input(&dir.join("update"), seed).unwrap()
+}
+
 #[test]
 fn a_new_replica_leaf_that_is_not_the_encoding_is_refused() {
     // the gadget asserts (panics) here; the native path says what is wrong instead
     let dir = tempfile::tempdir().unwrap();
-    let sealed = snarkflow_filecoin::fixtures::seal_sector(
-        &dir.path().join("seal"),
-        RegisteredSealProof::StackedDrg2KiBV1_1,
-        1000,
-        5,
-        13,
-    )
-    .unwrap();
-    let request = sealed.snap_request_input(&dir.path().join("update"), 13).unwrap();
+    let request = updated_sector_request(dir.path(), 5, 13);
     let mut input = snap::parse(request.as_object().unwrap()).expect("a valid request").input;
     // a different comm_d_new changes phi, so every rho: the proofs' new leaves no longer match
     // (a request saying so is refused at parse; this input got past it, as a bug might)
@@ -80,15 +85,7 @@ fn a_new_replica_leaf_that_is_not_the_encoding_is_refused() {
 #[test]
 fn a_snap_request_whose_vanilla_proofs_do_not_verify_is_refused_at_parse() {
     let dir = tempfile::tempdir().unwrap();
-    let sealed = snarkflow_filecoin::fixtures::seal_sector(
-        &dir.path().join("seal"),
-        RegisteredSealProof::StackedDrg2KiBV1_1,
-        1000,
-        6,
-        14,
-    )
-    .unwrap();
-    let request = sealed.snap_request_input(&dir.path().join("update"), 14).unwrap();
+    let request = updated_sector_request(dir.path(), 6, 14);
     assert!(snap::parse(request.as_object().unwrap()).is_ok(), "the real request verifies");
     for field in ["comm_d_new", "comm_r_new", "comm_r_old"] {
         let mut tampered = request.clone();
