@@ -72,6 +72,7 @@ impl ProverInput {
 pub(crate) struct Prepared {
     pub input: ProverInput,
     pub deserialize_s: f64,
+    /// Rebuilding a, b, c, or (resident prover) staging the witness on the device.
     pub rebuild_s: f64,
 }
 

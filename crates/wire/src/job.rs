@@ -272,7 +272,8 @@ pub struct ProveStats {
     pub queue_wait_s: f64,
     pub fetch_s: f64,
     pub deserialize_s: f64,
-    /// Rebuilding a, b, c from a compact witness (0 for raw partitions).
+    /// Getting a compact witness ready for the device after decoding it: rebuilding a, b, c on
+    /// the CPU, or, for the resident prover, uploading it to the device (0 for raw partitions).
     #[serde(default)]
     pub rebuild_s: f64,
     pub prove_s: f64,
