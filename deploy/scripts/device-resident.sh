@@ -24,11 +24,11 @@ if [[ "${CASES:-}" == "" ]]; then
     if [ ! -f "$S/sectors/sector-1/c1.json" ]; then
         "$sf" filecoin seal --out "$S/sectors" --c1-only >"$out/seal.log" 2>&1 || echo "sealing failed: $(tail -3 "$out/seal.log")"
     fi
-    CASES="--kind dense-chain --constraints 300 --no-cpu --supraseal --params-seed 1;\
---kind sha256-chain --blocks 1 --no-cpu --supraseal --params-seed 2;\
---kind dense-chain --constraints 65534 --no-cpu --supraseal;\
---kind sha256-chain --blocks 64 --no-cpu --supraseal;\
---kind porep-c2 --c1 $S/sectors/sector-1/c1.json --miner-id 1000 --partitions 1 --no-cpu --supraseal"
+    CASES="--kind dense-chain --constraints 300 --supraseal --params-seed 1;\
+--kind sha256-chain --blocks 1 --supraseal --params-seed 2;\
+--kind dense-chain --constraints 65534 --supraseal;\
+--kind sha256-chain --blocks 64 --supraseal;\
+--kind porep-c2 --c1 $S/sectors/sector-1/c1.json --miner-id 1000 --partitions 1 --supraseal"
 fi
 
 : >"$out/table.txt"

@@ -9,9 +9,32 @@ use futures::StreamExt;
 use crate::{nats_err, Bus, BusError};
 
 impl Bus {
-    /// The control requests arriving on `subject` (a worker's side).
-    pub async fn control_requests(&self, subject: &str) -> Result<async_nats::Subscriber, BusError> {
-        self.client().subscribe(subject.to_owned()).await.map_err(nats_err(format!("subscribing to {subject}")))
+    /// The control requests arriving on `subject` (a worker's side) that `requester` (a role:
+    /// `gateway`) sent: those whose reply subject is that role's inbox. Anything else on the
+    /// subject is dropped with a warning — notably a JetStream push consumer's delivery
+    /// (reply `$JS.ACK.…`): any role allowed to read a stream can create a push consumer
+    /// whose deliver subject is a control subject, and the server does not check that subject
+    /// against the creator's permissions, so the payload alone proves nothing about who sent it.
+    pub async fn control_requests(
+        &self,
+        subject: &str,
+        requester: &str,
+    ) -> Result<impl futures::Stream<Item = async_nats::Message> + Unpin + use<>, BusError> {
+        let subscriber =
+            self.client().subscribe(subject.to_owned()).await.map_err(nats_err(format!("subscribing to {subject}")))?;
+        let prefix = format!("{}.", crate::inbox_prefix(requester));
+        let subject = subject.to_owned();
+        Ok(subscriber.filter(move |m| {
+            let from_requester = m.reply.as_ref().is_some_and(|r| r.as_str().starts_with(&prefix));
+            if !from_requester {
+                tracing::warn!(
+                    subject = %subject,
+                    reply = m.reply.as_ref().map_or("", |r| r.as_str()),
+                    "dropped a control message that is not a request from {prefix}*"
+                );
+            }
+            std::future::ready(from_requester)
+        }))
     }
 
     /// Answer a control request (nothing to do when it asked for no reply).

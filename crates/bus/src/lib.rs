@@ -22,7 +22,7 @@ pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
 pub use ledger::{KeyClaim, Ledger, LedgerChange, TaskStatus};
 pub use objects::{Fetched, Stored};
-pub use security::{redact_url, NatsSecurity, Secret, SecurityError};
+pub use security::{inbox_prefix, redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};
 pub use topology::{Bus, BusConfig};
 pub use trace_context::{extract_context, inject_current_context};

@@ -50,6 +50,13 @@ pub struct NatsSecurity {
     pub inbox_prefix: Option<String>,
 }
 
+/// The prefix of `role`'s reply inboxes (`_INBOX_gateway`): the per-role server permissions
+/// let each role subscribe to its own prefix only, and a worker takes control requests only
+/// from the gateway's.
+pub fn inbox_prefix(role: &str) -> String {
+    format!("_INBOX_{role}")
+}
+
 /// What is wrong with a security setting, before any connection is tried.
 #[derive(Debug, thiserror::Error)]
 pub enum SecurityError {

@@ -1,7 +1,8 @@
 //! `snarkflow bench resident`: the GPU-resident prover against the other backends of this
 //! build, on the same partitions with the same r and s. Prints per-phase device times and
 //! whether each proof is byte-identical to the CPU prover's (and supraseal's, when built in)
-//! and verifies; exits non-zero if any differs or fails to verify.
+//! and verifies; exits non-zero if a resident proof fails to verify or differs from another
+//! backend's valid proof.
 
 use std::path::Path;
 use std::time::Instant;
@@ -149,7 +150,9 @@ pub(crate) fn run(
             // side is wrong
             let valid = snarkflow_prover::verify(&pvk, &theirs, &public);
             line += &format!(" | supraseal {:.3} s identical {same} verified {valid}", started.elapsed().as_secs_f64());
-            all_good &= same;
+            // supraseal-c2 sometimes returns a proof that does not verify (measured at 512 MiB:
+            // docs/benchmarks.md); that is its failure, not the resident prover's
+            all_good &= same || !valid;
         }
         if compare.cpu || compare.supraseal {
             println!("{line}");

@@ -44,9 +44,22 @@ pub(crate) enum FilecoinCommand {
         miner_id: u64,
         #[arg(long, default_value_t = 1)]
         sector_num: u64,
+        /// Make the same fixture every time (the sector's random data and replica id come
+        /// from this seed); without it, from the system's randomness.
+        #[arg(long)]
+        seed: Option<u64>,
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The fixture's randomness: reproducible from `seed`, else the system's.
+fn fixture_rng(seed: Option<u64>) -> rand_chacha::ChaCha20Rng {
+    use rand::SeedableRng;
+    match seed {
+        Some(seed) => rand_chacha::ChaCha20Rng::seed_from_u64(seed),
+        None => rand_chacha::ChaCha20Rng::from_entropy(),
+    }
 }
 
 pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
@@ -86,7 +99,7 @@ pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
             .await??;
             Ok(ExitCode::SUCCESS)
         }
-        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, out } => {
+        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, out } => {
             let size = snarkflow_wire::parse_sector_size(&sector_size)
                 .with_context(|| format!("unknown sector size {sector_size:?}"))?;
             let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
@@ -97,8 +110,12 @@ pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
                         serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
                     let envelope = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
                         let prover_id = snarkflow_filecoin::prover_id(miner_id);
-                        let mut rng = rand::thread_rng();
-                        let c1 = snarkflow_filecoin::sparse::porep_c1(registered, prover_id, sector_num, &mut rng)?;
+                        let c1 = snarkflow_filecoin::sparse::porep_c1(
+                            registered,
+                            prover_id,
+                            sector_num,
+                            &mut fixture_rng(seed),
+                        )?;
                         Ok(snarkflow_filecoin::porep::c1_envelope(&c1, sector_num))
                     })
                     .await??;
@@ -117,7 +134,7 @@ pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
                             size,
                             miner_id,
                             &sectors,
-                            &mut rand::thread_rng(),
+                            &mut fixture_rng(seed),
                         )
                     })
                     .await??;

@@ -143,6 +143,12 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     let mut cuzk = snarkflow_e2e::cuzk_unix(&socket).await.unwrap();
     let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.gpus.iter().any(|g| g.name.contains("gpu-sec")), "{status:?}");
+    forged_control_is_delivered_but_ignored(&nats, "dense-chain-c256").await;
+    let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(
+        status.loaded_srs.iter().any(|srs| srs.circuit_id == "dense-chain-c256"),
+        "the forged eviction was ignored: {status:?}"
+    );
     let evicted = cuzk
         .evict_srs(snarkflow_e2e::cuzk::EvictSrsRequest { circuit_id: "dense-chain-c256".into() })
         .await
@@ -152,6 +158,41 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     for service in [gpu, synth, gateway] {
         service.stop().await.unwrap();
     }
+}
+
+/// A synth-worker (any role that may read the object store) stores an "evict" command as an
+/// object chunk and creates a push consumer that delivers it to the gpu-workers' control
+/// subject: the server delivers it (the deliver subject is not checked against the creator's
+/// permissions), and the gpu-worker must not act on it (its reply subject is not the gateway's
+/// inbox).
+async fn forged_control_is_delivered_but_ignored(nats: &SecureNats, circuit_id: &str) {
+    let (synth, _) = nats.client("synth-worker", "synth").await;
+    let (listener, _) = nats.client("gpu-worker", "gpu").await;
+    let mut seen = listener.subscribe("snarkflow.control.gpu.params").await.unwrap();
+    listener.flush().await.unwrap();
+    let js = async_nats::jetstream::new(synth.clone());
+    let command = json!({"op": "evict", "circuit_id": circuit_id}).to_string();
+    js.publish("$O.snarkflow_partitions.C.forged-control", command.clone().into()).await.unwrap().await.unwrap();
+    let create = json!({
+        "stream_name": "OBJ_snarkflow_partitions",
+        "config": {
+            "deliver_subject": "snarkflow.control.gpu.params",
+            "filter_subject": "$O.snarkflow_partitions.C.forged-control",
+            "ack_policy": "none",
+            "deliver_policy": "all",
+        }
+    });
+    let reply =
+        synth.request("$JS.API.CONSUMER.CREATE.OBJ_snarkflow_partitions", create.to_string().into()).await.unwrap();
+    let reply: serde_json::Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert!(reply.get("error").is_none(), "the push consumer was created: {reply}");
+    let delivered = tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut seen))
+        .await
+        .expect("the forged command reaches the control subject")
+        .unwrap();
+    assert_eq!(delivered.payload.as_ref(), command.as_bytes());
+    // what the gpu-worker would have done arrives within this
+    tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,8 +18,10 @@ use crate::prove::Proving;
 
 /// Answer control requests until `shutdown`.
 pub(crate) async fn serve(bus: Bus, proving: Proving, host: WorkerHost, shutdown: CancellationToken) {
-    let subscribed =
-        tokio::try_join!(bus.control_requests(GPU_STATUS_SUBJECT), bus.control_requests(GPU_PARAMS_SUBJECT));
+    let subscribed = tokio::try_join!(
+        bus.control_requests(GPU_STATUS_SUBJECT, "gateway"),
+        bus.control_requests(GPU_PARAMS_SUBJECT, "gateway")
+    );
     let (mut status, mut params) = match subscribed {
         Ok(subscriptions) => subscriptions,
         Err(e) => {

@@ -109,7 +109,7 @@ impl NatsArgs {
             tls_cert: self.nats_tls_cert.clone(),
             tls_key: self.nats_tls_key.clone(),
             require_tls: self.nats_require_tls,
-            inbox_prefix: Some(format!("_INBOX_{role}")),
+            inbox_prefix: Some(snarkflow_bus::inbox_prefix(role)),
         };
         Ok(BusConfig {
             ack_wait: Duration::from_secs(self.ack_wait_secs.max(1)),
