@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use snarkflow_prover::{LoadedParams, StagedWitness};
 use snarkflow_runtime::{partition_span, Failure};
-use snarkflow_synthesis::{decode_compact, PartitionWitness, SynthesizedPartition};
+use snarkflow_synthesis::{decode_compact_for, CompactError, PartitionWitness, SynthesizedPartition, WitnessShape};
 use snarkflow_wire::{PartitionEncoding, ProveTask};
 
 use crate::shapes::ShapeStore;
@@ -76,6 +76,17 @@ pub(crate) struct Prepared {
     pub rebuild_s: f64,
 }
 
+/// A compact witness that cannot be proved here: permanent (the same bytes fail on any worker
+/// holding this circuit's parameters).
+fn compact_failure(e: CompactError, task: &ProveTask) -> Failure {
+    match e {
+        CompactError::WrongShape { .. } => {
+            Failure::Permanent(format!("a witness this prover's {} shape cannot take: {e}", task.circuit.circuit_id()))
+        }
+        _ => Failure::Permanent(format!("undecodable compact witness: {e}")),
+    }
+}
+
 /// Decode `payload` as `task.encoding` says. When `loaded` holds the constraint shape on the
 /// device, a compact witness is decoded, checked against that shape and uploaded to the device;
 /// otherwise a, b, c are rebuilt here. Every failure but the upload's is permanent: the same
@@ -88,7 +99,7 @@ pub(crate) fn prepare(
     worker: &str,
     loaded: &LoadedParams,
 ) -> Result<Prepared, Failure> {
-    let resident_shape = loaded.resident_shape_hash();
+    let resident_shape = loaded.resident_witness_shape();
     let bytes = payload.len() as u64;
     let started = Instant::now();
     let prepared = match task.encoding {
@@ -103,18 +114,11 @@ pub(crate) fn prepare(
             }
         }
         PartitionEncoding::CompactWitness if resident_shape.is_some() => {
-            let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| rebuild.pool.install(|| decode_compact(&payload)))
-                .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
+            let expected = resident_shape.expect("checked by the guard");
+            let witness = partition_span!("deserialize", task, worker, bytes)
+                .in_scope(|| rebuild.pool.install(|| decode_compact_for(&payload, &expected)))
+                .map_err(|e| compact_failure(e, task))?;
             drop(payload);
-            if Some(shape_hash) != resident_shape {
-                return Err(Failure::Permanent(format!(
-                    "witness was made for shape {} but this prover's {} shape is {}",
-                    hex::encode(shape_hash),
-                    task.circuit.circuit_id(),
-                    hex::encode(resident_shape.unwrap_or_default())
-                )));
-            }
             let deserialize_s = started.elapsed().as_secs_f64();
             let (mut witness, started) = (witness, Instant::now());
             let staged = partition_span!("upload", task, worker)
@@ -136,19 +140,11 @@ pub(crate) fn prepare(
             // timed from the turn, not the wait for it; decoded in parallel pieces on the
             // rebuild threads (not the prover's)
             let started = Instant::now();
-            let (witness, shape_hash) = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| rebuild.pool.install(|| decode_compact(&payload)))
-                .map_err(|e| Failure::Permanent(format!("undecodable compact witness: {e}")))?;
+            let witness = partition_span!("deserialize", task, worker, bytes)
+                .in_scope(|| rebuild.pool.install(|| decode_compact_for(&payload, &WitnessShape::of(&shape))))
+                .map_err(|e| compact_failure(e, task))?;
             drop(payload);
             let deserialize_s = started.elapsed().as_secs_f64();
-            if shape.hash != shape_hash {
-                return Err(Failure::Permanent(format!(
-                    "witness was made for shape {} but this prover's {} shape is {}",
-                    hex::encode(shape_hash),
-                    task.circuit.circuit_id(),
-                    shape.hash_hex()
-                )));
-            }
             let started = Instant::now();
             let partition = partition_span!("rebuild", task, worker, constraints = constraints as u64)
                 .in_scope(|| rebuild.pool.install(|| shape.rebuild(witness)))

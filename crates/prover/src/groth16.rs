@@ -31,6 +31,9 @@ pub enum ProveError {
     Device(String),
     #[error("{0}")]
     Resident(String),
+    /// The partition does not fit the parameters (checked before any backend sees both).
+    #[error("the partition does not fit the parameters: {0}")]
+    Mismatch(String),
 }
 
 impl ProveError {

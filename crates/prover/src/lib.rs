@@ -10,6 +10,7 @@ pub mod backend;
 pub mod device;
 mod groth16;
 mod loaded;
+mod param_file;
 mod paramgen;
 mod params;
 #[cfg(feature = "cuda-resident")]
@@ -20,6 +21,7 @@ pub mod supraseal;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
 pub use loaded::StagedWitness;
+pub use param_file::{read_sections, FileSections};
 pub use paramgen::{
     generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste,
 };

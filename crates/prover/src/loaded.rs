@@ -129,10 +129,10 @@ impl LoadedParams {
     }
 
     /// The constraint shape this key holds on the device (resident keys only).
-    pub fn resident_shape_hash(&self) -> Option<[u8; 32]> {
+    pub fn resident_witness_shape(&self) -> Option<snarkflow_synthesis::WitnessShape> {
         match &self.key {
             #[cfg(feature = "cuda-resident")]
-            ProvingKey::Resident(key) => Some(key.shape_hash),
+            ProvingKey::Resident(key) => Some(key.witness_shape()),
             _ => None,
         }
     }

@@ -168,7 +168,9 @@ impl ParamStore {
             Backend::CudaSupraseal => {
                 // the verifying key is the file's first section
                 let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
-                let srs = crate::supraseal::Srs::load(&path, true)
+                // not supraseal's own process-wide cache: this store is the cache, and an
+                // eviction must free the pinned copy once the proofs holding it finish
+                let srs = crate::supraseal::Srs::load(&path, false)
                     .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
                 (vk, ProvingKey::Supraseal(srs))
             }

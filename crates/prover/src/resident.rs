@@ -7,7 +7,7 @@
 //! then dropped on the host as well.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Condvar, Mutex};
@@ -20,6 +20,7 @@ use snarkflow_cuda_resident::{self as dev, Csr, DeviceWitness, PinnedBuffer, Sec
 use snarkflow_synthesis::ConstraintShape;
 
 use crate::groth16::{assemble, QuerySums};
+pub use crate::param_file::{read_sections, FileSections};
 use crate::ProveError;
 
 pub use snarkflow_cuda_resident::{Device, Timings};
@@ -33,39 +34,6 @@ pub fn device() -> Result<Arc<Device>, dev::Error> {
 
 /// Bytes of each pinned buffer the parameter file passes through (two are in flight).
 const UPLOAD_CHUNK: usize = 256 << 20;
-
-/// Where each point section of a bellperson parameter file starts and how many points it has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileSections {
-    pub offsets: [u64; 5],
-    pub counts: [usize; 5],
-}
-
-/// Read the verifying key and the section table of the parameter file at `path`.
-pub fn read_sections(path: &Path) -> std::io::Result<(VerifyingKey<Bls12>, FileSections)> {
-    let mut file = BufReader::new(File::open(path)?);
-    let vk = VerifyingKey::<Bls12>::read(&mut file)?;
-    // α, β (G1), β, γ (G2), δ (G1, G2), the IC count and points
-    let mut at = (96 * 3 + 192 * 3 + 4 + 96 * vk.ic.len()) as u64;
-    let mut sections = FileSections { offsets: [0; 5], counts: [0; 5] };
-    let len = file.get_ref().metadata()?.len();
-    for (i, section) in Section::ALL.into_iter().enumerate() {
-        file.seek(SeekFrom::Start(at))?;
-        let mut count = [0u8; 4];
-        file.read_exact(&mut count)?;
-        let count = u32::from_be_bytes(count) as usize;
-        sections.offsets[i] = at + 4;
-        sections.counts[i] = count;
-        at += 4 + (count * section.file_point_bytes()) as u64;
-        if at > len {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("{section:?} section runs past the end"),
-            ));
-        }
-    }
-    Ok((vk, sections))
-}
 
 /// Pinned host buffers a witness passes through on its way to the device: at most
 /// [`PINNED_WITNESS_BUFFERS`] (a double buffer: one partition copied in while the one before
@@ -156,6 +124,15 @@ impl ResidentKey {
     /// Values in a witness `[inputs | aux]` of this circuit.
     pub fn witness_len(&self) -> usize {
         self.num_inputs + self.num_aux
+    }
+
+    /// The witnesses this key proves: its shape's hash and value counts.
+    pub fn witness_shape(&self) -> snarkflow_synthesis::WitnessShape {
+        snarkflow_synthesis::WitnessShape {
+            hash: self.shape_hash,
+            inputs: self.num_inputs as u64,
+            aux: self.num_aux as u64,
+        }
     }
 
     /// Put the partition whose witness is `inputs` (element 0 the constant ONE) and `aux` on the

@@ -15,17 +15,23 @@ use snarkflow_synthesis::SynthesizedPartition;
 
 use crate::ProveError;
 
-/// A parameter file loaded by supraseal-c2.
-pub struct Srs(supraseal_c2::SRS);
+/// A parameter file loaded by supraseal-c2, and its section table (to check partitions
+/// against: supraseal-c2 asserts its inputs in C++, which aborts the process).
+pub struct Srs {
+    srs: supraseal_c2::SRS,
+    sections: crate::FileSections,
+}
 
 impl Srs {
     /// Load `path` (bellperson/filecoin-proofs `.params` format) into pinned host memory.
     /// With `cache`, supraseal-c2 keeps it in its process-wide cache keyed by path (loaded
     /// once however often it is asked for); without, it is freed when dropped.
     pub fn load(path: &Path, cache: bool) -> Result<Srs, String> {
-        supraseal_c2::SRS::try_new(path.to_owned(), cache)
-            .map(Srs)
-            .map_err(|e| format!("supraseal could not load {}: {}", path.display(), String::from(e)))
+        let (_, sections) =
+            crate::read_sections(path).map_err(|e| format!("reading the sections of {}: {e}", path.display()))?;
+        let srs = supraseal_c2::SRS::try_new(path.to_owned(), cache)
+            .map_err(|e| format!("supraseal could not load {}: {}", path.display(), String::from(e)))?;
+        Ok(Srs { srs, sections })
     }
 }
 
@@ -46,9 +52,7 @@ pub fn prove(
     s: Fr,
 ) -> Result<Proof<Bls12>, ProveError> {
     let p = partition;
-    if p.input_assignment.len() != vk.ic.len() {
-        return Err(ProveError::InputCount { got: p.input_assignment.len(), expected: vk.ic.len() });
-    }
+    srs.sections.check(p, vk)?;
     let assignment = supraseal_c2::Assignment::<Fr> {
         a_aux_density: p.a_aux_density.words().as_ptr() as *const usize,
         a_aux_bit_len: p.a_aux_density.len(),
@@ -71,7 +75,7 @@ pub fn prove(
     let mut proofs = [RawProof { a: G1Affine::identity(), b: G2Affine::identity(), c: G1Affine::identity() }];
     // supraseal-c2 panics on a CUDA error; the caller's thread boundary turns that into a
     // failed partition, and the result is verified before anyone sees it.
-    supraseal_c2::generate_groth16_proofs(&[assignment], &[r], &[s], &mut proofs, &srs.0);
+    supraseal_c2::generate_groth16_proofs(&[assignment], &[r], &[s], &mut proofs, &srs.srs);
     let [raw] = proofs;
     Ok(Proof { a: raw.a, b: raw.b, c: raw.c })
 }

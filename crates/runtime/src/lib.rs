@@ -17,12 +17,14 @@ mod budget;
 mod host;
 mod slots;
 mod stage;
+mod watchdog;
 
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
 pub use host::{default_worker_id, WorkerHost};
 pub use slots::{run, RunError, SlotConfig};
 pub use snarkflow_bus::{Failure, Outcome};
 pub use stage::{fetch_object, Fatal, Stage, TaskContext};
+pub use watchdog::{Waiting, Watchdog};
 
 #[doc(hidden)]
 pub mod __private {

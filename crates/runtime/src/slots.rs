@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::watchdog::Watchdog;
 use crate::{Fatal, MemoryBudget, Stage, TaskContext, WorkerHost};
 
 /// How many tasks a worker handles at once and how it stops.
@@ -185,21 +186,22 @@ impl<S: Stage> Slot<S> {
         let _heartbeat = self.lanes.heartbeat(&msg);
         self.host.in_flight.inc();
         let delivery = msg.info().map(|i| i.delivered.max(1) as u64).unwrap_or(1);
-        let cx = TaskContext { host: self.host.clone(), bus: self.bus.clone(), parent, delivery };
-        let watchdog = async {
-            match self.watchdog {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
-            }
+        let watchdog = Watchdog::start(self.watchdog);
+        let cx = TaskContext {
+            host: self.host.clone(),
+            bus: self.bus.clone(),
+            parent,
+            delivery,
+            watchdog: watchdog.clone(),
         };
         let mut hung = None;
         let result = tokio::select! {
             r = self.process_patiently(&task, cx).instrument(span.clone()) => r,
             _ = self.abandon.cancelled() => Err(Failure::Transient("worker shutting down".into())),
-            _ = watchdog => {
+            _ = watchdog.expired() => {
                 let limit = self.watchdog.unwrap_or_default().as_secs();
                 let reason = format!(
-                    "{} of job {} partition {} took longer than the {limit} s task watchdog on {}",
+                    "{} of job {} partition {} worked longer than the {limit} s task watchdog on {} (waits for room or the broker not counted)",
                     S::Task::STAGE.as_str(), task.job_id(), task.partition(), self.host.id
                 );
                 tracing::error!(%reason, "task watchdog fired: handing the task back and stopping this worker for a restart");
@@ -236,6 +238,7 @@ impl<S: Stage> Slot<S> {
                         job_id = %task.job_id(), partition = task.partition(), %reason,
                         retry_in_ms = pause.as_millis() as u64, "the broker is unavailable; retrying the task in place"
                     );
+                    let _waiting = cx.watchdog.waiting();
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(longest);
                 }
@@ -269,7 +272,9 @@ impl<S: Stage> Slot<S> {
                 task.partitions()
             )));
         }
+        let waiting = cx.watchdog.waiting();
         let _admission = self.admit(&task).await?;
+        drop(waiting);
         let worker = self.host.id.clone();
         let started = match S::Task::STAGE {
             WorkStage::Synthesis => JobEventBody::SynthesisStarted { worker },

@@ -54,6 +54,8 @@ pub struct TaskContext {
     pub parent: opentelemetry::Context,
     /// Which delivery of the task this is: 1 the first, 2 the first redelivery, ….
     pub delivery: u64,
+    /// The task's watchdog: a stage pauses it while it waits for room (`watchdog.waiting()`).
+    pub watchdog: crate::Watchdog,
 }
 
 /// Fetch an object a task points at and check its digest, classifying failures: a missing or

@@ -531,6 +531,38 @@ async fn a_task_past_the_watchdog_is_handed_back_and_the_worker_stops() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_waiting_for_the_memory_budget_does_not_count_toward_the_watchdog() {
+    // three tasks that each need the whole budget and work 1.5 s, two slots, a 2 s watchdog:
+    // the second waits 1.5 s for memory and the third 3 s, so counting from the pull they
+    // would pass the watchdog; counting work only, none does
+    let tuning = Tuning { watchdog: Some(Duration::from_secs(2)), ..Tuning::default() };
+    let h = start_full(
+        Behaviour::SucceedAfter(Duration::from_millis(1500)),
+        5,
+        Duration::from_secs(5),
+        (2, 0),
+        1 << 20,
+        1 << 20,
+        tuning,
+    )
+    .await;
+    for job in ["job-w1", "job-w2", "job-w3"] {
+        create_job(&h.bus, job).await;
+        publish(&h.bus, wire::encode(&task(job))).await;
+    }
+    let bus = h.bus.clone();
+    wait_until("all three tasks are acked", Duration::from_secs(30), async || {
+        bus.pending(wire::SYNTH_STREAM).await.unwrap() == 0
+    })
+    .await;
+    assert_eq!(h.stage.calls.load(Ordering::SeqCst), 3, "each task ran once: none was handed back");
+    assert_eq!(h.stage.most_running.load(Ordering::SeqCst), 1, "the budget let one run at a time");
+    assert!(!h.worker.is_finished(), "the watchdog did not stop the worker");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_result_is_recorded_already_is_dropped_unprocessed() {
     // its worker reported the partition synthesized, then died before acking: the redelivery
     // must not do the work again (nor, for a proof, fail on the object it already deleted)

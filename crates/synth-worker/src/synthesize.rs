@@ -359,6 +359,7 @@ async fn store_when_there_is_room(
                     tracing::warn!(job_id, object, %why, "the object store is full; holding the partition until there is room");
                     warned = true;
                 }
+                let _waiting = cx.watchdog.waiting();
                 if !cx.bus.ledger().is_live(job_id).await? {
                     return Err(Failure::Permanent(format!("job {job_id} ended while its partition waited for room")));
                 }

@@ -32,6 +32,24 @@ pub enum CompactError {
     Digest,
     #[error("malformed compact witness: {0}")]
     Malformed(String),
+    /// The witness is not for the shape the reader holds; caught from the header, before any
+    /// value is decoded or memory is set aside for them.
+    #[error("compact witness for shape {got} ({got_inputs} inputs, {got_aux} aux) where shape {expected} ({expected_inputs} inputs, {expected_aux} aux) was expected")]
+    WrongShape { got: String, got_inputs: u64, got_aux: u64, expected: String, expected_inputs: u64, expected_aux: u64 },
+}
+
+/// What a reader knows of the witnesses it accepts: the shape's hash and its value counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WitnessShape {
+    pub hash: [u8; 32],
+    pub inputs: u64,
+    pub aux: u64,
+}
+
+impl WitnessShape {
+    pub fn of(shape: &crate::ConstraintShape) -> WitnessShape {
+        WitnessShape { hash: shape.hash, inputs: shape.num_inputs as u64, aux: shape.num_aux as u64 }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -250,7 +268,27 @@ fn zeros(n: usize) -> Vec<Fr> {
     v
 }
 
+/// Decode a compact witness made for `expected`: its header is checked against the shape
+/// before anything is allocated (the header's value counts set the size of the decoded
+/// vectors, up to 128 times the payload), then as [`decode_compact`].
+pub fn decode_compact_for(bytes: &[u8], expected: &WitnessShape) -> Result<PartitionWitness, CompactError> {
+    let (header, _) = parse_header(bytes)?;
+    if (header.shape_hash, header.inputs, header.aux) != (expected.hash, expected.inputs, expected.aux) {
+        return Err(CompactError::WrongShape {
+            got: hex::encode(header.shape_hash),
+            got_inputs: header.inputs,
+            got_aux: header.aux,
+            expected: hex::encode(expected.hash),
+            expected_inputs: expected.inputs,
+            expected_aux: expected.aux,
+        });
+    }
+    Ok(decode_compact(bytes)?.0)
+}
+
 /// Decode and check a compact witness: digest first, then structure and canonical values.
+/// The header's value counts are bounded only by the payload (four per byte of tags): readers
+/// that know the shape use [`decode_compact_for`].
 pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), CompactError> {
     if bytes.len() < 4 || bytes[..4] != COMPACT_MAGIC {
         return Err(CompactError::Magic);

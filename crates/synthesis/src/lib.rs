@@ -18,7 +18,10 @@ mod recorder;
 mod shape;
 mod witness;
 
-pub use compact::{compact_shape_hash, decode_compact, encode_compact, CompactError, COMPACT_MAGIC, COMPACT_VERSION};
+pub use compact::{
+    compact_shape_hash, decode_compact, decode_compact_for, encode_compact, CompactError, WitnessShape, COMPACT_MAGIC,
+    COMPACT_VERSION,
+};
 pub use density::Density;
 pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
 pub use recorder::{synthesize, PartitionRecorder};

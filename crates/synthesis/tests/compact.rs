@@ -7,7 +7,10 @@ use ff::Field;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use snarkflow_circuits::PartitionCircuit;
-use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize, synthesize_witness, CompactError};
+use snarkflow_synthesis::{
+    decode_compact, decode_compact_for, encode_compact, record_shape, synthesize, synthesize_witness, CompactError,
+    PartitionWitness, WitnessShape,
+};
 use snarkflow_wire::CircuitSpec;
 
 /// A random circuit: its structure comes from `structure_seed`, its values from `value_seed`.
@@ -151,4 +154,32 @@ fn shape_files_round_trip_and_corruption_is_refused() {
         assert!(snarkflow_synthesis::ConstraintShape::read_from(&bad[..]).is_err(), "flip at byte {i} went unnoticed");
     }
     assert!(snarkflow_synthesis::ConstraintShape::read_from(&bytes[..bytes.len() / 3]).is_err());
+}
+
+/// A witness whose header claims more values than the shape has is refused from its header:
+/// four zero values per byte of tags would otherwise decode into 128 bytes of memory each.
+#[test]
+fn a_witness_for_other_counts_is_refused_before_decoding() {
+    let spec = CircuitSpec::DenseChain { constraints: 20 };
+    let id = spec.circuit_id();
+    let shape = record_shape(PartitionCircuit::blank(spec), &id).unwrap();
+    let witness = synthesize_witness(PartitionCircuit::with_witness(spec, 1, 0), &id, 0).unwrap();
+    let expected = WitnessShape::of(&shape);
+    let ok = decode_compact_for(&encode_compact(&witness, shape.hash), &expected).unwrap();
+    assert_eq!(ok, witness);
+
+    // the same shape hash, a million (zero) aux values: a 250 KB payload
+    let inflated = PartitionWitness { aux: vec![Fr::ZERO; 1_000_000], ..witness.clone() };
+    let bytes = encode_compact(&inflated, shape.hash);
+    assert!(bytes.len() < 300_000, "{} bytes", bytes.len());
+    assert!(decode_compact(&bytes).is_ok(), "well-formed on its own");
+    match decode_compact_for(&bytes, &expected) {
+        Err(CompactError::WrongShape { got_aux, expected_aux, .. }) => {
+            assert_eq!((got_aux, expected_aux), (1_000_000, shape.num_aux as u64));
+        }
+        other => panic!("expected WrongShape, got {other:?}"),
+    }
+    // and a witness made for another shape
+    let other = encode_compact(&witness, [9; 32]);
+    assert!(matches!(decode_compact_for(&other, &expected), Err(CompactError::WrongShape { .. })));
 }
