@@ -113,20 +113,48 @@ struct scoped_dbuf : dbuf {
     ~scoped_dbuf() { release(); }
 };
 
+// One query's scalars split three ways: the indices of those that are 1 (`ones`), of those
+// that are neither 0 nor 1 (`tail`), and how many of each (`counts`, on the device: [ones,
+// tail]; `n_ones`, `n_tail` once read back). Most of a Filecoin witness is bits, and a Pippenger
+// MSM pays for every window of a 0 or a 1 as for any other scalar: the ones become a plain sum
+// of points, the zeros nothing, and only the tail goes through an MSM.
+struct split_t {
+    dbuf ones, tail, counts;
+    size_t n = 0;
+    uint32_t n_ones = 0, n_tail = 0;
+
+    // the tail MSM pays when it skips at least half the points (else: one MSM over all)
+    bool used() const { return n_tail <= n / 2; }
+    void release() { ones.release(); tail.release(); counts.release(); }
+};
+
+// Per-warp partial sums of the points whose scalar is 1 (sppark's batch addition over an index
+// list), added up on the host.
+struct ones_sum_t {
+    dbuf sums;
+    size_t nsums = 0;
+};
+
 struct sf_device {
     int ordinal;
     const gpu_t* gpu;
     // one prove at a time per device: the MSM objects and these buffers are shared
     std::mutex busy;
     dbuf a, b, c, scalars;
-    // the 0/1 split of a query's scalars: which are 1 (a bitmap), which are neither 0 nor 1
-    // (their indices), the sums of the points whose scalar is 1, the points of the others
-    dbuf ones, tail, tail_len, sums, tail_points;
+    // The 0/1 split of the L, A and B scalars (see split_t) and the sums of the L, A, B-G1 and
+    // B-G2 points whose scalar is 1, made on `side` while a, b, c, the NTTs and the H MSM run
+    // on the main stream; the gathered points of the other scalars.
+    split_t split[3];
+    ones_sum_t ones[4];
+    dbuf tail_points;
+    cudaStream_t side = nullptr;
 
     void release_workspace()
     {
         a.release(); b.release(); c.release(); scalars.release();
-        ones.release(); tail.release(); tail_len.release(); sums.release(); tail_points.release();
+        for (auto& sp : split) sp.release();
+        for (auto& o : ones) o.sums.release();
+        tail_points.release();
     }
 };
 
@@ -302,18 +330,17 @@ __global__ void gather_points(mem* out, const mem* points, const uint32_t* sel, 
         out[k] = points[sel[k]];
 }
 
-// The 0/1 split of a query's scalars s_i = w[map[i]] (w[i] without a map), i < n: bit i of
-// `ones` is set when s_i = 1, and the indices of the scalars that are neither 0 nor 1 are
-// appended to `tail` (in no particular order: the sum does not care), *tail_len counting them.
-// Most of a Filecoin witness is bits, and a Pippenger MSM pays for every window of a 0 or a 1
-// as for any other scalar: the ones become a plain sum of points, the zeros nothing.
-// A warp handles 32 consecutive scalars at a time, so each bitmap word has one writer.
+// The 0/1 split of a query's scalars s_i = w[map[i]] (w[i] without a map), i < n: the indices
+// of the scalars that are 1 are appended to `ones`, of those neither 0 nor 1 to `tail`, in no
+// particular order (a sum does not care); counts[0] and counts[1] count them. A warp reserves
+// room for its 32 scalars with one atomic per list.
 // (`one` is 1 in Montgomery form: sppark's fr_t::is_one does not compile with CUDA 13.0.)
-__global__ void split_scalars(uint32_t* ones, uint32_t* tail, uint32_t* tail_len,
-                              const scalar_t* w, const uint32_t* map, size_t n, fr_bits one_bits_)
+__global__ void split_lists(uint32_t* ones, uint32_t* tail, uint32_t* counts,
+                            const scalar_t* w, const uint32_t* map, size_t n, fr_bits one_bits_)
 {
     const uint32_t* one_limbs = reinterpret_cast<const uint32_t*>(&one_bits_);
     const uint32_t lane = threadIdx.x % WARP_SZ;
+    const uint32_t below = (1u << lane) - 1;
     const size_t step = (size_t)gridDim.x * blockDim.x;
     for (size_t base = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) - lane; base < n; base += step) {
         size_t i = base + lane;
@@ -330,15 +357,19 @@ __global__ void split_scalars(uint32_t* ones, uint32_t* tail, uint32_t* tail_len
         }
         uint32_t one_bits = __ballot_sync(0xffffffff, one);
         uint32_t other_bits = __ballot_sync(0xffffffff, other);
-        uint32_t at = 0;
+        uint32_t at_one = 0, at_other = 0;
         if (lane == 0) {
-            ones[base / WARP_SZ] = one_bits;
+            if (one_bits)
+                at_one = atomicAdd(&counts[0], __popc(one_bits));
             if (other_bits)
-                at = atomicAdd(tail_len, __popc(other_bits));
+                at_other = atomicAdd(&counts[1], __popc(other_bits));
         }
-        at = __shfl_sync(0xffffffff, at, 0);
+        at_one = __shfl_sync(0xffffffff, at_one, 0);
+        at_other = __shfl_sync(0xffffffff, at_other, 0);
+        if (one)
+            ones[at_one + __popc(one_bits & below)] = (uint32_t)i;
         if (other)
-            tail[at + __popc(other_bits & ((1u << lane) - 1))] = (uint32_t)i;
+            tail[at_other + __popc(other_bits & below)] = (uint32_t)i;
     }
 }
 
@@ -401,6 +432,11 @@ SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
         auto* d = new sf_device();
         d->ordinal = ordinal;
         d->gpu = &gpu;
+        cudaError_t e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking);
+        if (e != cudaSuccess) {
+            delete d;
+            check(e, "creating the side stream");
+        }
         *out = d;
     });
 }
@@ -410,6 +446,8 @@ SF_FFI void sf_device_close(sf_device* d)
     if (!d) return;
     d->gpu->select();
     d->release_workspace();
+    if (d->side)
+        (void)cudaStreamDestroy(d->side);
     delete d;
 }
 
@@ -638,98 +676,106 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
     }
 }
 
-// A query's scalars after the 0/1 split: `tail` of them are neither 0 nor 1. When the split
-// pays (`used`), d->ones marks the 1s, d->tail lists the others and `scalars` holds theirs in
-// that order; otherwise `scalars` holds all `n`, in point order.
-struct split_t {
-    size_t n, tail;
-    bool used;
-    const scalar_t* scalars;
-};
-
-// The scalars of a query are w[map[i]] (w[i] without a map), i < n.
-static split_t split_query(const gpu_t& gpu, sf_device* d, const scalar_t* w, const uint32_t* map, size_t n)
+// Split the scalars w[map[i]], i < n, on `side` (asynchronously: the counts are read back in
+// finish_query).
+static void split_async(const gpu_t& gpu, cudaStream_t side, split_t& sp, const scalar_t* w, const uint32_t* map, size_t n)
 {
-    stream_t& s = gpu;
-    uint32_t blocks, threads;
-    split_t sp{n, 0, false, w};
+    sp.n = n;
+    sp.n_ones = sp.n_tail = 0;
     if (n == 0)
-        return sp;
-    if (n > UINT32_MAX)
-        throw sf_error(-1, "a query of more than 2^32 points");
-    // sppark's batch addition reads the bitmap in blocks of 1024 bits
-    size_t words = (n + 1023) / 1024 * 32;
-    d->ones.ensure(words * sizeof(uint32_t), "allocating the 0/1 split");
-    d->tail.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
-    d->tail_len.ensure(sizeof(uint32_t), "allocating the 0/1 split");
-    check(cudaMemsetAsync(d->ones.ptr, 0, words * sizeof(uint32_t), s), "clearing the 0/1 split");
-    check(cudaMemsetAsync(d->tail_len.ptr, 0, sizeof(uint32_t), s), "clearing the 0/1 split");
+        return;
+    if (n >= (size_t)1 << 31)
+        throw sf_error(-1, "a query of 2^31 points or more");
+    sp.ones.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    sp.tail.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    sp.counts.ensure(2 * sizeof(uint32_t), "allocating the 0/1 split");
+    check(cudaMemsetAsync(sp.counts.ptr, 0, 2 * sizeof(uint32_t), side), "clearing the 0/1 split");
+    uint32_t blocks, threads;
     grid_for(gpu, n, blocks, threads);
     fr_t one = fr_t::one();
     fr_bits one_bits;
     memcpy(&one_bits, &one, sizeof(one_bits));
-    split_scalars<<<blocks, threads, 0, s>>>(d->ones.as<uint32_t>(), d->tail.as<uint32_t>(), d->tail_len.as<uint32_t>(), w, map, n, one_bits);
+    split_lists<<<blocks, threads, 0, side>>>(sp.ones.as<uint32_t>(), sp.tail.as<uint32_t>(), sp.counts.as<uint32_t>(),
+                                              w, map, n, one_bits);
     check(cudaGetLastError(), "the 0/1 split");
-    uint32_t tail = 0;
-    check(cudaMemcpyAsync(&tail, d->tail_len.ptr, sizeof(tail), cudaMemcpyDeviceToHost, s), "the 0/1 split");
-    check(cudaStreamSynchronize(s), "the 0/1 split");
-    sp.tail = tail;
-    // Past half the points, copying the tail's points costs about what skipping the rest saves
-    // (a dense witness), and the copy would need memory the size of the query.
-    sp.used = tail <= n / 2;
-    TRACE("0/1 split: %zu scalars, %u neither 0 nor 1%s", n, tail, sp.used ? "" : " (not split)");
-    size_t count = sp.used ? tail : n;
-    if (!sp.used && !map)
-        return sp;
-    d->scalars.ensure(std::max<size_t>(count, 1) * sizeof(scalar_t), "allocating gathered scalars");
-    grid_for(gpu, count, blocks, threads);
-    if (sp.used)
-        gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, d->tail.as<uint32_t>(), count);
-    else
-        gather<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, count);
-    check(cudaGetLastError(), "gathering scalars");
-    sp.scalars = d->scalars.as<scalar_t>();
-    return sp;
 }
 
-// Σ s_i·P_i over a query split by split_query: the points whose scalar is 1 added up by sppark's
-// batch addition, a Pippenger MSM over the tail's points (gathered next to each other).
+// The points of `points` whose scalar is 1 in `sp`, summed per warp on `side` by sppark's batch
+// addition over the index list (not a cooperative launch, so it shares the device with the
+// work on the main stream).
+template<class bucket, class mem>
+static void sum_ones_async(const gpu_t& gpu, cudaStream_t side, ones_sum_t& o, const mem* points, const split_t& sp)
+{
+    typedef typename bucket::mem_t bucket_h;
+    if (sp.n == 0)
+        return;
+    uint32_t grid = (uint32_t)gpu.sm_count();
+    o.nsums = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    o.sums.ensure(o.nsums * sizeof(bucket_h), "allocating the sums of the ones");
+    void (*add)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
+    // the count is read on the device: a reference into device memory, as sppark passes it
+    const uint32_t& count = *sp.counts.as<uint32_t>();
+    add<<<grid, BATCH_ADD_BLOCK_SIZE, 0, side>>>(o.sums.as<bucket_h>(), points, sp.n, sp.ones.as<uint32_t>(), count);
+    check(cudaGetLastError(), "summing the points whose scalar is 1");
+}
+
+// Σ s_i·P_i over one query, once `side` is done: the sum of the ones plus a Pippenger MSM over
+// the tail's points (gathered next to each other), or a plain MSM over all points when the
+// split does not pay.
 template<class bucket, class point, class affine, class mem>
-static void query_sum(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp, const char* what)
+static void finish_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
+                         const ones_sum_t& o, const scalar_t* w, const uint32_t* map, const char* what)
 {
     stream_t& s = gpu;
-    if (!sp.used) {
+    uint32_t blocks, threads;
+    if (sp.n == 0) {
+        out.inf();
+        return;
+    }
+    TRACE("%s: %zu scalars, %u ones, %u neither 0 nor 1%s", what, sp.n, sp.n_ones, sp.n_tail, sp.used() ? "" : " (not split)");
+    if (!sp.used()) {
+        const scalar_t* scalars = w;
+        if (map) {
+            d->scalars.ensure(sp.n * sizeof(scalar_t), "allocating gathered scalars");
+            grid_for(gpu, sp.n, blocks, threads);
+            gather<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.n);
+            check(cudaGetLastError(), "gathering scalars");
+            scalars = d->scalars.as<scalar_t>();
+        }
+        // sppark's MSM runs on its own streams: everything above must be done first
         check(cudaStreamSynchronize(s), what);
-        msm<bucket, point, affine>(gpu, out, points, sp.scalars, sp.n, what);
+        msm<bucket, point, affine>(gpu, out, points, scalars, sp.n, what);
         return;
     }
     typedef typename bucket::mem_t bucket_h;
-    typedef void (*add_fn)(bucket_h*, const mem*, uint32_t, const uint32_t*, bool, uint32_t);
-    add_fn add_ones = batch_addition<bucket, mem>;
-    int per_sm = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void*)add_ones, BATCH_ADD_BLOCK_SIZE, 0), what);
-    uint32_t grid = (uint32_t)gpu.sm_count() * (uint32_t)std::max(per_sm, 1);
-    size_t nsums = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
-    d->sums.ensure(nsums * sizeof(bucket_h), what);
-    bucket_h* sums = d->sums.as<bucket_h>();
-    const uint32_t* bitmap = d->ones.as<uint32_t>();
-    uint32_t n = (uint32_t)sp.n, sid = 0;
-    bool accumulate = false;
-    gpu.launch_coop(add_ones, dim3(grid), dim3(BATCH_ADD_BLOCK_SIZE), 0, sums, points, n, bitmap, accumulate, sid);
-    std::vector<bucket> partial(nsums);
-    check(cudaMemcpyAsync(partial.data(), sums, nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost, s), what);
-    if (sp.tail) {
-        d->tail_points.ensure(sp.tail * sizeof(mem), what);
-        uint32_t blocks, threads;
-        grid_for(gpu, sp.tail, blocks, threads);
-        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, d->tail.as<uint32_t>(), sp.tail);
+    std::vector<bucket> partial(o.nsums);
+    check(cudaMemcpyAsync(partial.data(), o.sums.ptr, o.nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost, s), what);
+    if (sp.n_tail) {
+        d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
+        d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
+        grid_for(gpu, sp.n_tail, blocks, threads);
+        gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
+        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
         check(cudaGetLastError(), what);
     }
-    // sppark's MSM runs on its own streams: everything above must be done first
     check(cudaStreamSynchronize(s), what);
-    msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), sp.scalars, sp.tail, what);
+    msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);
     point ones = sum_up(partial);
     out.add(ones);
+}
+
+// Wait for `side` and read every split's counts back.
+static void side_done(sf_device* d)
+{
+    check(cudaStreamSynchronize(d->side), "the 0/1 split and the sums of the ones");
+    for (auto& sp : d->split) {
+        if (sp.n == 0)
+            continue;
+        uint32_t counts[2];
+        check(cudaMemcpy(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost), "reading the 0/1 split");
+        sp.n_ones = counts[0];
+        sp.n_tail = counts[1];
+    }
 }
 
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
@@ -757,6 +803,18 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
 
         TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu", sh->num_inputs, sh->num_aux, sh->rows, sh->lg_domain);
         t->upload = 0;   // the caller times the upload, done before this call
+        // the L, A and B scalars are the witness's own: split them and sum the points of the
+        // ones on the side stream, beside a, b, c, the NTTs and the H MSM
+        const scalar_t* w = wit->buf.as<scalar_t>();
+        const uint32_t* a_map = sh->a_gather.as<uint32_t>();
+        const uint32_t* b_map = sh->b_gather.as<uint32_t>();
+        split_async(gpu, d->side, d->split[0], w + sh->num_inputs, nullptr, sh->num_aux);
+        split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
+        split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
+        sum_ones_async<bucket_t>(gpu, d->side, d->ones[0], srs->points[SEC_L].as<g1_mem_t>(), d->split[0]);
+        sum_ones_async<bucket_t>(gpu, d->side, d->ones[1], srs->points[SEC_A].as<g1_mem_t>(), d->split[1]);
+        sum_ones_async<bucket_t>(gpu, d->side, d->ones[2], srs->points[SEC_B1].as<g1_mem_t>(), d->split[2]);
+        sum_ones_async<bucket2_t>(gpu, d->side, d->ones[3], srs->points[SEC_B2].as<g2_mem_t>(), d->split[2]);
         // a, b, c = A·w, B·w, C·w, zero beyond the last constraint
         dbuf* abc[3] = {&d->a, &d->b, &d->c};
         grid_for(gpu, sh->rows, blocks, threads);
@@ -800,26 +858,25 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
 
         TRACE("h computed");
         // the MSMs; deg h ≤ m − 2, so the H query has m − 1 points
-        const scalar_t* w = wit->buf.as<scalar_t>();
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
+        side_done(d);
         t->msm_h = ms_since(phase);
         phase = clock_type::now();
-        split_t sp = split_query(gpu, d, w + sh->num_inputs, nullptr, sh->num_aux);
-        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), sp, "the L MSM");
+        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0], d->ones[0],
+                                                  w + sh->num_inputs, nullptr, "the L MSM");
         t->msm_l = ms_since(phase);
         phase = clock_type::now();
-
         // the A and B queries have points only for the variables of their density
-        sp = split_query(gpu, d, w, sh->a_gather.as<uint32_t>(), sh->a_gather_len);
-        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), sp, "the A MSM");
+        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1], d->ones[1],
+                                                  w, a_map, "the A MSM");
         t->msm_a = ms_since(phase);
         phase = clock_type::now();
-
-        sp = split_query(gpu, d, w, sh->b_gather.as<uint32_t>(), sh->b_gather_len);
-        query_sum<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), sp, "the B-G1 MSM");
+        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2],
+                                                  d->ones[2], w, b_map, "the B-G1 MSM");
         t->msm_b_g1 = ms_since(phase);
         phase = clock_type::now();
-        query_sum<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), sp, "the B-G2 MSM");
+        finish_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2],
+                                                     d->ones[3], w, b_map, "the B-G2 MSM");
         t->msm_b_g2 = ms_since(phase);
         t->total = ms_since(started);
     });
