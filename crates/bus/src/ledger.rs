@@ -5,7 +5,9 @@
 //! The gateway writes the ledger; workers only ask whether a job is still live
 //! ([`Ledger::is_live`]).
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv::{self, Operation};
 use futures::StreamExt;
@@ -26,8 +28,26 @@ pub struct Ledger {
     jobs: kv::Store,
     idempotency: kv::Store,
     js: async_nats::jetstream::Context,
-    /// An idempotency key naming no job this long after it was claimed is taken over.
+    /// An idempotency key naming no job whose claim has not been renewed for this long (as
+    /// this process's own clock measures it) is taken over.
     key_orphan_after: Duration,
+    /// Keys naming no job, as first seen by this process: their revision then, and when.
+    unfinished_keys: Arc<Mutex<HashMap<String, (u64, Instant)>>>,
+}
+
+/// Keeps an idempotency key claimed while its job is being created (a large input can take a
+/// while to store): the key is rewritten every third of the orphan window, so a submit that
+/// finds the key without a job sees its revision move and does not take it over. Stops when
+/// dropped.
+#[must_use = "the claim is renewed only while this is held"]
+pub struct KeyHold {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KeyHold {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl std::fmt::Debug for Ledger {
@@ -78,7 +98,7 @@ impl Ledger {
         js: async_nats::jetstream::Context,
         key_orphan_after: Duration,
     ) -> Self {
-        Ledger { jobs, idempotency, js, key_orphan_after }
+        Ledger { jobs, idempotency, js, key_orphan_after, unfinished_keys: Arc::default() }
     }
 
     /// Store a new job; fails if the id exists.
@@ -151,20 +171,63 @@ impl Ledger {
                 if self.get(&existing).await?.is_some() {
                     return Ok(KeyClaim::Existing(existing));
                 }
-                // The key names no job. Young, its job is still being created (the caller says
-                // "retry"); old, the submit that claimed it stopped before writing the job, and
-                // the key is taken over instead of answering 409 until it expires.
-                let age_secs = (crate::now_ms() / 1000).saturating_sub(entry.created.unix_timestamp().max(0) as u64);
-                if Duration::from_secs(age_secs) < self.key_orphan_after {
+                // The key names no job: its job is still being created (the claimer renews the
+                // key meanwhile, see `hold_key`), or the submit that claimed it stopped before
+                // writing the job. Without comparing clocks: the first time this process sees the
+                // key so, it notes the key's revision; once that revision has stood for the
+                // orphan window by this process's own clock, the claim is dead and is taken over
+                // (compare-and-set on that revision). Until then the caller says "retry".
+                if !self.claim_abandoned(key, entry.revision) {
                     return Ok(KeyClaim::Existing(existing));
                 }
                 match self.idempotency.update(key, id.to_owned().into(), entry.revision).await {
-                    Ok(_) => Ok(KeyClaim::Claimed),
+                    Ok(_) => {
+                        self.unfinished_keys.lock().expect("keys lock").remove(key);
+                        Ok(KeyClaim::Claimed)
+                    }
                     Err(_) => Err(BusError::Conflict("idempotency key is being reused concurrently; retry".into())),
                 }
             }
             Err(e) => Err(nats_err("claiming an idempotency key")(e)),
         }
+    }
+
+    /// Whether key `key`, naming no job at `revision`, has stood unrenewed for the orphan window
+    /// as this process has watched it.
+    fn claim_abandoned(&self, key: &str, revision: u64) -> bool {
+        let mut seen = self.unfinished_keys.lock().expect("keys lock");
+        let window = self.key_orphan_after;
+        // forget keys not asked about for a while (their jobs appeared, or nobody retried)
+        if seen.len() > 1024 {
+            seen.retain(|_, (_, at)| at.elapsed() < window * 4);
+        }
+        match seen.get(key) {
+            Some(&(r, at)) if r == revision => at.elapsed() >= window,
+            _ => {
+                seen.insert(key.to_owned(), (revision, Instant::now()));
+                false
+            }
+        }
+    }
+
+    /// Renew the claim of `key` (naming job `id`) until the returned hold drops: call it once the
+    /// key is claimed and keep it until the job record exists.
+    pub fn hold_key(&self, key: &str, id: &str) -> KeyHold {
+        let (store, key, id) = (self.idempotency.clone(), key.to_owned(), id.to_owned());
+        let every = (self.key_orphan_after / 3).max(Duration::from_millis(100));
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Ok(Some(entry)) = store.entry(&key).await else { return };
+                if entry.operation != Operation::Put || entry.value.as_ref() != id.as_bytes() {
+                    return;
+                }
+                if store.update(&key, id.clone().into(), entry.revision).await.is_err() {
+                    return;
+                }
+            }
+        });
+        KeyHold { task }
     }
 
     /// Point idempotency key `key`, which names job `from`, at job `to` instead (a failed or

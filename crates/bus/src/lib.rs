@@ -20,7 +20,7 @@ mod trace_context;
 pub use async_nats::jetstream::{kv, AckKind, Message};
 pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
-pub use ledger::{KeyClaim, Ledger, LedgerChange, TaskStatus};
+pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};
 pub use objects::{Fetched, Stored};
 pub use security::{inbox_prefix, redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};

@@ -26,8 +26,9 @@ pub struct BusConfig {
     pub job_retention: Duration,
     /// Credentials, TLS and inbox prefix.
     pub security: NatsSecurity,
-    /// An idempotency key that names no job this long after it was claimed (its submit
-    /// stopped before writing the job) is taken over by the next submit with that key.
+    /// An idempotency key that names no job, and whose claim nobody has renewed for this long
+    /// (its submit stopped before writing the job), is taken over by the next submit with that
+    /// key; measured by each gateway's own clock from when it first saw the key so.
     pub key_orphan_after: Duration,
     /// Copies of every stream and bucket in a JetStream cluster (1 on a single server; 3 in
     /// a three-node cluster survives losing a node). Applied when they are first created.

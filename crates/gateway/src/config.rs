@@ -29,6 +29,10 @@ pub struct Config {
     /// headers. With --max-body-bytes it bounds the memory request bodies take.
     #[arg(long, env = "SNARKFLOW_MAX_CONCURRENT_SUBMITS", default_value_t = DEFAULT_MAX_CONCURRENT_SUBMITS)]
     pub max_concurrent_submits: usize,
+    /// Whole-proof verifications (Filecoin jobs, before `done`) run at once; one more is kept
+    /// for critical jobs. 0: half the cores, at least one.
+    #[arg(long, env = "SNARKFLOW_VERIFY_SLOTS", default_value_t = 0)]
+    pub verify_slots: usize,
     /// Largest accepted request body in bytes; larger bodies get 413.
     #[arg(long, env = "SNARKFLOW_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,

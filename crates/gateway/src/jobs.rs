@@ -106,8 +106,10 @@ async fn keyed_job(state: &AppState, key: &str, job: &ValidJob, id: &str) -> Res
 
 async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submitted, ApiError> {
     let id = uuid::Uuid::new_v4().to_string();
+    let mut key_hold = None;
     if let Some(key) = &job.idempotency_key {
-        if let Some(record) = keyed_job(state, &wire_key(tenant, key), &job, &id).await? {
+        let key = wire_key(tenant, key);
+        if let Some(record) = keyed_job(state, &key, &job, &id).await? {
             if !record.enqueued && !record.state.is_terminal() {
                 // the first attempt stopped mid fan-out: finish it
                 crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await?;
@@ -115,6 +117,9 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
             tracing::Span::current().record("job_id", record.id.as_str());
             return Ok(Submitted { id: record.id, state: record.state, existing: true });
         }
+        // the key is ours: renewed until the job record exists (storing a large input takes
+        // a while), so that no retry takes it over meanwhile
+        key_hold = Some(state.ledger.hold_key(&key, &id));
     }
     let span = tracing::Span::current();
     span.record("job_id", id.as_str());
@@ -164,6 +169,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         snarkflow_bus::BusError::Full(m) => ApiError::StorageFull(format!("the job ledger is full: {m}")),
         other => ApiError::Unavailable(format!("{other:#}")),
     })?;
+    drop(key_hold);
     state.index.note(&record);
     if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
         // The job is recorded (durably) but not fully queued: the ledger pass finishes the

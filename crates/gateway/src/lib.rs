@@ -12,6 +12,7 @@ mod config;
 mod consume;
 mod deadletter;
 mod error;
+mod event_loop;
 mod events;
 mod fanout;
 mod finish;
@@ -257,11 +258,18 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
         tracing::warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
     }
-    let events = tokio::spawn(events::supervise(
-        bus.clone(),
-        state.ledger.clone(),
-        state.metrics.clone(),
-        params_dir,
+    let verify_slots = match config.verify_slots {
+        0 => (validation_slots() / 2).max(1),
+        n => n,
+    };
+    let events = tokio::spawn(event_loop::supervise(
+        event_loop::EventParts {
+            bus: bus.clone(),
+            ledger: state.ledger.clone(),
+            metrics: state.metrics.clone(),
+            params_dir,
+            verify: std::sync::Arc::new(event_loop::VerifySlots::new(verify_slots)),
+        },
         state.event_loop.clone(),
         shutdown.clone(),
     ));

@@ -71,6 +71,100 @@ fn sum(parts: &[PartitionRecord], f: impl Fn(&PartitionRecord) -> Option<f64>) -
     parts.iter().filter_map(f).sum()
 }
 
+/// What a caller who is not an admin may read of a job's error: the worker ids (which carry
+/// host names) become "worker 1", "worker 2", …, and file paths `<path>`. Operators read the
+/// full text in the ledger, the logs and the spans.
+pub(crate) fn client_error(error: &str, r: &JobRecord) -> String {
+    let mut workers: Vec<&str> = Vec::new();
+    for p in &r.partitions {
+        for w in [p.synth.as_ref().map(|s| s.worker.as_str()), p.prove.as_ref().map(|s| s.worker.as_str())]
+            .into_iter()
+            .flatten()
+        {
+            if !w.is_empty() && !workers.contains(&w) {
+                workers.push(w);
+            }
+        }
+    }
+    let mut text = error.to_owned();
+    let mut by_length: Vec<(usize, &str)> = workers.into_iter().enumerate().collect();
+    // a worker id inside another is replaced after it
+    by_length.sort_by_key(|(_, w)| std::cmp::Reverse(w.len()));
+    for (k, w) in by_length {
+        text = text.replace(w, &format!("worker {}", k + 1));
+    }
+    for w in worker_ids_in(&text) {
+        text = text.replace(&w, "a worker");
+    }
+    redact_paths(&text)
+}
+
+/// Worker ids of the default form `<role>-<host>-<pid>` in `text` (from reasons naming a worker
+/// that left no stats in the record).
+fn worker_ids_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | ':' | '"' | '\''))
+        .filter(|word| {
+            let Some((role, rest)) = word.split_once('-') else { return false };
+            let pid = rest.rsplit_once('-').map(|(_, pid)| pid);
+            matches!(role, "synth" | "gpu" | "gpu-worker" | "synth-worker")
+                && pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Absolute paths (a `/` starting a word, followed by at least one more `/`) as `<path>`.
+fn redact_paths(text: &str) -> String {
+    let is_path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '~' | '+');
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_word = i == 0 || !(chars[i - 1].is_ascii_alphanumeric() || matches!(chars[i - 1], '.' | '_' | '-'));
+        if chars[i] == '/' && starts_word {
+            let end = (i..chars.len()).find(|&j| !is_path_char(chars[j])).unwrap_or(chars.len());
+            if chars[i + 1..end].contains(&'/') {
+                // keep a sentence's full stop
+                let end = if end > i + 1 && chars[end - 1] == '.' { end - 1 } else { end };
+                out.push_str("<path>");
+                i = end;
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+impl JobView {
+    /// The record as `caller` may read it: an admin sees everything, a tenant its job without
+    /// the names of the machines and files it ran on.
+    pub fn for_caller(r: &JobRecord, admin: bool) -> JobView {
+        let mut view = JobView::from(r);
+        if !admin {
+            view.error = view.error.map(|e| client_error(&e, r));
+            let mut names: Vec<String> = Vec::new();
+            let mut label = |w: &mut String| {
+                let k = names.iter().position(|n| n == w).unwrap_or_else(|| {
+                    names.push(w.clone());
+                    names.len() - 1
+                });
+                *w = format!("worker {}", k + 1);
+            };
+            for p in &mut view.partition_details {
+                if let Some(s) = p.synth.as_mut() {
+                    label(&mut s.worker);
+                }
+                if let Some(s) = p.prove.as_mut() {
+                    label(&mut s.worker);
+                }
+            }
+        }
+        view
+    }
+}
+
 impl From<&JobRecord> for JobView {
     fn from(r: &JobRecord) -> Self {
         let p = &r.partitions;
@@ -123,5 +217,71 @@ impl From<&JobRecord> for JobView {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_hidden_and_ratios_and_words_kept() {
+        assert_eq!(
+            redact_paths("reading /var/lib/snarkflow/params/x.params: no such file. partition 3/10 and/or 1/2"),
+            "reading <path>: no such file. partition 3/10 and/or 1/2"
+        );
+        assert_eq!(redact_paths("missing /tmp/x/y."), "missing <path>.");
+        assert_eq!(redact_paths("at nats://10.0.0.5:4222/x"), "at nats:<path>:4222/x");
+        assert_eq!(redact_paths("root / only"), "root / only");
+    }
+
+    #[test]
+    fn worker_ids_become_numbers_in_the_error_and_the_stats() {
+        let mut r = JobRecord {
+            schema: snarkflow_wire::SCHEMA_VERSION,
+            id: "j".into(),
+            circuit: snarkflow_wire::CircuitSpec::DenseChain { constraints: 4 },
+            priority: snarkflow_wire::Priority::Normal,
+            seed: 1,
+            state: snarkflow_wire::JobState::Failed,
+            error: None,
+            trace_id: None,
+            idempotency_key: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            finished_at_ms: None,
+            partitions: vec![PartitionRecord::default(); 2],
+            assemble_s: None,
+            input: None,
+            tenant: None,
+            deadline_at_ms: None,
+            enqueued: true,
+            request_sha256: None,
+        };
+        r.partitions[0].prove = Some(ProveStats {
+            worker: "gpu-node7.dc2-4242".into(),
+            backend: "cpu".into(),
+            queue_wait_s: 0.0,
+            fetch_s: 0.0,
+            deserialize_s: 0.0,
+            rebuild_s: 0.0,
+            prove_s: 0.0,
+            verify_s: 0.0,
+            bytes_fetched: 0,
+        });
+        r.error = Some(
+            "partition 1 failed during proving: device lost on gpu-node7.dc2-4242 (was on gpu-node9-77), \
+             parameters at /srv/params/p.params"
+                .into(),
+        );
+        let view = JobView::for_caller(&r, false);
+        let error = view.error.unwrap();
+        assert_eq!(
+            error,
+            "partition 1 failed during proving: device lost on worker 1 (was on a worker), parameters at <path>"
+        );
+        assert_eq!(view.partition_details[0].prove.as_ref().unwrap().worker, "worker 1");
+        let admin = JobView::for_caller(&r, true);
+        assert!(admin.error.unwrap().contains("gpu-node7.dc2-4242"), "admins see the names");
     }
 }

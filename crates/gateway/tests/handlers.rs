@@ -403,3 +403,37 @@ async fn an_idempotency_key_whose_submit_stopped_half_way_is_taken_over() {
     let (status, again) = call(state.clone(), post(keyed)).await;
     assert_eq!((status, again["id"].as_str()), (StatusCode::OK, Some(id.as_str())));
 }
+
+#[tokio::test]
+async fn an_idempotency_key_whose_job_is_still_being_created_is_not_taken_over() {
+    // the submit that claimed the key is alive but slow (a large input still being stored): it
+    // renews its claim, so however long a retry waits, and whatever the clocks say, the key is
+    // not given to a second job
+    let nats = NatsServer::start();
+    let bus = Bus::connect(BusConfig { key_orphan_after: Duration::from_secs(1), ..BusConfig::new(nats.url()) })
+        .await
+        .unwrap();
+    let (auth, limits, policy) = open_settings();
+    let mut state = state_with(&nats, 1 << 20, (auth, limits, policy)).await;
+    state.ledger = bus.ledger().clone();
+    state.bus = bus;
+    let key = "porep-1000-8";
+    let first_job = "00000000-0000-4000-8000-000000000001";
+    let claimed = state.ledger.claim_key(&hex::encode(key), first_job).await.unwrap();
+    assert_eq!(claimed, snarkflow_bus::KeyClaim::Claimed);
+    let hold = state.ledger.hold_key(&hex::encode(key), first_job);
+    let keyed = format!(r#"{{"kind": "dense-chain", "input": {{"constraints": 8}}, "idempotency_key": "{key}"}}"#);
+    for _ in 0..3 {
+        let (status, json) = call(state.clone(), post(keyed.clone())).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{json}");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    assert_eq!(state.ledger.key_job(&hex::encode(key)).await.unwrap().as_deref(), Some(first_job));
+    // the claimer dies: a window later its key is taken over
+    drop(hold);
+    let (status, json) = call(state.clone(), post(keyed.clone())).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{json}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, json) = call(state.clone(), post(keyed)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{json}");
+}

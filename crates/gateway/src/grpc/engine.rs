@@ -124,7 +124,11 @@ impl Engine {
             }
             JobState::Failed => {
                 response.status = ProofStatus::Failed as i32;
-                response.error_message = record.error.clone().unwrap_or_else(|| "the job failed".into());
+                response.error_message = match (&record.error, caller.is_admin()) {
+                    (Some(e), true) => e.clone(),
+                    (Some(e), false) => crate::view::client_error(e, &record),
+                    (None, _) => "the job failed".into(),
+                };
             }
             JobState::Cancelled => {
                 response.status = ProofStatus::Cancelled as i32;

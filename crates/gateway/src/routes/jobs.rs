@@ -127,7 +127,7 @@ pub(crate) async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     caller.require(Scope::Read)?;
-    Ok(Json(JobView::from(&crate::jobs::load(&state, &caller, &id).await?)))
+    Ok(Json(JobView::for_caller(&crate::jobs::load(&state, &caller, &id).await?, caller.is_admin())))
 }
 
 /// `GET /v1/jobs/{id}/proof`: the partition proofs concatenated in partition order.
@@ -149,7 +149,7 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
 ) -> Result<Json<JobView>, ApiError> {
     let (record, _) = crate::jobs::cancel(&state, &caller, &id).await?;
-    Ok(Json(JobView::from(&record)))
+    Ok(Json(JobView::for_caller(&record, caller.is_admin())))
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,6 +196,6 @@ pub(crate) async fn list(
         }
         None => state.ledger.list_where(|r| filter.is_none_or(|s| r.state == s) && caller.owns(r), limit).await?,
     };
-    let jobs: Vec<JobView> = records.iter().map(JobView::from).collect();
+    let jobs: Vec<JobView> = records.iter().map(|r| JobView::for_caller(r, caller.is_admin())).collect();
     Ok(Json(serde_json::json!({ "jobs": jobs })))
 }
