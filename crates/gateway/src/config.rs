@@ -29,6 +29,10 @@ pub struct Config {
     /// headers. With --max-body-bytes it bounds the memory request bodies take.
     #[arg(long, env = "SNARKFLOW_MAX_CONCURRENT_SUBMITS", default_value_t = DEFAULT_MAX_CONCURRENT_SUBMITS)]
     pub max_concurrent_submits: usize,
+    /// Submits of one tenant handled at once; more are answered 429 at once (so one tenant
+    /// cannot hold every submit slot). 0: half of --max-concurrent-submits, at least 1.
+    #[arg(long, env = "SNARKFLOW_MAX_CONCURRENT_SUBMITS_PER_TENANT", default_value_t = 0)]
+    pub max_concurrent_submits_per_tenant: usize,
     /// Whole-proof verifications (Filecoin jobs, before `done`) run at once; one more is kept
     /// for critical jobs. 0: half the cores, at least one.
     #[arg(long, env = "SNARKFLOW_VERIFY_SLOTS", default_value_t = 0)]

@@ -241,6 +241,10 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
             max_jobs: config.tenant_max_jobs,
             max_partitions: config.tenant_max_partitions,
             submits_per_minute: config.tenant_submits_per_minute,
+        })
+        .with_upload_share(match config.max_concurrent_submits_per_tenant {
+            0 => (config.max_concurrent_submits / 2).max(1),
+            n => n,
         }),
         policy: std::sync::Arc::new(Policy {
             enable_test_kinds: config.enable_test_kinds,
@@ -273,6 +277,16 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
         state.event_loop.clone(),
         shutdown.clone(),
     ));
+    // systemd (`Type=notify`) hears "ready" when /readyz would first answer 200
+    tokio::spawn({
+        let (bus, applying) = (bus.clone(), state.event_loop.clone());
+        async move {
+            while !(bus.connection().0 && applying.load(std::sync::atomic::Ordering::SeqCst)) {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            snarkflow_service::systemd::notify_ready();
+        }
+    });
     tokio::spawn(deadletter::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
     tokio::spawn(sweep::run(
         sweep::Parts {

@@ -38,6 +38,27 @@ struct Usage {
 pub struct Quotas {
     limits: QuotaLimits,
     usage: Arc<Mutex<HashMap<String, Usage>>>,
+    /// Submits being read and checked, per tenant, and how many one tenant may have.
+    uploads: Arc<Mutex<HashMap<String, usize>>>,
+    upload_share: usize,
+}
+
+/// One of a tenant's submit slots (see [`Quotas::upload_slot`]); given back when dropped.
+pub struct UploadSlot {
+    uploads: Arc<Mutex<HashMap<String, usize>>>,
+    tenant: String,
+}
+
+impl Drop for UploadSlot {
+    fn drop(&mut self) {
+        let mut uploads = self.uploads.lock().expect("upload book");
+        if let Some(taken) = uploads.get_mut(&self.tenant) {
+            *taken -= 1;
+            if *taken == 0 {
+                uploads.remove(&self.tenant);
+            }
+        }
+    }
 }
 
 /// Seconds a client is told to wait when a tenant is at its in-flight limit.
@@ -82,7 +103,31 @@ fn jobs_room(usage: &Usage, tenant: &str, limits: QuotaLimits) -> Result<(), Api
 
 impl Quotas {
     pub fn new(limits: QuotaLimits) -> Self {
-        Quotas { limits, usage: Arc::default() }
+        Quotas { limits, usage: Arc::default(), uploads: Arc::default(), upload_share: 0 }
+    }
+
+    /// At most `share` submits of one tenant handled at once (0: no limit of its own), so one
+    /// tenant cannot hold every one of the gateway's submit slots for the request timeout.
+    pub fn with_upload_share(mut self, share: usize) -> Self {
+        self.upload_share = share;
+        self
+    }
+
+    /// Take one of `tenant`'s submit slots for as long as the returned guard lives, or say it
+    /// has none left (429: its other submits are still being read or checked).
+    pub fn upload_slot(&self, tenant: &str) -> Result<UploadSlot, ApiError> {
+        let mut uploads = self.uploads.lock().expect("upload book");
+        let taken = uploads.entry(tenant.to_owned()).or_default();
+        if self.upload_share > 0 && *taken >= self.upload_share {
+            return Err(ApiError::TooManyRequests {
+                message: format!(
+                    "tenant {tenant} already has {taken} submits being read and checked, its share of the gateway's (--max-concurrent-submits-per-tenant); retry when one is answered"
+                ),
+                retry_after_secs: 1,
+            });
+        }
+        *taken += 1;
+        Ok(UploadSlot { uploads: self.uploads.clone(), tenant: tenant.to_owned() })
     }
 
     /// Whether a submit from `tenant` could be admitted at all — its rate and its job count,

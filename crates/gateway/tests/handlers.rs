@@ -437,3 +437,38 @@ async fn an_idempotency_key_whose_job_is_still_being_created_is_not_taken_over()
     let (status, json) = call(state.clone(), post(keyed)).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{json}");
 }
+
+#[tokio::test]
+async fn one_tenant_cannot_hold_every_submit_slot() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (auth, t) = tokens(
+        dir.path(),
+        &[("acme", &[Scope::Submit], Priority::Normal), ("globex", &[Scope::Submit], Priority::Normal)],
+    );
+    let (_, limits, policy) = open_settings();
+    let mut state = state_with(&nats, 96 << 20, (auth, limits, policy)).await;
+    state.quotas = Quotas::new(limits).with_upload_share(2);
+    // two uploads of acme's that never finish sending their bodies
+    let endless = || {
+        let body = futures::stream::once(async { Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{")) })
+            .chain(futures::stream::pending());
+        as_token(post(Body::from_stream(body)), &t[0])
+    };
+    let held: Vec<_> = (0..2).map(|_| tokio::spawn(call(state.clone(), endless()))).collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // acme's third is refused at once; globex is served
+    let answered = tokio::time::timeout(Duration::from_secs(5), call_with_headers(state.clone(), endless())).await;
+    let (status, headers, json) = answered.expect("refused without waiting for a body");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
+    assert_eq!(headers.get(header::RETRY_AFTER).unwrap(), "1");
+    let (status, json) = call(state.clone(), as_token(post(DENSE), &t[1])).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{json}");
+    // once acme's uploads end, its slots are back
+    for h in held {
+        h.abort();
+        let _ = h.await;
+    }
+    let (status, json) = call(state.clone(), as_token(post(DENSE), &t[0])).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{json}");
+}

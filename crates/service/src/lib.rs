@@ -5,6 +5,7 @@
 
 mod args;
 mod status;
+pub mod systemd;
 pub mod tokens;
 
 use std::future::Future;
@@ -60,6 +61,7 @@ where
         tokio::spawn(async move {
             shutdown_signal().await;
             tracing::info!("shutdown requested; draining");
+            systemd::notify("STOPPING=1");
             on_signal.cancel();
         });
         let result = run(shutdown).await;

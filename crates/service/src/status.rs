@@ -14,8 +14,13 @@ use tokio_util::sync::CancellationToken;
 pub struct Readiness(Arc<RwLock<(bool, serde_json::Value)>>);
 
 impl Readiness {
+    /// Say whether the service is ready and why; the first "ready" also tells systemd
+    /// (`Type=notify` units).
     pub fn set(&self, ready: bool, detail: serde_json::Value) {
         *self.0.write().expect("readiness lock") = (ready, detail);
+        if ready {
+            crate::systemd::notify_ready();
+        }
     }
 
     pub fn get(&self) -> (bool, serde_json::Value) {

@@ -84,6 +84,8 @@ pub(crate) async fn submit(
         if caller.max_priority() < Priority::Critical {
             state.quotas.precheck(caller.tenant())?;
         }
+        // held while the body is read, parsed and submitted
+        let _slot = state.quotas.upload_slot(caller.tenant())?;
         let body = read_body(body, state.max_body_bytes).await?;
         let (job, explicit_priority) = parse_and_validate(&state, body).await?;
         let submitted = crate::jobs::submit(&state, &caller, job, explicit_priority).await?;
