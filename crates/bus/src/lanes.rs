@@ -114,6 +114,20 @@ impl Lanes {
         }
     }
 
+    /// Only the lanes of `priorities` (a pool that serves, say, PoSt alone), in urgency order.
+    pub fn only(&self, priorities: &[Priority]) -> Lanes {
+        Lanes {
+            lanes: self.lanes.iter().filter(|(p, _)| priorities.contains(p)).cloned().collect(),
+            ack_wait: self.ack_wait,
+            connections: self.connections.clone(),
+        }
+    }
+
+    /// The priorities of these lanes, most urgent first.
+    pub fn priorities(&self) -> Vec<Priority> {
+        self.lanes.iter().map(|(p, _)| *p).collect()
+    }
+
     /// The most urgent lane alone: what a worker's urgent slots pull from.
     pub fn most_urgent(&self) -> Lanes {
         Lanes {

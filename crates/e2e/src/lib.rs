@@ -236,6 +236,26 @@ pub async fn cuzk_tcp(addr: &str) -> anyhow::Result<CuzkClient> {
     Ok(cuzk_client(channel))
 }
 
+/// Connect to the gRPC interface at `localhost:port` over TLS, trusting `ca`, with a client
+/// certificate when `identity` (cert, key; PEM files) is given.
+pub async fn cuzk_tls(
+    port: u16,
+    ca: &std::path::Path,
+    identity: Option<(&std::path::Path, &std::path::Path)>,
+) -> anyhow::Result<CuzkClient> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let mut tls =
+        ClientTlsConfig::new().ca_certificate(Certificate::from_pem(std::fs::read(ca)?)).domain_name("localhost");
+    if let Some((cert, key)) = identity {
+        tls = tls.identity(Identity::from_pem(std::fs::read(cert)?, std::fs::read(key)?));
+    }
+    let channel = tonic::transport::Endpoint::from_shared(format!("https://localhost:{port}"))?
+        .tls_config(tls)?
+        .connect()
+        .await?;
+    Ok(cuzk_client(channel))
+}
+
 /// Connect to the gRPC interface on a Unix socket.
 pub async fn cuzk_unix(path: &std::path::Path) -> anyhow::Result<CuzkClient> {
     let path = path.to_owned();

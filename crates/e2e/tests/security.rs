@@ -318,6 +318,47 @@ async fn each_role_is_denied_what_it_has_no_business_doing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_listener_over_tcp_takes_only_clients_with_a_certificate_of_its_ca() {
+    init_test_logging();
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::generate(dir.path());
+    let port = snarkflow_e2e::free_port();
+    let path = |p: &Path| p.display().to_string();
+    let flags = [
+        "--grpc-listen".to_owned(),
+        format!("127.0.0.1:{port}"),
+        "--grpc-tls-cert".to_owned(),
+        path(&pki.server_cert),
+        "--grpc-tls-key".to_owned(),
+        path(&pki.server_key),
+        "--grpc-tls-client-ca".to_owned(),
+        path(&pki.ca),
+    ];
+    let (gateway, _) = start_gateway_with(&nats.url(), &strs(&flags)).await.unwrap();
+    // with the CA's client certificate: served
+    let mut trusted = snarkflow_e2e::cuzk_tls(port, &pki.ca, Some((&pki.client_cert, &pki.client_key))).await.unwrap();
+    trusted.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.expect("a client with a certificate is served");
+    // TLS without a client certificate: the handshake (or the first call) fails
+    let anonymous = match snarkflow_e2e::cuzk_tls(port, &pki.ca, None).await {
+        Ok(mut client) => {
+            client.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.map(|_| ()).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    assert!(anonymous.is_err(), "a client without a certificate was served");
+    // plaintext, as an unconfigured Curio would call: refused
+    let plain = match snarkflow_e2e::cuzk_tcp(&format!("127.0.0.1:{port}")).await {
+        Ok(mut client) => {
+            client.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.map(|_| ()).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    assert!(plain.is_err(), "a plaintext call was served");
+    gateway.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_serves_https_and_refuses_plaintext() {
     init_test_logging();
     let nats = NatsServer::start();

@@ -472,3 +472,46 @@ async fn one_tenant_cannot_hold_every_submit_slot() {
     let (status, json) = call(state.clone(), as_token(post(DENSE), &t[0])).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{json}");
 }
+
+/// Resident memory of this process, from /proc (kB).
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flood_of_unauthenticated_uploads_is_refused_at_once_and_costs_no_memory() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (auth, _) = tokens(dir.path(), &[("acme", &[Scope::Submit], Priority::Normal)]);
+    let (_, limits, policy) = open_settings();
+    let state = state_with(&nats, 96 << 20, (auth, limits, policy)).await;
+    let before = rss_kib();
+    // 200 uploads that announce 96 MiB and never finish sending it: a gateway that read bodies
+    // before the token would hold them (and up to 96 MiB each) until the request timeout
+    let uploads = (0..200).map(|_| {
+        let chunk = axum::body::Bytes::from_static(&[b'{'; 4096]);
+        let body = futures::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()))
+            .take(64)
+            .chain(futures::stream::pending());
+        let req = Request::post("/v1/jobs")
+            .header("content-type", "application/json")
+            .header("content-length", (96u64 << 20).to_string())
+            .header(header::AUTHORIZATION, "Bearer sfk_forged_0000")
+            .body(Body::from_stream(body))
+            .unwrap();
+        tokio::spawn(call(state.clone(), req))
+    });
+    let answered = tokio::time::timeout(Duration::from_secs(20), futures::future::join_all(uploads))
+        .await
+        .expect("every upload answered without waiting for its body");
+    for result in answered {
+        let (status, json) = result.unwrap();
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{json}");
+    }
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    println!("RSS grew {grown_mib} MiB for 200 refused uploads");
+    assert!(grown_mib < 64, "200 refused uploads took {grown_mib} MiB");
+    assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
+}

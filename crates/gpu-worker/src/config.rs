@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
-use snarkflow_runtime::MemoryBudgetArgs;
+use snarkflow_runtime::{LaneArgs, MemoryBudgetArgs};
 use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
 
 /// snarkflow gpu-worker: proves synthesized partitions with parameters kept loaded.
@@ -42,6 +42,8 @@ pub struct Config {
     pub rebuild_threads: Option<usize>,
     #[command(flatten)]
     pub memory: MemoryBudgetArgs,
+    #[command(flatten)]
+    pub lanes: LaneArgs,
     /// The prover: `cuda-resident` (parameters and constraint shape kept in GPU memory; a, b, c,
     /// h and every MSM on the device), `cuda-supraseal`, `cuda` or `cpu`, among those this build
     /// has. Default: the first of those, in that order.

@@ -97,6 +97,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let slots = SlotConfig {
         slots: 1 + config.prefetch,
         urgent_slots: config.urgent_slots,
+        lanes: config.lanes.lanes.clone(),
         drain: Duration::from_secs(config.drain_secs),
         memory,
         watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),

@@ -15,12 +15,14 @@
 
 mod budget;
 mod host;
+mod pool;
 mod slots;
 mod stage;
 mod watchdog;
 
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
 pub use host::{default_worker_id, WorkerHost};
+pub use pool::LaneArgs;
 pub use slots::{run, RunError, SlotConfig};
 pub use snarkflow_bus::{Failure, Outcome};
 pub use stage::{fetch_object, Fatal, Stage, TaskContext};

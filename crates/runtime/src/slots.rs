@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, Failure, Lanes, Message, Outcome, TaskRef, TaskStatus};
-use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Stage as WorkStage};
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Priority, Stage as WorkStage};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -21,6 +21,9 @@ pub struct SlotConfig {
     /// waits for a regular slot to come free behind partitions that take a minute; their tasks
     /// are admitted by the same memory budget.
     pub urgent_slots: usize,
+    /// The priority lanes this worker pulls from (empty: all). Its urgent slots exist only
+    /// when the critical lane is among them.
+    pub lanes: Vec<Priority>,
     /// Time in-flight tasks get to finish after shutdown before they are handed back.
     pub drain: Duration,
     /// Memory the tasks in flight may hold together (their stage's estimates).
@@ -70,7 +73,8 @@ pub async fn run<S: Stage>(
     // cluster without quorum that fails for a while, which is no reason for the worker to exit
     let lanes = loop {
         match bus.lanes(S::Task::STAGE).await {
-            Ok(lanes) => break Arc::new(lanes),
+            Ok(lanes) if config.lanes.is_empty() => break Arc::new(lanes),
+            Ok(lanes) => break Arc::new(lanes.only(&config.lanes)),
             Err(e) => {
                 warn!(error = %e, stage = S::Task::STAGE.as_str(), "opening the work lanes failed; retrying");
                 tokio::select! {
@@ -93,14 +97,16 @@ pub async fn run<S: Stage>(
             abandon.cancel();
         })
     };
+    let priorities = lanes.priorities();
+    let urgent_slots = if priorities.contains(&Priority::Critical) { config.urgent_slots } else { 0 };
+    let lane_names: Vec<&str> = priorities.iter().map(|p| p.as_str()).collect();
     info!(
-        worker = %host.id, stage = S::Task::STAGE.as_str(), slots = config.slots.max(1),
-        urgent_slots = config.urgent_slots, memory_budget = %crate::gib(config.memory.bytes()), "worker taking work"
+        worker = %host.id, stage = S::Task::STAGE.as_str(), slots = config.slots.max(1), lanes = %lane_names.join(","),
+        urgent_slots, memory_budget = %crate::gib(config.memory.bytes()), "worker taking work"
     );
     let urgent = Arc::new(lanes.most_urgent());
     let mut slots = tokio::task::JoinSet::new();
-    let pulls =
-        std::iter::repeat_n(&lanes, config.slots.max(1)).chain(std::iter::repeat_n(&urgent, config.urgent_slots));
+    let pulls = std::iter::repeat_n(&lanes, config.slots.max(1)).chain(std::iter::repeat_n(&urgent, urgent_slots));
     for lanes in pulls {
         let slot = Slot {
             host: host.clone(),

@@ -115,7 +115,7 @@ async fn start_full(
     (slots, urgent_slots): (usize, usize),
     estimate: u64,
     budget: u64,
-    Tuning { watchdog, ack_wait }: Tuning,
+    Tuning { watchdog, ack_wait, lanes }: Tuning,
 ) -> Harness {
     let nats = NatsServer::start();
     let config = BusConfig { ack_wait, max_deliver, ..BusConfig::new(nats.url()) };
@@ -127,7 +127,14 @@ async fn start_full(
         host,
         bus.clone(),
         stage.clone(),
-        SlotConfig { slots, urgent_slots, drain, memory: snarkflow_runtime::MemoryBudget::new(budget), watchdog },
+        SlotConfig {
+            slots,
+            urgent_slots,
+            lanes,
+            drain,
+            memory: snarkflow_runtime::MemoryBudget::new(budget),
+            watchdog,
+        },
         shutdown.clone(),
     ));
     Harness { nats, bus, stage, shutdown, worker }
@@ -138,11 +145,13 @@ struct Tuning {
     watchdog: Option<Duration>,
     /// Short by default, so that redeliveries come quickly.
     ack_wait: Duration,
+    /// The lanes the worker pulls from (empty: all).
+    lanes: Vec<Priority>,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { watchdog: None, ack_wait: Duration::from_secs(1) }
+        Tuning { watchdog: None, ack_wait: Duration::from_secs(1), lanes: Vec::new() }
     }
 }
 
@@ -563,6 +572,28 @@ async fn time_waiting_for_the_memory_budget_does_not_count_toward_the_watchdog()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_pulls_only_its_lanes() {
+    // a sealing pool (normal, low) beside which a PoSt pool would take the critical lane
+    let tuning = Tuning { lanes: vec![Priority::Normal, Priority::Low], ..Tuning::default() };
+    let h = start_full(Behaviour::SucceedAfter(Duration::ZERO), 5, Duration::from_secs(5), (1, 1), 0, 1 << 30, tuning)
+        .await;
+    create_job(&h.bus, "job-winning").await;
+    create_job(&h.bus, "job-porep").await;
+    publish_critical(&h.bus, task("job-winning")).await;
+    publish(&h.bus, wire::encode(&task("job-porep"))).await;
+    let stage = h.stage.clone();
+    wait_until("the normal task is handled", Duration::from_secs(20), async || {
+        stage.seen.lock().unwrap().contains(&"job-porep".to_owned())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(*h.stage.seen.lock().unwrap(), vec!["job-porep".to_owned()], "the critical task was left alone");
+    assert_eq!(h.bus.pending(wire::SYNTH_STREAM).await.unwrap(), 1, "it waits for a worker of its lane");
+    h.shutdown.cancel();
+    h.worker.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_result_is_recorded_already_is_dropped_unprocessed() {
     // its worker reported the partition synthesized, then died before acking: the redelivery
     // must not do the work again (nor, for a proof, fail on the object it already deleted)
@@ -608,6 +639,7 @@ async fn a_worker_started_while_nats_has_no_quorum_waits_for_its_lanes() {
         SlotConfig {
             slots: 1,
             urgent_slots: 0,
+            lanes: Vec::new(),
             drain: Duration::from_secs(1),
             memory: snarkflow_runtime::MemoryBudget::new(1 << 30),
             watchdog: None,

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
-use snarkflow_runtime::MemoryBudgetArgs;
+use snarkflow_runtime::{LaneArgs, MemoryBudgetArgs};
 use snarkflow_service::{NatsArgs, TelemetryArgs};
 use snarkflow_wire::PartitionEncoding;
 
@@ -60,6 +60,8 @@ pub struct Config {
     pub native_check_every: u64,
     #[command(flatten)]
     pub memory: MemoryBudgetArgs,
+    #[command(flatten)]
+    pub lanes: LaneArgs,
     /// Address for /healthz, /readyz and /metrics; unset serves none.
     #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
     pub status_listen: Option<SocketAddr>,

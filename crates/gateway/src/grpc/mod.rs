@@ -19,6 +19,7 @@ use anyhow::Context as _;
 use snarkflow_service::tokens::{Principal, Scope};
 use snarkflow_wire::Priority;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tracing::info;
 
 use crate::auth::Caller;
@@ -64,6 +65,20 @@ pub struct GrpcArgs {
     /// parameters). Curio never calls them; a call with a token also needs the admin scope.
     #[arg(id = "grpc_enable_control", long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL")]
     pub enable_control: bool,
+    /// Serve the TCP listener over TLS with this certificate (PEM; with --grpc-tls-key).
+    #[arg(id = "grpc_tls_cert", long = "grpc-tls-cert", env = "SNARKFLOW_GRPC_TLS_CERT", requires = "grpc_tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --grpc-tls-cert (PEM).
+    #[arg(id = "grpc_tls_key", long = "grpc-tls-key", env = "SNARKFLOW_GRPC_TLS_KEY", requires = "grpc_tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With TLS, accept only clients whose certificate this CA (PEM) signed (mutual TLS).
+    #[arg(
+        id = "grpc_tls_client_ca",
+        long = "grpc-tls-client-ca",
+        env = "SNARKFLOW_GRPC_TLS_CLIENT_CA",
+        requires = "grpc_tls_cert"
+    )]
+    pub tls_client_ca: Option<PathBuf>,
     /// Largest gRPC message either way, in bytes; larger ones are RESOURCE_EXHAUSTED.
     #[arg(id = "grpc_max_message_bytes", long = "grpc-max-message-bytes", env = "SNARKFLOW_GRPC_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
@@ -137,7 +152,27 @@ pub(crate) async fn serve(
     let service = pb::proving_engine_server::ProvingEngineServer::new(engine)
         .max_decoding_message_size(args.max_message_bytes)
         .max_encoding_message_size(args.max_message_bytes);
-    let router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    let tls = match (&args.tls_cert, &args.tls_key, &listen) {
+        (Some(cert), Some(key), GrpcListen::Tcp(_)) => {
+            let read = |p: &PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+            let mut config = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
+            if let Some(ca) = &args.tls_client_ca {
+                config = config.client_ca_root(Certificate::from_pem(read(ca)?));
+            }
+            builder = builder.tls_config(config).context("the gRPC TLS settings")?;
+            if args.tls_client_ca.is_some() {
+                "mutual TLS"
+            } else {
+                "TLS"
+            }
+        }
+        (Some(_), _, GrpcListen::Unix(_)) => {
+            anyhow::bail!("--grpc-tls-cert is for a TCP listener; a Unix socket is protected by its file mode")
+        }
+        _ => "plaintext",
+    };
+    let router = builder
         .max_concurrent_streams(Some(args.max_streams_per_connection.max(1)))
         .concurrency_limit_per_connection(args.max_streams_per_connection.max(1) as usize)
         .http2_keepalive_interval(Some(KEEPALIVE))
@@ -152,7 +187,7 @@ pub(crate) async fn serve(
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the gRPC listener {addr}"))?;
-            info!(addr = %listener.local_addr()?, %tenant, require_token, control, "gRPC (cuzk.v1.ProvingEngine) listening");
+            info!(addr = %listener.local_addr()?, %tenant, require_token, control, tls, "gRPC (cuzk.v1.ProvingEngine) listening");
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
             router.serve_with_incoming_shutdown(incoming, stop).await.context("serving gRPC")?;
         }
