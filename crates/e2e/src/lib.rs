@@ -258,6 +258,11 @@ pub async fn cuzk_tls(
 
 /// Connect to the gRPC interface on a Unix socket.
 pub async fn cuzk_unix(path: &std::path::Path) -> anyhow::Result<CuzkClient> {
+    Ok(cuzk_client(unix_channel(path).await?))
+}
+
+/// A gRPC channel to the Unix socket at `path` (for clients of other services on it).
+pub async fn unix_channel(path: &std::path::Path) -> anyhow::Result<tonic::transport::Channel> {
     let path = path.to_owned();
     let channel = tonic::transport::Endpoint::from_static("http://localhost")
         .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
@@ -267,7 +272,7 @@ pub async fn cuzk_unix(path: &std::path::Path) -> anyhow::Result<CuzkClient> {
             }
         }))
         .await?;
-    Ok(cuzk_client(channel))
+    Ok(channel)
 }
 
 /// A TCP port free right now on 127.0.0.1 (for a listener given by address, like --grpc-listen).

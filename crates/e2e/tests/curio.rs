@@ -155,11 +155,13 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
     assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{refused:?}");
     assert!(refused.message().contains("SectorNum 7"), "{refused:?}");
 
-    // SnapDeals, WindowPoSt, WinningPoSt as Curio sends them (raw bytes, ABI numbers)
+    // SnapDeals, WindowPoSt, WinningPoSt as Curio sends them (raw bytes, ABI numbers); the
+    // SnapDeals one in the shape of Curio's Snark Market (PSProve): a `ps-snap-` id and
+    // `sector_size` left 0
     let snap_request = cuzk::SubmitProofRequest {
-        request_id: format!("snap-{MINER}-7"),
+        request_id: format!("ps-snap-{MINER}-7-31337"),
         proof_kind: ProofKind::SnapDealsUpdate as i32,
-        sector_size: 2048,
+        sector_size: 0,
         registered_proof: UPDATE_2KIB_V1,
         priority: cuzk::Priority::Normal as i32,
         vanilla_proofs: b64_list(&snap["vanilla_proofs"]),

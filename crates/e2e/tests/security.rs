@@ -143,6 +143,9 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     let mut cuzk = snarkflow_e2e::cuzk_unix(&socket).await.unwrap();
     let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     assert!(status.gpus.iter().any(|g| g.name.contains("gpu-sec")), "{status:?}");
+    // grpcurl's `list` works: server reflection names the interface
+    let services = reflected_services(&socket).await;
+    assert!(services.iter().any(|s| s == "cuzk.v1.ProvingEngine"), "{services:?}");
     forged_control_is_delivered_but_ignored(&nats, "dense-chain-c256").await;
     let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     assert!(
@@ -157,6 +160,25 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     assert!(evicted.was_loaded, "{evicted:?}");
     for service in [gpu, synth, gateway] {
         service.stop().await.unwrap();
+    }
+}
+
+/// The services the gRPC listener at `socket` names through server reflection.
+async fn reflected_services(socket: &Path) -> Vec<String> {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let answer = answers.message().await.unwrap().expect("an answer");
+    match answer.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => list.service.into_iter().map(|s| s.name).collect(),
+        other => panic!("not a service list: {other:?}"),
     }
 }
 

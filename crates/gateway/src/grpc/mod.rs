@@ -31,6 +31,10 @@ pub mod pb {
     tonic::include_proto!("cuzk.v1");
 }
 
+/// The interface's encoded protobuf descriptors, served by gRPC server reflection (so
+/// `grpcurl -plaintext -unix .state/cuzk.sock list` works, as Curio's docs ask operators to check).
+const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cuzk_descriptor.bin"));
+
 /// Largest message either way: Curio's client limit (a 32 GiB C1 envelope is ~51 MB).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 /// Calls in flight on one connection (HTTP/2 streams): Curio's `MaxPending` is ~10 per node.
@@ -152,6 +156,10 @@ pub(crate) async fn serve(
     let service = pb::proving_engine_server::ProvingEngineServer::new(engine)
         .max_decoding_message_size(args.max_message_bytes)
         .max_encoding_message_size(args.max_message_bytes);
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("gRPC server reflection")?;
     let mut builder = tonic::transport::Server::builder();
     let tls = match (&args.tls_cert, &args.tls_key, &listen) {
         (Some(cert), Some(key), GrpcListen::Tcp(_)) => {
@@ -179,7 +187,8 @@ pub(crate) async fn serve(
         .http2_keepalive_timeout(Some(KEEPALIVE / 3))
         .tcp_keepalive(Some(KEEPALIVE))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(args.max_concurrent_calls.max(1)))
-        .add_service(service);
+        .add_service(service)
+        .add_service(reflection);
     let stop = shutdown.clone().cancelled_owned();
     let (tenant, require_token, control) = (&args.tenant, args.require_token, args.enable_control);
     match &listen {
