@@ -87,11 +87,12 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use snarkflow_wire::{CircuitSpec, PartitionRecord, Priority, ProveStats, Stage, SynthStats, SCHEMA_VERSION};
 
-    fn record(partitions: usize) -> JobRecord {
+    /// A queued dense-chain job of `partitions` partitions, for tests.
+    pub(crate) fn record(partitions: usize) -> JobRecord {
         JobRecord {
             schema: SCHEMA_VERSION,
             id: "j".into(),

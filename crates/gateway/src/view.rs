@@ -237,38 +237,9 @@ mod tests {
 
     #[test]
     fn worker_ids_become_numbers_in_the_error_and_the_stats() {
-        let mut r = JobRecord {
-            schema: snarkflow_wire::SCHEMA_VERSION,
-            id: "j".into(),
-            circuit: snarkflow_wire::CircuitSpec::DenseChain { constraints: 4 },
-            priority: snarkflow_wire::Priority::Normal,
-            seed: 1,
-            state: snarkflow_wire::JobState::Failed,
-            error: None,
-            trace_id: None,
-            idempotency_key: None,
-            created_at_ms: 0,
-            updated_at_ms: 0,
-            finished_at_ms: None,
-            partitions: vec![PartitionRecord::default(); 2],
-            assemble_s: None,
-            input: None,
-            tenant: None,
-            deadline_at_ms: None,
-            enqueued: true,
-            request_sha256: None,
-        };
-        r.partitions[0].prove = Some(ProveStats {
-            worker: "gpu-node7.dc2-4242".into(),
-            backend: "cpu".into(),
-            queue_wait_s: 0.0,
-            fetch_s: 0.0,
-            deserialize_s: 0.0,
-            rebuild_s: 0.0,
-            prove_s: 0.0,
-            verify_s: 0.0,
-            bytes_fetched: 0,
-        });
+        let mut r = crate::events::tests::record(2);
+        r.state = snarkflow_wire::JobState::Failed;
+        r.partitions[0].prove = Some(ProveStats { worker: "gpu-node7.dc2-4242".into(), ..ProveStats::default() });
         r.error = Some(
             "partition 1 failed during proving: device lost on gpu-node7.dc2-4242 (was on gpu-node9-77), \
              parameters at /srv/params/p.params"

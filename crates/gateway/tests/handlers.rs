@@ -377,16 +377,19 @@ async fn a_kind_the_gateway_cannot_verify_is_refused_saying_why() {
     assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
 }
 
+/// Open settings, with idempotency keys that name no job taken over after `window`.
+async fn state_with_orphan_window(nats: &NatsServer, window: Duration) -> AppState {
+    let bus = Bus::connect(BusConfig { key_orphan_after: window, ..BusConfig::new(nats.url()) }).await.unwrap();
+    let mut state = state(nats, 1 << 20).await;
+    state.ledger = bus.ledger().clone();
+    state.bus = bus;
+    state
+}
+
 #[tokio::test]
 async fn an_idempotency_key_whose_submit_stopped_half_way_is_taken_over() {
     let nats = NatsServer::start();
-    let bus = Bus::connect(BusConfig { key_orphan_after: Duration::from_secs(1), ..BusConfig::new(nats.url()) })
-        .await
-        .unwrap();
-    let (auth, limits, policy) = open_settings();
-    let mut state = state_with(&nats, 1 << 20, (auth, limits, policy)).await;
-    state.ledger = bus.ledger().clone();
-    state.bus = bus;
+    let state = state_with_orphan_window(&nats, Duration::from_secs(1)).await;
     // a submit that claimed the key and stopped before writing its job
     let key = "porep-1000-7";
     let claimed = state.ledger.claim_key(&hex::encode(key), "00000000-0000-4000-8000-000000000000").await.unwrap();
@@ -410,13 +413,7 @@ async fn an_idempotency_key_whose_job_is_still_being_created_is_not_taken_over()
     // renews its claim, so however long a retry waits, and whatever the clocks say, the key is
     // not given to a second job
     let nats = NatsServer::start();
-    let bus = Bus::connect(BusConfig { key_orphan_after: Duration::from_secs(1), ..BusConfig::new(nats.url()) })
-        .await
-        .unwrap();
-    let (auth, limits, policy) = open_settings();
-    let mut state = state_with(&nats, 1 << 20, (auth, limits, policy)).await;
-    state.ledger = bus.ledger().clone();
-    state.bus = bus;
+    let state = state_with_orphan_window(&nats, Duration::from_secs(1)).await;
     let key = "porep-1000-8";
     let first_job = "00000000-0000-4000-8000-000000000001";
     let claimed = state.ledger.claim_key(&hex::encode(key), first_job).await.unwrap();
