@@ -62,6 +62,11 @@ pub struct Config {
     pub memory: MemoryBudgetArgs,
     #[command(flatten)]
     pub lanes: LaneArgs,
+    /// Record these circuits' constraint shapes at start, before taking work (comma-separated
+    /// circuit ids: `winning-post-32GiB,window-post-32GiB`), so the first job of each does not
+    /// wait for it (a 32 GiB WinningPoSt's shape is seconds; PoRep's minutes).
+    #[arg(long, env = "SNARKFLOW_PRELOAD_SHAPES", value_delimiter = ',')]
+    pub preload_shapes: Vec<String>,
     /// Address for /healthz, /readyz and /metrics; unset serves none.
     #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
     pub status_listen: Option<SocketAddr>,

@@ -41,6 +41,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     };
     let witness = synthesize::WitnessPolicy { source: config.witness, check_every: config.native_check_every };
     let stage = Arc::new(synthesize::Synthesis::new(&host, config.wire_format, witness));
+    if !config.preload_shapes.is_empty() {
+        host.readiness.set(false, serde_json::json!({ "worker": host.id, "state": "recording shapes" }));
+        let (preloading, ids) = (stage.clone(), config.preload_shapes.clone());
+        tokio::task::spawn_blocking(move || preloading.preload_shapes(&ids)).await?.map_err(anyhow::Error::msg)?;
+    }
     let huge_pages = huge_pages::detect();
     if huge_pages.on {
         tracing::info!(huge_pages = %huge_pages.why, "witness buffers");

@@ -311,32 +311,70 @@ fn witness_of(
 
 /// The shape hash and constraint count of the task's circuit, recorded on first use.
 fn shape_summary(task: &SynthTask, summaries: &ShapeSummaries, worker: &str) -> Result<([u8; 32], u64), String> {
-    let id = task.circuit.circuit_id();
-    if let Some(ShapeSummary { hash: Some(hash), constraints, .. }) =
-        summaries.lock().expect("shape summaries lock").get(&id).copied()
-    {
-        return Ok((hash, constraints));
+    let span = partition_span!("shape.record", task, worker);
+    record_summary(&task.circuit, summaries, &span)
+}
+
+/// The shape summary of `circuit`, recording its shape under `span` if no one has yet. One
+/// recording per circuit at a time: the other partitions of a new circuit wait for the first
+/// instead of each recording it (at 32 GiB PoRep a recording is minutes of a core and GBs of
+/// memory); a different circuit — a WinningPoSt arriving meanwhile — does not wait for it.
+fn record_summary(
+    circuit: &snarkflow_wire::CircuitSpec,
+    summaries: &ShapeSummaries,
+    span: &tracing::Span,
+) -> Result<([u8; 32], u64), String> {
+    let id = circuit.circuit_id();
+    let known = || match summaries.lock().expect("shape summaries lock").get(&id).copied() {
+        Some(ShapeSummary { hash: Some(hash), constraints, .. }) => Some((hash, constraints)),
+        _ => None,
+    };
+    if let Some(found) = known() {
+        return Ok(found);
     }
-    // one recording at a time: the other partitions of a new circuit wait for the first instead
-    // of each recording it (at 32 GiB PoRep a recording is minutes of a core and GBs of memory)
-    static RECORDING: Mutex<()> = Mutex::new(());
-    let _one_recorder = RECORDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(ShapeSummary { hash: Some(hash), constraints, .. }) =
-        summaries.lock().expect("shape summaries lock").get(&id).copied()
-    {
-        return Ok((hash, constraints));
+    static RECORDING: Mutex<Option<HashMap<String, Arc<Mutex<()>>>>> = Mutex::new(None);
+    let lock = {
+        let mut locks = RECORDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        locks.get_or_insert_with(HashMap::new).entry(id.clone()).or_default().clone()
+    };
+    let _one_recorder = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(found) = known() {
+        return Ok(found);
     }
-    let shape = partition_span!("shape.record", task, worker)
-        .in_scope(|| snarkflow_circuits::visit_blank(&task.circuit, RecordShape(&id)))
+    let shape = span
+        .in_scope(|| snarkflow_circuits::visit_blank(circuit, RecordShape(&id)))
         .map_err(|e| format!("building the circuit: {e}"))?
         .map_err(|e| format!("recording the circuit shape: {e}"))?;
-    let known = ShapeSummary {
+    let summary = ShapeSummary {
         hash: Some(shape.hash),
         constraints: shape.num_constraints() as u64,
         variables: (shape.num_inputs + shape.num_aux) as u64,
     };
-    summaries.lock().expect("shape summaries lock").insert(id, known);
-    Ok((shape.hash, known.constraints))
+    summaries.lock().expect("shape summaries lock").insert(id, summary);
+    Ok((shape.hash, summary.constraints))
+}
+
+impl Synthesis {
+    /// Record the shapes of `circuit_ids` now (`--preload-shapes`), so the first job of each —
+    /// a WinningPoSt with a 5-minute deadline — does not wait for its circuit to be recorded.
+    pub(crate) fn preload_shapes(&self, circuit_ids: &[String]) -> Result<(), String> {
+        for id in circuit_ids {
+            let spec = snarkflow_wire::CircuitSpec::parse_circuit_id(id)
+                .ok_or_else(|| format!("--preload-shapes: unknown circuit id {id:?}"))?;
+            let started = std::time::Instant::now();
+            let span = tracing::info_span!("shape.record", circuit_id = %id, worker = "synth", preload = true);
+            let (_, constraints) = record_summary(&spec, &self.shape_summaries, &span)?;
+            tracing::info!(circuit_id = %id, constraints, seconds = started.elapsed().as_secs_f64(), "constraint shape recorded ahead of work");
+        }
+        Ok(())
+    }
+
+    /// Circuits whose shape is recorded.
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> Vec<String> {
+        let summaries = self.shape_summaries.lock().expect("shape summaries lock");
+        summaries.iter().filter(|(_, s)| s.hash.is_some()).map(|(id, _)| id.clone()).collect()
+    }
 }
 
 /// How long a partition that does not fit in a full object store waits before trying again.
@@ -367,5 +405,28 @@ async fn store_when_there_is_room(
             }
             other => return Ok(other?),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn shapes_named_at_start_are_recorded_before_any_work_and_unknown_ids_refused() {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let host = WorkerHost::start(snarkflow_wire::Stage::Synthesis, "synth-test".into(), None, shutdown.clone())
+            .await
+            .unwrap();
+        let witness = WitnessPolicy { source: crate::config::WitnessSource::Native, check_every: 0 };
+        let synthesis = Synthesis::new(&host, PartitionEncoding::CompactWitness, witness);
+        assert!(synthesis.recorded().is_empty());
+        synthesis.preload_shapes(&["dense-chain-c64".into(), "sha256-chain-b1".into()]).unwrap();
+        let mut recorded = synthesis.recorded();
+        recorded.sort();
+        assert_eq!(recorded, ["dense-chain-c64", "sha256-chain-b1"]);
+        let err = synthesis.preload_shapes(&["porep-c2-3GiB".into()]).unwrap_err();
+        assert!(err.contains("unknown circuit id"), "{err}");
+        shutdown.cancel();
     }
 }
