@@ -9,8 +9,9 @@
 //   sf_witness one partition's witness, uploaded on its own stream before its prove (outside the
 //             device's prove lock, so the copy overlaps the kernels of the partition before).
 //
-// One prove: a = A·w, b = B·w, c = C·w (SpMV), h = (a·b − c)/Z by seven
-// NTTs, then the five MSMs against resident points. The caller assembles the proof from the
+// One prove: a = A·w, b = B·w, c = C·w (SpMV) and h = (a·b − c)/Z by seven NTTs on one stream,
+// while the MSMs of L, A, B-G1 and B-G2 (whose scalars are the witness's own) run beside it;
+// then the H MSM over h. All against resident points. The caller assembles the proof from the
 // five sums with r and s (a few point operations on the CPU). Nothing here knows Rust types;
 // points cross the boundary in blst's memory layout (Montgomery form, Jacobian for results).
 
@@ -148,6 +149,10 @@ struct sf_device {
     ones_sum_t ones[4];
     dbuf tail_points;
     cudaStream_t side = nullptr;
+    // a, b, c and h (SpMV, the NTTs, the quotient) on a stream of their own, so that the tail
+    // MSMs of L, A and B, which need only the witness, run beside them; events time its phases
+    stream_t* prep = nullptr;
+    cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
 
     void release_workspace()
     {
@@ -217,9 +222,11 @@ struct sf_msm_sums {
     point2_t b_g2;
 };
 
-// milliseconds per phase of one prove (host clock around synchronised device work)
+// milliseconds per phase of one prove: `spmv` and `ntt` from events on the prep stream (device
+// time, beside the tail MSMs), the MSMs by the host clock around their synchronised work,
+// `wait_h` how long h kept the H MSM waiting once the tails were done
 struct sf_timings {
-    double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, total;
+    double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, wait_h, total;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -420,6 +427,8 @@ SF_FFI RustError::by_value sf_device_count(size_t* out)
     });
 }
 
+SF_FFI void sf_device_close(sf_device* d);
+
 SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
 {
     return guarded([&] {
@@ -433,9 +442,18 @@ SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
         d->ordinal = ordinal;
         d->gpu = &gpu;
         cudaError_t e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking);
+        for (auto& ev : d->marks)
+            if (e == cudaSuccess)
+                e = cudaEventCreate(&ev);
         if (e != cudaSuccess) {
-            delete d;
-            check(e, "creating the side stream");
+            sf_device_close(d);
+            check(e, "creating the side stream and the phase events");
+        }
+        try {
+            d->prep = new stream_t(gpu.id());
+        } catch (...) {
+            sf_device_close(d);
+            throw;
         }
         *out = d;
     });
@@ -448,6 +466,10 @@ SF_FFI void sf_device_close(sf_device* d)
     d->release_workspace();
     if (d->side)
         (void)cudaStreamDestroy(d->side);
+    for (auto ev : d->marks)
+        if (ev)
+            (void)cudaEventDestroy(ev);
+    delete d->prep;
     delete d;
 }
 
@@ -772,14 +794,67 @@ static void side_done(sf_device* d)
         if (sp.n == 0)
             continue;
         uint32_t counts[2];
-        check(cudaMemcpy(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost), "reading the 0/1 split");
+        check(cudaMemcpyAsync(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost, d->side), "reading the 0/1 split");
+        check(cudaStreamSynchronize(d->side), "reading the 0/1 split");
         sp.n_ones = counts[0];
         sp.n_tail = counts[1];
     }
 }
 
+// a, b, c = A·w, B·w, C·w (zero beyond the last constraint), then h: to coefficients, to the
+// coset g·H, (a·b − c)/Z there, back to coefficients; h ends in `a`. Queued on `d->prep`, with
+// `d->marks` recorded at its start, after SpMV and at its end.
+static void queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
+{
+    const gpu_t& gpu = *d->gpu;
+    stream_t& s = *d->prep;
+    size_t m = (size_t)1 << sh->lg_domain;
+    uint32_t blocks, threads;
+    check(cudaEventRecord(d->marks[0], s), "timing a, b, c");
+    dbuf* abc[3] = {&d->a, &d->b, &d->c};
+    grid_for(gpu, sh->rows, blocks, threads);
+    for (int i = 0; i < 3; i++) {
+        abc[i]->ensure(m * sizeof(scalar_t), "allocating a, b, c");
+        scalar_t* v = abc[i]->as<scalar_t>();
+        if (m > sh->rows)
+            check(cudaMemsetAsync(v + sh->rows, 0, (m - sh->rows) * sizeof(scalar_t), s), "clearing a, b, c");
+        const dev_csr& dm = sh->m[i];
+        spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
+                                        sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
+                                        wit->buf.as<scalar_t>(), sh->rows);
+        check(cudaGetLastError(), "a, b, c");
+    }
+    check(cudaEventRecord(d->marks[1], s), "timing a, b, c");
+    uint32_t lg = (uint32_t)sh->lg_domain;
+    for (int i = 0; i < 3; i++) {
+        scalar_t* v = abc[i]->as<scalar_t>();
+        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+    }
+    fr_t z = group_gen;
+    for (uint32_t i = 0; i < lg; i++) z = z * z;
+    z = z - fr_t::one();
+    fr_t z_inv = z.reciprocal();
+    fr_bits z_bits;
+    memcpy(&z_bits, &z_inv, sizeof(z_bits));
+    grid_for(gpu, m, blocks, threads);
+    quotient<<<blocks, threads, 0, s>>>(d->a.as<scalar_t>(), d->b.as<scalar_t>(), d->c.as<scalar_t>(), z_bits, m);
+    check(cudaGetLastError(), "the quotient");
+    NTT::Base_dev_ptr(s, d->a.as<scalar_t>(), lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+    check(cudaEventRecord(d->marks[2], s), "timing the NTTs");
+}
+
+static double event_ms(cudaEvent_t from, cudaEvent_t to)
+{
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, from, to), "reading the phase events");
+    return ms;
+}
+
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
-// uploaded into `wit`.
+// uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars and the
+// sums of the ones (`side`), a, b, c and h (`prep`), and the MSMs on sppark's streams — first
+// the tails of L, A, B-G1, B-G2, which need only the witness and so run beside `prep`, then H.
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
                                     const sf_witness* wit, sf_msm_sums* out, sf_timings* t)
 {
@@ -796,15 +871,10 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             throw sf_error(-1, "the parameters were not made for this constraint shape");
         const gpu_t& gpu = *d->gpu;
         gpu.select();
-        stream_t& s = gpu;
         auto started = clock_type::now();
-        auto phase = started;
-        uint32_t blocks, threads;
 
         TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu", sh->num_inputs, sh->num_aux, sh->rows, sh->lg_domain);
         t->upload = 0;   // the caller times the upload, done before this call
-        // the L, A and B scalars are the witness's own: split them and sum the points of the
-        // ones on the side stream, beside a, b, c, the NTTs and the H MSM
         const scalar_t* w = wit->buf.as<scalar_t>();
         const uint32_t* a_map = sh->a_gather.as<uint32_t>();
         const uint32_t* b_map = sh->b_gather.as<uint32_t>();
@@ -815,53 +885,10 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[1], srs->points[SEC_A].as<g1_mem_t>(), d->split[1]);
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[2], srs->points[SEC_B1].as<g1_mem_t>(), d->split[2]);
         sum_ones_async<bucket2_t>(gpu, d->side, d->ones[3], srs->points[SEC_B2].as<g2_mem_t>(), d->split[2]);
-        // a, b, c = A·w, B·w, C·w, zero beyond the last constraint
-        dbuf* abc[3] = {&d->a, &d->b, &d->c};
-        grid_for(gpu, sh->rows, blocks, threads);
-        for (int i = 0; i < 3; i++) {
-            abc[i]->ensure(m * sizeof(scalar_t), "allocating a, b, c");
-            scalar_t* v = abc[i]->as<scalar_t>();
-            if (m > sh->rows)
-                check(cudaMemsetAsync(v + sh->rows, 0, (m - sh->rows) * sizeof(scalar_t), s), "clearing a, b, c");
-            const dev_csr& dm = sh->m[i];
-            spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
-                                            sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
-                                            wit->buf.as<scalar_t>(), sh->rows);
-            check(cudaGetLastError(), "a, b, c");
-        }
-        check(cudaStreamSynchronize(s), "a, b, c");
-        t->spmv = ms_since(phase);
-        phase = clock_type::now();
-
-        TRACE("a, b, c built");
-        // h: to coefficients, to the coset g·H, (a·b − c)/Z there, back to coefficients
-        uint32_t lg = (uint32_t)sh->lg_domain;
-        for (int i = 0; i < 3; i++) {
-            scalar_t* v = abc[i]->as<scalar_t>();
-            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
-            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
-        }
-        TRACE("a, b, c on the coset");
-        fr_t z = group_gen;
-        for (uint32_t i = 0; i < lg; i++) z = z * z;
-        z = z - fr_t::one();
-        fr_t z_inv = z.reciprocal();
-        fr_bits z_bits;
-        memcpy(&z_bits, &z_inv, sizeof(z_bits));
-        grid_for(gpu, m, blocks, threads);
-        quotient<<<blocks, threads, 0, s>>>(d->a.as<scalar_t>(), d->b.as<scalar_t>(), d->c.as<scalar_t>(), z_bits, m);
-        check(cudaGetLastError(), "the quotient");
-        NTT::Base_dev_ptr(s, d->a.as<scalar_t>(), lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
-        check(cudaStreamSynchronize(s), "the NTTs");
-        t->ntt = ms_since(phase);
-        phase = clock_type::now();
-
-        TRACE("h computed");
-        // the MSMs; deg h ≤ m − 2, so the H query has m − 1 points
-        msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
+        queue_h(d, sh, wit);
         side_done(d);
-        t->msm_h = ms_since(phase);
-        phase = clock_type::now();
+
+        auto phase = clock_type::now();
         finish_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0], d->ones[0],
                                                   w + sh->num_inputs, nullptr, "the L MSM");
         t->msm_l = ms_since(phase);
@@ -878,6 +905,17 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         finish_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2],
                                                      d->ones[3], w, b_map, "the B-G2 MSM");
         t->msm_b_g2 = ms_since(phase);
+
+        phase = clock_type::now();
+        check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
+        t->wait_h = ms_since(phase);
+        t->spmv = event_ms(d->marks[0], d->marks[1]);
+        t->ntt = event_ms(d->marks[1], d->marks[2]);
+        TRACE("h computed");
+        // deg h ≤ m − 2, so the H query has m − 1 points
+        phase = clock_type::now();
+        msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
+        t->msm_h = ms_since(phase);
         t->total = ms_since(started);
     });
 }

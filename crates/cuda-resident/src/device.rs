@@ -341,7 +341,9 @@ pub struct Sums {
     pub b_g2: G2Projective,
 }
 
-/// Milliseconds per phase of one prove, each timed to the end of its device work.
+/// Milliseconds per phase of one prove. `spmv` and `ntt` are device time from CUDA events on
+/// their own stream, which runs beside the L, A and B MSMs; the MSMs are timed by the host around
+/// their synchronised work; `wait_h` is how long the H MSM waited for h once those were done.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timings {
@@ -353,6 +355,7 @@ pub struct Timings {
     pub msm_a: f64,
     pub msm_b_g1: f64,
     pub msm_b_g2: f64,
+    pub wait_h: f64,
     pub total: f64,
 }
 
