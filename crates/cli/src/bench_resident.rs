@@ -42,8 +42,8 @@ fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
 
 fn row(t: &Timings) -> String {
     format!(
-        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} total {:.1} ms",
-        t.upload, t.spmv, t.ntt, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2, t.wait_h, t.msm_h, t.total
+        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} wait-ones {:.1} total {:.1} ms",
+        t.upload, t.spmv, t.ntt, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2, t.wait_h, t.msm_h, t.wait_ones, t.total
     )
 }
 

@@ -153,6 +153,8 @@ struct sf_device {
     // MSMs of L, A and B, which need only the witness, run beside them; events time its phases
     stream_t* prep = nullptr;
     cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
+    // recorded on `side` once the three splits are written (the sums of the ones come after)
+    cudaEvent_t split_ready = nullptr;
 
     void release_workspace()
     {
@@ -224,9 +226,10 @@ struct sf_msm_sums {
 
 // milliseconds per phase of one prove: `spmv` and `ntt` from events on the prep stream (device
 // time, beside the tail MSMs), the MSMs by the host clock around their synchronised work,
-// `wait_h` how long h kept the H MSM waiting once the tails were done
+// `wait_h` how long h kept the H MSM waiting once the tails were done, `wait_ones` how long the
+// sums of the ones on `side` took past the H MSM
 struct sf_timings {
-    double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, wait_h, total;
+    double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, wait_h, wait_ones, total;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -445,6 +448,8 @@ SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
         for (auto& ev : d->marks)
             if (e == cudaSuccess)
                 e = cudaEventCreate(&ev);
+        if (e == cudaSuccess)
+            e = cudaEventCreateWithFlags(&d->split_ready, cudaEventDisableTiming);
         if (e != cudaSuccess) {
             sf_device_close(d);
             check(e, "creating the side stream and the phase events");
@@ -469,6 +474,8 @@ SF_FFI void sf_device_close(sf_device* d)
     for (auto ev : d->marks)
         if (ev)
             (void)cudaEventDestroy(ev);
+    if (d->split_ready)
+        (void)cudaEventDestroy(d->split_ready);
     delete d->prep;
     delete d;
 }
@@ -699,7 +706,7 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
 }
 
 // Split the scalars w[map[i]], i < n, on `side` (asynchronously: the counts are read back in
-// finish_query).
+// splits_known).
 static void split_async(const gpu_t& gpu, cudaStream_t side, split_t& sp, const scalar_t* w, const uint32_t* map, size_t n)
 {
     sp.n = n;
@@ -741,19 +748,18 @@ static void sum_ones_async(const gpu_t& gpu, cudaStream_t side, ones_sum_t& o, c
     check(cudaGetLastError(), "summing the points whose scalar is 1");
 }
 
-// Σ s_i·P_i over one query, once `side` is done: the sum of the ones plus a Pippenger MSM over
-// the tail's points (gathered next to each other), or a plain MSM over all points when the
-// split does not pay.
+// Σ s_i·P_i over one query, once its split is known, except the sum of the points whose scalar
+// is 1 (still being made on `side`; `add_ones` adds it): a Pippenger MSM over the tail's points
+// (gathered next to each other), or a plain MSM over all points when the split does not pay.
 template<class bucket, class point, class affine, class mem>
-static void finish_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
-                         const ones_sum_t& o, const scalar_t* w, const uint32_t* map, const char* what)
+static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
+                       const scalar_t* w, const uint32_t* map, const char* what)
 {
     stream_t& s = gpu;
     uint32_t blocks, threads;
-    if (sp.n == 0) {
-        out.inf();
+    out.inf();
+    if (sp.n == 0)
         return;
-    }
     TRACE("%s: %zu scalars, %u ones, %u neither 0 nor 1%s", what, sp.n, sp.n_ones, sp.n_tail, sp.used() ? "" : " (not split)");
     if (!sp.used()) {
         const scalar_t* scalars = w;
@@ -769,33 +775,42 @@ static void finish_query(const gpu_t& gpu, sf_device* d, point& out, const mem* 
         msm<bucket, point, affine>(gpu, out, points, scalars, sp.n, what);
         return;
     }
-    typedef typename bucket::mem_t bucket_h;
-    std::vector<bucket> partial(o.nsums);
-    check(cudaMemcpyAsync(partial.data(), o.sums.ptr, o.nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost, s), what);
-    if (sp.n_tail) {
-        d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
-        d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
-        grid_for(gpu, sp.n_tail, blocks, threads);
-        gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
-        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
-        check(cudaGetLastError(), what);
-    }
+    if (sp.n_tail == 0)
+        return;
+    d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
+    d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
+    grid_for(gpu, sp.n_tail, blocks, threads);
+    gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
+    gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
+    check(cudaGetLastError(), what);
     check(cudaStreamSynchronize(s), what);
     msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);
+}
+
+// Add the sum of the points whose scalar is 1 to a query's `out`, once `side` is done (only
+// where the split was used: otherwise the plain MSM counted them).
+template<class bucket, class point>
+static void add_ones(point& out, const split_t& sp, const ones_sum_t& o, const char* what)
+{
+    typedef typename bucket::mem_t bucket_h;
+    if (sp.n == 0 || !sp.used())
+        return;
+    std::vector<bucket> partial(o.nsums);
+    check(cudaMemcpy(partial.data(), o.sums.ptr, o.nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost), what);
     point ones = sum_up(partial);
     out.add(ones);
 }
 
-// Wait for `side` and read every split's counts back.
-static void side_done(sf_device* d)
+// Wait for the splits on `side` (not for the sums of the ones queued after them) and read
+// their counts back.
+static void splits_known(sf_device* d)
 {
-    check(cudaStreamSynchronize(d->side), "the 0/1 split and the sums of the ones");
+    check(cudaEventSynchronize(d->split_ready), "the 0/1 split");
     for (auto& sp : d->split) {
         if (sp.n == 0)
             continue;
         uint32_t counts[2];
-        check(cudaMemcpyAsync(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost, d->side), "reading the 0/1 split");
-        check(cudaStreamSynchronize(d->side), "reading the 0/1 split");
+        check(cudaMemcpy(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost), "reading the 0/1 split");
         sp.n_ones = counts[0];
         sp.n_tail = counts[1];
     }
@@ -852,9 +867,10 @@ static double event_ms(cudaEvent_t from, cudaEvent_t to)
 }
 
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
-// uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars and the
-// sums of the ones (`side`), a, b, c and h (`prep`), and the MSMs on sppark's streams — first
-// the tails of L, A, B-G1, B-G2, which need only the witness and so run beside `prep`, then H.
+// uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars, then the
+// sums of the points whose scalar is 1 (`side`); a, b, c and h (`prep`); and the MSMs on
+// sppark's streams — as soon as the splits are known the tails of L, A, B-G1 and B-G2, which
+// need only the witness and so run beside the other two, then H once h is there.
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
                                     const sf_witness* wit, sf_msm_sums* out, sf_timings* t)
 {
@@ -881,29 +897,30 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         split_async(gpu, d->side, d->split[0], w + sh->num_inputs, nullptr, sh->num_aux);
         split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
         split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
+        check(cudaEventRecord(d->split_ready, d->side), "the 0/1 split");
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[0], srs->points[SEC_L].as<g1_mem_t>(), d->split[0]);
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[1], srs->points[SEC_A].as<g1_mem_t>(), d->split[1]);
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[2], srs->points[SEC_B1].as<g1_mem_t>(), d->split[2]);
         sum_ones_async<bucket2_t>(gpu, d->side, d->ones[3], srs->points[SEC_B2].as<g2_mem_t>(), d->split[2]);
         queue_h(d, sh, wit);
-        side_done(d);
+        splits_known(d);
 
         auto phase = clock_type::now();
-        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0], d->ones[0],
-                                                  w + sh->num_inputs, nullptr, "the L MSM");
+        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0],
+                                                w + sh->num_inputs, nullptr, "the L MSM");
         t->msm_l = ms_since(phase);
         phase = clock_type::now();
         // the A and B queries have points only for the variables of their density
-        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1], d->ones[1],
-                                                  w, a_map, "the A MSM");
+        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1],
+                                                w, a_map, "the A MSM");
         t->msm_a = ms_since(phase);
         phase = clock_type::now();
-        finish_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2],
-                                                  d->ones[2], w, b_map, "the B-G1 MSM");
+        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2],
+                                                w, b_map, "the B-G1 MSM");
         t->msm_b_g1 = ms_since(phase);
         phase = clock_type::now();
-        finish_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2],
-                                                     d->ones[3], w, b_map, "the B-G2 MSM");
+        tail_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2],
+                                                   w, b_map, "the B-G2 MSM");
         t->msm_b_g2 = ms_since(phase);
 
         phase = clock_type::now();
@@ -916,6 +933,13 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         phase = clock_type::now();
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
         t->msm_h = ms_since(phase);
+        phase = clock_type::now();
+        check(cudaStreamSynchronize(d->side), "the sums of the ones");
+        t->wait_ones = ms_since(phase);
+        add_ones<bucket_t>(out->l, d->split[0], d->ones[0], "the L MSM");
+        add_ones<bucket_t>(out->a, d->split[1], d->ones[1], "the A MSM");
+        add_ones<bucket_t>(out->b_g1, d->split[2], d->ones[2], "the B-G1 MSM");
+        add_ones<bucket2_t>(out->b_g2, d->split[2], d->ones[3], "the B-G2 MSM");
         t->total = ms_since(started);
     });
 }

@@ -343,7 +343,8 @@ pub struct Sums {
 
 /// Milliseconds per phase of one prove. `spmv` and `ntt` are device time from CUDA events on
 /// their own stream, which runs beside the L, A and B MSMs; the MSMs are timed by the host around
-/// their synchronised work; `wait_h` is how long the H MSM waited for h once those were done.
+/// their synchronised work; `wait_h` is how long the H MSM waited for h once those were done,
+/// `wait_ones` how long the sums of the points whose scalar is 1 ran past the H MSM.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timings {
@@ -356,6 +357,7 @@ pub struct Timings {
     pub msm_b_g1: f64,
     pub msm_b_g2: f64,
     pub wait_h: f64,
+    pub wait_ones: f64,
     pub total: f64,
 }
 
