@@ -108,7 +108,7 @@ test:
 # while jobs of every kind run; asserts 0 lost, 0 objects left, every done proof verified
 # (the test run has it at 5 jobs and 20 s; this is the longer run)
 chaos jobs="60" secs="300":
-    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test chaos -- --nocapture
+    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test e2e chaos:: -- --nocapture
 
 # build the GPU binaries (cuda and cuda-supraseal) on a machine without a GPU: target/gpu/
 build-gpu:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos suite (crates/e2e/tests/chaos.rs) as a long soak on a GPU host: a three-node
+# The chaos suite (crates/e2e/tests/e2e/chaos.rs) as a long soak on a GPU host: a three-node
 # nats-server cluster, a gateway, two synth-workers and one supraseal gpu-worker, all SIGKILLed
 # and restarted at random every 1-3 s while JOBS jobs of every kind are submitted over SECS
 # seconds; it prints and asserts jobs done, failed (with reasons), lost, proofs verified,
@@ -7,7 +7,7 @@
 #
 # Runs on the device machine from the repo root (no Rust there). BINS is a tar.xz made here by
 # `bash deploy/scripts/device-soak.sh pack`: the chaos test binary, e2e-gateway,
-# e2e-synth-worker (cargo test -p snarkflow-e2e --test chaos --no-run), gpu-worker-supraseal
+# e2e-synth-worker (the e2e test binary: cargo test -p snarkflow-e2e --test e2e --no-run), gpu-worker-supraseal
 # (build-gpu.sh) and nats-server (install-deps.sh's 2.15.1), stripped.
 #
 #   bash deploy/scripts/device-soak.sh pack                       # here: .gpu-carry/soak.tar.xz
@@ -22,7 +22,7 @@ BINS="${BINS:-.gpu-carry/soak.tar.xz}"
 
 case "${1:-run}" in
 pack)
-    chaos="$(cargo test -p snarkflow-e2e --test chaos --no-run 2>&1 | sed -n 's/.*Executable tests\/chaos.rs (\(.*\))/\1/p')"
+    chaos="$(cargo test -p snarkflow-e2e --test e2e --no-run 2>&1 | sed -n 's/.*Executable tests\/e2e\/main.rs (\(.*\))/\1/p')"
     [ -x target/gpu/gpu-worker-supraseal ] || SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
     bash deploy/scripts/install-deps.sh >/dev/null
     d="$(mktemp -d)"
@@ -48,7 +48,7 @@ run)
     mkdir -p "$SNARKFLOW_TEST_PARAMS_DIR"
     nvidia-smi --query-gpu=name,memory.used --format=csv,noheader || true
     status=0
-    "$d/chaos" --nocapture 2>&1 | grep --line-buffered -v "^\s*[0-9]*: \|^\s*at " | tee "$out/soak.txt" || status=$?
+    "$d/chaos" chaos:: --nocapture 2>&1 | grep --line-buffered -v "^\s*[0-9]*: \|^\s*at " | tee "$out/soak.txt" || status=$?
     logs="$(sed -n 's/^service logs kept in //p' "$out/soak.txt" | tail -1)"
     [ -n "$logs" ] && tar -C "$logs" -czf "$out/logs.tgz" . || true
     exit "$status"

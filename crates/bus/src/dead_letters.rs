@@ -49,7 +49,7 @@ pub(crate) async fn declare(js: &jetstream::Context, config: &BusConfig) -> Resu
             retention: stream::RetentionPolicy::WorkQueue,
             storage: stream::StorageType::File,
             num_replicas: config.replicas,
-            max_bytes: crate::topology::limit(config.max_stream_bytes),
+            max_bytes: crate::connect::limit(config.max_stream_bytes),
             discard: stream::DiscardPolicy::New,
             ..Default::default()
         })

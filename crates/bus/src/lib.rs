@@ -4,8 +4,8 @@
 //! (idempotently: every service calls it at start, in any order). On top of that: publishing
 //! with W3C trace context in message headers and JetStream de-duplication ids
 //! ([`Bus::publish`]), priority-lane pulling ([`Lanes`]), in-progress heartbeats for long work
-//! ([`Heartbeat`]), and the partition object store with digest checks ([`Bus::put_partition`],
-//! [`Bus::get_partition`]), and the job ledger ([`Ledger`]).
+//! ([`Heartbeat`]), and the object store (partitions and job inputs) with digest checks ([`Bus::put_object`],
+//! [`Bus::get_object`]), and the job ledger ([`Ledger`]).
 
 mod control;
 mod dead_letters;
@@ -14,7 +14,7 @@ mod ledger;
 mod objects;
 mod security;
 pub mod settle;
-mod topology;
+mod connect;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
@@ -24,7 +24,7 @@ pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};
 pub use objects::{Fetched, Stored};
 pub use security::{inbox_prefix, redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};
-pub use topology::{Bus, BusConfig};
+pub use connect::{Bus, BusConfig};
 pub use trace_context::{extract_context, inject_current_context};
 
 /// Errors from the bus; the message says which operation failed.
@@ -32,9 +32,9 @@ pub use trace_context::{extract_context, inject_current_context};
 pub enum BusError {
     #[error("{op}: {source}")]
     Nats { op: String, source: async_nats::Error },
-    #[error("partition object {object} is corrupt: {reason}")]
+    #[error("object {object} is corrupt: {reason}")]
     Corrupt { object: String, reason: String },
-    #[error("partition object {0} not found")]
+    #[error("object {0} not found")]
     NotFound(String),
     #[error("{what} cannot be decoded: {reason}")]
     Undecodable { what: String, reason: String },

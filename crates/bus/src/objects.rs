@@ -1,4 +1,6 @@
-//! Synthesized partitions in the JetStream object store.
+//! The JetStream object store: synthesized partitions and the job inputs too large for a
+//! message (a C1, a vanilla proof), each stored once under its name and checked by digest on
+//! the way out.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +19,7 @@ const NOT_FOUND_LOOKS: u32 = 5;
 /// Most bytes reserved before an object's chunks arrive (the buffer grows past it as they do).
 const PREALLOCATE_MAX: usize = 64 << 20;
 
-/// What storing a partition cost.
+/// What storing an object cost.
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub bytes: u64,
@@ -25,7 +27,7 @@ pub struct Stored {
     pub seconds: f64,
 }
 
-/// A fetched partition and what fetching cost.
+/// A fetched object and what fetching cost.
 #[derive(Debug)]
 pub struct Fetched {
     pub data: Vec<u8>,
@@ -33,12 +35,13 @@ pub struct Fetched {
 }
 
 impl Bus {
-    /// Store a serialized partition under `name` (chunked by the object store).
+    /// Store `data` (a serialized partition or a job input) under `name` (chunked by the
+    /// object store).
     ///
     /// A put that would not fit under the store's size limit is refused before anything is
     /// written ([`BusError::Full`]): a put the server cuts off half way leaves chunks no name
     /// points at, which only the store's age limit removes.
-    pub async fn put_partition(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
+    pub async fn put_object(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
         let started = Instant::now();
         self.check_object_room(name, data.len() as u64).await?;
         let sha256_hex = hex::encode(Sha256::digest(data));
@@ -82,7 +85,7 @@ impl Bus {
     /// only believed after it persists for a few seconds; and an object being replaced (a
     /// redelivered synthesis storing the same partition again drops the old chunks) can read
     /// short, so a digest mismatch is only believed when a second read agrees.
-    pub async fn get_partition(&self, name: &str, expected_sha256_hex: &str) -> Result<Fetched, BusError> {
+    pub async fn get_object(&self, name: &str, expected_sha256_hex: &str) -> Result<Fetched, BusError> {
         let started = Instant::now();
         let mut missing_for = 0;
         let mut mismatches = 0;
@@ -201,8 +204,8 @@ impl Bus {
         Ok(objects)
     }
 
-    /// Remove a partition once it is proved (or its job is over); a missing one is fine.
-    pub async fn delete_partition(&self, name: &str) -> Result<(), BusError> {
+    /// Remove an object once its work is done (or its job is over); a missing one is fine.
+    pub async fn delete_object(&self, name: &str) -> Result<(), BusError> {
         match self.partitions.delete(name).await {
             Ok(()) => Ok(()),
             Err(e) if e.to_string().contains("not found") => Ok(()),

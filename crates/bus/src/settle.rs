@@ -136,7 +136,7 @@ pub async fn settle(
             match published {
                 Ok(()) => {
                     if let Some(object) = task.object {
-                        let _ = bus.delete_partition(object).await;
+                        let _ = bus.delete_object(object).await;
                     }
                     let _ = msg.ack_with(AckKind::Term).await;
                 }

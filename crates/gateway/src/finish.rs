@@ -26,7 +26,7 @@ pub(crate) async fn verify_and_finish(
         let fetched = match &record.input {
             None => None,
             Some(input) => Some(
-                bus.get_partition(&input.object, &input.sha256_hex)
+                bus.get_object(&input.object, &input.sha256_hex)
                     .await
                     .with_context(|| format!("fetching the input of job {}", record.id))?,
             ),
@@ -95,7 +95,7 @@ pub(crate) async fn finished(bus: &Bus, metrics: &Metrics, record: &JobRecord) {
         cleanup_partitions(bus, record).await;
     }
     if let Some(input) = &record.input {
-        if let Err(e) = bus.delete_partition(&input.object).await {
+        if let Err(e) = bus.delete_object(&input.object).await {
             warn!(job_id = %record.id, error = %e, "could not delete the job input");
         }
     }
@@ -132,7 +132,7 @@ pub(crate) async fn fail_job(
 pub(crate) async fn cleanup_partitions(bus: &Bus, record: &JobRecord) {
     for (i, p) in record.partitions.iter().enumerate() {
         if p.proof_hex.is_none() {
-            if let Err(e) = bus.delete_partition(&wire::partition_object(&record.id, i as u32)).await {
+            if let Err(e) = bus.delete_object(&wire::partition_object(&record.id, i as u32)).await {
                 warn!(job_id = %record.id, partition = i, error = %e, "could not delete partition object");
             }
         }

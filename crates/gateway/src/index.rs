@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use snarkflow_bus::{Ledger, LedgerChange};
+use snarkflow_bus::{BusError, Ledger, LedgerChange};
 use snarkflow_wire::{JobKind, JobRecord, JobState};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -66,6 +66,27 @@ impl LedgerIndex {
     pub fn snapshot(&self) -> Option<Vec<JobSummary>> {
         let inner = self.0.read().expect("index");
         inner.ready.then(|| inner.jobs.values().cloned().collect())
+    }
+
+    /// Every job: from the index when it is ready, else read from `ledger` (seconds at 100,000
+    /// records: only while the index reads the ledger itself).
+    pub async fn jobs(&self, ledger: &Ledger) -> Result<Vec<JobSummary>, BusError> {
+        if let Some(jobs) = self.snapshot() {
+            return Ok(jobs);
+        }
+        Ok(ledger.list_where(|_| true, usize::MAX).await?.iter().map(JobSummary::from).collect())
+    }
+
+    /// The tenant of job `id` (`None`: no tenant, or no such job), from the index when it is
+    /// ready, else from the job's record.
+    pub async fn tenant_of(&self, ledger: &Ledger, id: &str) -> Option<String> {
+        {
+            let inner = self.0.read().expect("index");
+            if inner.ready {
+                return inner.jobs.get(id).and_then(|j| j.tenant.clone());
+            }
+        }
+        ledger.get(id).await.ok().flatten().and_then(|r| r.tenant)
     }
 
     /// The ids of the newest `limit` jobs `keep` accepts, newest first, when ready.

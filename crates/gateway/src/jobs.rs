@@ -134,7 +134,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
             let bytes = tokio::task::spawn_blocking(move || input.to_json())
                 .await
                 .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
-            let stored = state.bus.put_partition(&object, &bytes).await.map_err(|e| match e {
+            let stored = state.bus.put_object(&object, &bytes).await.map_err(|e| match e {
                 snarkflow_bus::BusError::Full(m) => {
                     ApiError::StorageFull(format!("the job input cannot be stored: {m}"))
                 }

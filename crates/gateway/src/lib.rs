@@ -23,6 +23,7 @@ mod ledger_room;
 mod metrics;
 mod quota;
 mod routes;
+mod services;
 mod sweep;
 mod validate;
 mod view;
@@ -41,10 +42,10 @@ pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
 pub use ledger_room::LedgerRoom;
 pub use metrics::Metrics;
 pub use quota::{QuotaLimits, Quotas};
+pub use services::serve;
 use snarkflow_bus::{Bus, Ledger};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
 pub use validate::{validate, Policy, ValidJob};
 pub use view::JobView;
 
@@ -179,171 +180,4 @@ fn connection_limits(builder: &mut hyper_util::server::conn::auto::Builder<hyper
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen).await.with_context(|| format!("binding {}", config.listen))?;
     serve(listener, config, shutdown).await
-}
-
-/// Serve on an already bound listener until `shutdown`: connect to NATS, declare the
-/// topology, start applying events, then accept requests. On shutdown: stop accepting,
-/// finish in-flight requests, stop the event loop (un-acked events are redelivered).
-pub async fn serve(listener: TcpListener, config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let bus_config = config.nats.bus_config("gateway")?;
-    anyhow::ensure!(
-        config.orphan_grace_secs > config.request_timeout_secs,
-        "--orphan-grace-secs ({}) must be longer than --request-timeout-secs ({}): a submit still in flight has stored its input but not yet its record",
-        config.orphan_grace_secs,
-        config.request_timeout_secs
-    );
-    let auth = if config.insecure_no_auth {
-        warn!("AUTHENTICATION IS OFF (--insecure-no-auth): anyone who reaches this gateway can submit, read and cancel every job");
-        Auth::Disabled
-    } else {
-        let path = config.tokens_file.clone().unwrap_or_else(snarkflow_service::tokens::default_tokens_file);
-        info!(tokens_file = %path.display(), "API tokens required");
-        Auth::Tokens(std::sync::Arc::new(TokenStore::open(path)?))
-    };
-    let tls = match (&config.tls_cert, &config.tls_key) {
-        (Some(cert), Some(key)) => Some(
-            axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
-                .await
-                .with_context(|| format!("loading the TLS certificate {} and key {}", cert.display(), key.display()))?,
-        ),
-        _ => None,
-    };
-    // Until NATS is reachable (and the credentials accepted) the port answers: /readyz says
-    // why the gateway is not ready, every API route 503.
-    let listener = listener.into_std()?;
-    let early = TcpListener::from_std(listener.try_clone()?)?;
-    let listener = TcpListener::from_std(listener)?;
-    let why = std::sync::Arc::new(std::sync::Mutex::new("connecting to NATS".to_owned()));
-    let connected = shutdown.child_token();
-    let early = tokio::spawn({
-        let server = axum::serve(early, routes::health::connecting(why.clone()))
-            .with_graceful_shutdown(connected.clone().cancelled_owned());
-        async move { server.await }
-    });
-    let waiting = move |reason: &str| *why.lock().expect("connecting reason") = reason.to_owned();
-    let bus = tokio::select! {
-        _ = shutdown.cancelled() => {
-            let _ = early.await;
-            return Ok(());
-        }
-        bus = Bus::connect_reporting(bus_config, &waiting) => bus?,
-    };
-    connected.cancel();
-    early.await.context("the connecting server panicked")?.context("serving http while connecting")?;
-    let params_dir = config.params.dir();
-    let state = AppState {
-        ledger: bus.ledger().clone(),
-        bus: bus.clone(),
-        metrics: Metrics::new(),
-        max_body_bytes: config.max_body_bytes,
-        auth,
-        quotas: Quotas::new(QuotaLimits {
-            max_jobs: config.tenant_max_jobs,
-            max_partitions: config.tenant_max_partitions,
-            submits_per_minute: config.tenant_submits_per_minute,
-        })
-        .with_upload_share(match config.max_concurrent_submits_per_tenant {
-            0 => (config.max_concurrent_submits / 2).max(1),
-            n => n,
-        }),
-        policy: std::sync::Arc::new(Policy {
-            enable_test_kinds: config.enable_test_kinds,
-            max_test_job_constraints: config.max_test_job_constraints,
-            params_dir: params_dir.clone(),
-        }),
-        request_timeout: std::time::Duration::from_secs(config.request_timeout_secs.max(1)),
-        event_loop: Default::default(),
-        index: LedgerIndex::default(),
-        ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
-        max_concurrent_submits: config.max_concurrent_submits,
-        validations: std::sync::Arc::new(tokio::sync::Semaphore::new(validation_slots())),
-    };
-    tokio::spawn(index::maintain(state.ledger.clone(), state.index.clone(), shutdown.clone()));
-    if let Err(e) = snarkflow_filecoin::check_parameter_dir(&params_dir) {
-        tracing::warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
-    }
-    let verify_slots = match config.verify_slots {
-        0 => (validation_slots() / 2).max(1),
-        n => n,
-    };
-    let events = tokio::spawn(event_loop::supervise(
-        event_loop::EventParts {
-            bus: bus.clone(),
-            ledger: state.ledger.clone(),
-            metrics: state.metrics.clone(),
-            params_dir,
-            verify: std::sync::Arc::new(event_loop::VerifySlots::new(verify_slots)),
-        },
-        state.event_loop.clone(),
-        shutdown.clone(),
-    ));
-    // systemd (`Type=notify`) hears "ready" when /readyz would first answer 200
-    tokio::spawn({
-        let (bus, applying) = (bus.clone(), state.event_loop.clone());
-        async move {
-            while !(bus.connection().0 && applying.load(std::sync::atomic::Ordering::SeqCst)) {
-                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-            }
-            snarkflow_service::systemd::notify_ready();
-        }
-    });
-    tokio::spawn(deadletter::run(bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone()));
-    tokio::spawn(sweep::run(
-        sweep::Parts {
-            bus,
-            ledger: state.ledger.clone(),
-            index: state.index.clone(),
-            metrics: state.metrics.clone(),
-            quotas: state.quotas.clone(),
-            room: state.ledger_room.clone(),
-        },
-        sweep::Pass {
-            every: std::time::Duration::from_secs(config.ledger_pass_secs.max(1)),
-            orphan_grace: std::time::Duration::from_secs(config.orphan_grace_secs),
-        },
-        shutdown.clone(),
-    ));
-    // cuzk's gRPC interface for Curio, beside the HTTP API; a listener that cannot start
-    // stops the gateway (exit non-zero), as the HTTP one does
-    let grpc = config.grpc.listen.clone().map(|listen| {
-        let (state, args, stop) = (state.clone(), config.grpc.clone(), shutdown.clone());
-        tokio::spawn(async move {
-            let served = grpc::serve(listen, args, state, stop.clone()).await;
-            if served.is_err() {
-                stop.cancel();
-            }
-            served
-        })
-    });
-    let listener = listener.into_std()?;
-    info!(addr = %listener.local_addr()?, tls = tls.is_some(), "gateway listening");
-    let handle = axum_server::Handle::new();
-    let http_shutdown = shutdown.clone();
-    let stopper = handle.clone();
-    tokio::spawn(async move {
-        http_shutdown.cancelled().await;
-        // in-flight requests finish (a client uploading a C1 gets its answer)
-        stopper.graceful_shutdown(None);
-    });
-    let service = app(state).into_make_service();
-    match tls {
-        Some(tls) => {
-            let mut server = axum_server::from_tcp_rustls(listener, tls).handle(handle);
-            connection_limits(server.http_builder());
-            server.serve(service).await
-        }
-        None => {
-            let mut server = axum_server::from_tcp(listener).handle(handle);
-            connection_limits(server.http_builder());
-            server.serve(service).await
-        }
-    }
-    .context("serving http")?;
-    shutdown.cancel();
-    events.await.context("event loop panicked")?;
-    if let Some(grpc) = grpc {
-        grpc.await.context("the gRPC server panicked")??;
-    }
-    info!("gateway stopped");
-    Ok(())
 }

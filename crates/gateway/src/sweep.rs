@@ -48,7 +48,7 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
         if let Ok(retention) = ledger.retention().await {
             index.prune(retention, now_ms());
         }
-        match jobs(&ledger, &index).await {
+        match index.jobs(&ledger).await {
             Ok(jobs) => {
                 quotas.refresh(began, &jobs);
                 count_jobs(&metrics, &jobs);
@@ -79,14 +79,6 @@ async fn measure_room(ledger: &Ledger, room: &LedgerRoom, metrics: &Metrics, job
         }
         Err(e) => warn!(error = %e, "measuring the ledger failed; the next pass retries"),
     }
-}
-
-/// Every job: from the index, or read from the ledger while the index is not ready.
-async fn jobs(ledger: &Ledger, index: &LedgerIndex) -> Result<Vec<JobSummary>, snarkflow_bus::BusError> {
-    if let Some(jobs) = index.snapshot() {
-        return Ok(jobs);
-    }
-    Ok(ledger.list(None, usize::MAX).await?.iter().map(JobSummary::from).collect())
 }
 
 fn count_jobs(metrics: &Metrics, records: &[JobSummary]) {
@@ -131,7 +123,7 @@ async fn collect_garbage(bus: &Bus, ledger: &Ledger, records: &[JobSummary], orp
         } else {
             continue;
         };
-        match bus.delete_partition(&name).await {
+        match bus.delete_object(&name).await {
             Ok(()) => info!(object = %name, why, "deleted an object"),
             Err(e) => warn!(object = %name, error = %e, "deleting a leftover object failed; the next pass retries"),
         }

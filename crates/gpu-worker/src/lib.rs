@@ -1,4 +1,4 @@
-//! The gpu-worker: the proving [`Stage`](snarkflow_runtime::Stage) on the worker runtime. It
+//! The gpu-worker: the proving [`TaskHandler`](snarkflow_runtime::TaskHandler) on the worker runtime. It
 //! owns one proving device ([`device`]: lock, probe, re-probe, fatal exit), keeps Groth16
 //! parameters and constraint shapes loaded, and per partition fetches the payload (digest
 //! checked), prepares it ([`prepare`]: decode, rebuild a, b, c), proves it on the device,

@@ -7,7 +7,7 @@ use opentelemetry::trace::Span as _;
 use opentelemetry::KeyValue;
 use prometheus::{CounterVec, IntCounter, IntGaugeVec, Opts};
 use snarkflow_prover::{LoadedParams, ParamStore, ParamsError};
-use snarkflow_runtime::{partition_span, Failure, Outcome, Stage, TaskContext, WorkerHost};
+use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveStats, ProveTask};
 use tracing::{info, Instrument};
 
@@ -223,7 +223,7 @@ fn record_queue_wait(parent: &opentelemetry::Context, task: &ProveTask, worker: 
     now.duration_since(published).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-impl Stage for Proving {
+impl TaskHandler for Proving {
     type Task = ProveTask;
 
     /// The payload, plus the rebuilt partition (a, b, c: three field elements per constraint;
@@ -298,7 +298,7 @@ impl Stage for Proving {
         cx.bus.publish(wire::events_subject(&task.job_id), wire::encode(&event), None).await?;
         // the proof is out: a failed delete must not prove the partition again (the gateway
         // removes what is left of a job when it ends)
-        if let Err(e) = cx.bus.delete_partition(&task.object).await {
+        if let Err(e) = cx.bus.delete_object(&task.object).await {
             tracing::warn!(job_id = %task.job_id, partition = task.partition, error = %e, "could not delete the proved partition");
         }
         Ok("proved")

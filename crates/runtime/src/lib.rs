@@ -1,6 +1,6 @@
 //! The worker runtime: the one loop both snarkflow workers run.
 //!
-//! A worker is a [`Stage`] (what to do with one task) plugged into [`run`], which owns
+//! A worker is a [`TaskHandler`] (what to do with one task) plugged into [`run`], which owns
 //! everything else, once: `1 + n` slots pulling the stage's priority lanes (most urgent first),
 //! decoding (an undecodable task fails its job when it names one, and is terminated), the
 //! handling span joined to the job's trace, in-progress heartbeats, the check that the job is
@@ -17,7 +17,7 @@ mod budget;
 mod host;
 mod pool;
 mod slots;
-mod stage;
+mod handler;
 mod watchdog;
 
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
@@ -25,7 +25,7 @@ pub use host::{default_worker_id, WorkerHost};
 pub use pool::LaneArgs;
 pub use slots::{run, RunError, SlotConfig};
 pub use snarkflow_bus::{Failure, Outcome};
-pub use stage::{fetch_object, Fatal, Stage, TaskContext};
+pub use handler::{fetch_object, Fatal, TaskContext, TaskHandler};
 pub use watchdog::{Waiting, Watchdog};
 
 #[doc(hidden)]

@@ -4,13 +4,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use snarkflow_bus::{extract_context, now_ms, AckKind, Bus, Failure, Lanes, Message, Outcome, TaskRef, TaskStatus};
-use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Priority, Stage as WorkStage};
+use snarkflow_wire::{self as wire, JobEvent, JobEventBody, PartitionTask, Priority, Stage};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::watchdog::Watchdog;
-use crate::{Fatal, MemoryBudget, Stage, TaskContext, WorkerHost};
+use crate::{Fatal, MemoryBudget, TaskContext, TaskHandler, WorkerHost};
 
 /// How many tasks a worker handles at once and how it stops.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ const BROKER_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration
 /// ready while slots pull; on shutdown it reports draining, slots stop pulling, and in-flight
 /// tasks get `config.drain` before they are handed back (nak'ed, so another worker takes them
 /// at once).
-pub async fn run<S: Stage>(
+pub async fn run<S: TaskHandler>(
     host: WorkerHost,
     bus: Bus,
     stage: Arc<S>,
@@ -138,18 +138,18 @@ pub async fn run<S: Stage>(
 fn handle_span<T: PartitionTask>(task: &T, worker: &str) -> tracing::Span {
     let circuit_id = task.circuit().circuit_id();
     match T::STAGE {
-        WorkStage::Synthesis => crate::partition_span!(
+        Stage::Synthesis => crate::partition_span!(
             "synth.handle", task, worker, otel.kind = "consumer", circuit_id = %circuit_id,
             backend = tracing::field::Empty, bytes = tracing::field::Empty
         ),
-        WorkStage::Proving => crate::partition_span!(
+        Stage::Proving => crate::partition_span!(
             "gpu.handle", task, worker, otel.kind = "consumer", circuit_id = %circuit_id,
             backend = tracing::field::Empty, bytes = tracing::field::Empty
         ),
     }
 }
 
-struct Slot<S: Stage> {
+struct Slot<S: TaskHandler> {
     host: WorkerHost,
     bus: Bus,
     lanes: Arc<Lanes>,
@@ -159,7 +159,7 @@ struct Slot<S: Stage> {
     watchdog: Option<Duration>,
 }
 
-impl<S: Stage> Slot<S> {
+impl<S: TaskHandler> Slot<S> {
     async fn pull_until(&self, stop: &CancellationToken) -> Result<(), Fatal> {
         loop {
             self.stage.before_pull(stop).await?;
@@ -265,7 +265,7 @@ impl<S: Stage> Slot<S> {
             if let Some(object) = task.object() {
                 // the work is done: a failed delete is left to the ledger pass's garbage
                 // collection (the job's objects go when it ends), never a reason to redo it
-                if let Err(e) = self.bus.delete_partition(object).await {
+                if let Err(e) = self.bus.delete_object(object).await {
                     warn!(job_id = %task.job_id(), partition = task.partition(), error = %e, "deleting a redelivered task's partition failed; garbage collection takes it");
                 }
             }
@@ -283,8 +283,8 @@ impl<S: Stage> Slot<S> {
         drop(waiting);
         let worker = self.host.id.clone();
         let started = match S::Task::STAGE {
-            WorkStage::Synthesis => JobEventBody::SynthesisStarted { worker },
-            WorkStage::Proving => JobEventBody::ProvingStarted { worker },
+            Stage::Synthesis => JobEventBody::SynthesisStarted { worker },
+            Stage::Proving => JobEventBody::ProvingStarted { worker },
         };
         let event = JobEvent::new(task.job_id(), task.partition(), now_ms(), started);
         self.bus.publish(wire::events_subject(task.job_id()), wire::encode(&event), None).await?;

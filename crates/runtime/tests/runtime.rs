@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use snarkflow_bus::{Bus, BusConfig};
-use snarkflow_runtime::{Failure, Outcome, SlotConfig, Stage, TaskContext, WorkerHost};
+use snarkflow_runtime::{Failure, Outcome, SlotConfig, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_testkit::{NatsCluster, NatsServer};
 use snarkflow_wire::{
     self as wire, CircuitSpec, JobEvent, JobEventBody, JobRecord, JobState, PartitionRecord, Priority, SynthTask,
@@ -47,7 +47,7 @@ struct TestStage {
     deliveries: Mutex<Vec<u64>>,
 }
 
-impl Stage for TestStage {
+impl TaskHandler for TestStage {
     type Task = SynthTask;
 
     fn estimated_bytes(&self, _task: &SynthTask) -> Option<u64> {

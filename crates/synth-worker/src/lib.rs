@@ -1,4 +1,4 @@
-//! The synth-worker: the synthesis [`Stage`](snarkflow_runtime::Stage) on the worker runtime.
+//! The synth-worker: the synthesis [`TaskHandler`](snarkflow_runtime::TaskHandler) on the worker runtime.
 //! Per partition it builds the circuit, synthesizes it (by default the witness only, shipped
 //! in the compact encoding), writes the payload to the object store and announces it on the
 //! prove lane of the same priority.

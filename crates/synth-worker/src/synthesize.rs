@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use prometheus::{IntCounter, IntCounterVec, Opts};
 use snarkflow_circuits::JobInput;
-use snarkflow_runtime::{partition_span, Failure, Outcome, Stage, TaskContext, WorkerHost};
+use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_synthesis::{encode_compact, PartitionWitness, RecordShape, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, PartitionEncoding, ProveTask, SynthStats, SynthTask, SCHEMA_VERSION,
@@ -122,7 +122,7 @@ impl Synthesis {
     }
 }
 
-impl Stage for Synthesis {
+impl TaskHandler for Synthesis {
     type Task = SynthTask;
 
     fn estimated_bytes(&self, task: &SynthTask) -> Option<u64> {
@@ -391,7 +391,7 @@ async fn store_when_there_is_room(
 ) -> Result<snarkflow_bus::Stored, Failure> {
     let mut warned = false;
     loop {
-        match cx.bus.put_partition(object, bytes).await {
+        match cx.bus.put_object(object, bytes).await {
             Err(snarkflow_bus::BusError::Full(why)) => {
                 if !warned {
                     tracing::warn!(job_id, object, %why, "the object store is full; holding the partition until there is room");

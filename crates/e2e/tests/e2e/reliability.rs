@@ -162,7 +162,7 @@ async fn objects_live_as_long_as_their_job() {
     // a partition stored after its job ended (a redelivered synthesis finishing late)
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
     let late = snarkflow_wire::partition_object(&id, 0);
-    bus.put_partition(&late, b"late partition").await.unwrap();
+    bus.put_object(&late, b"late partition").await.unwrap();
     // stored (the put was acknowledged); a ledger pass may already have taken it by the time
     // it is listed, so the list holds it or nothing
     let listed = objects(&stack).await;
@@ -184,11 +184,11 @@ async fn an_object_of_a_job_never_recorded_is_deleted_after_the_grace() {
     let (gateway, _base) = start_gateway_with(&nats.url(), &flags).await.unwrap();
     let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
     let orphan = snarkflow_wire::input_object(&uuid_like());
-    bus.put_partition(&orphan, b"an input whose record was never written").await.unwrap();
+    bus.put_object(&orphan, b"an input whose record was never written").await.unwrap();
     let live = uuid_like();
     let mut record = job_record(&live, now_ms());
     let live_input = snarkflow_wire::input_object(&live);
-    bus.put_partition(&live_input, b"a live job's input").await.unwrap();
+    bus.put_object(&live_input, b"a live job's input").await.unwrap();
     record.enqueued = true;
     bus.ledger().create(&record).await.unwrap();
     let objects = || async { bus.object_names().await.unwrap() };
@@ -250,7 +250,7 @@ async fn a_full_object_store_refuses_inputs_with_503_and_partitions_wait_for_roo
     // the gateway starts first, so the object store is created with its 64 KiB limit
     let stack = Stack::start_with_gateway(&["--nats-max-object-bytes", "64KiB"]).await.unwrap();
     let bus = Bus::connect(BusConfig::new(stack.nats.url())).await.unwrap();
-    bus.put_partition("ballast", &vec![7u8; 64_000]).await.unwrap();
+    bus.put_object("ballast", &vec![7u8; 64_000]).await.unwrap();
 
     // a job input that does not fit: 503 storage_full saying so, and no job
     let input = snarkflow_filecoin::sparse_post::post_request(
@@ -276,7 +276,7 @@ async fn a_full_object_store_refuses_inputs_with_503_and_partitions_wait_for_roo
     let job = stack.job(&id).await.unwrap();
     assert_eq!(job["state"], "synthesizing", "{job}");
     assert_eq!(objects(&stack).await, vec!["ballast".to_owned()]);
-    bus.delete_partition("ballast").await.unwrap();
+    bus.delete_object("ballast").await.unwrap();
     let job = stack.wait_finished(&id, Duration::from_secs(120)).await.unwrap();
     assert_eq!(job["state"], "done", "{job}");
     let (_, proof) = stack.proof(&id).await.unwrap();
@@ -397,7 +397,7 @@ async fn a_forged_object_size_fails_the_read_instead_of_aborting_the_reader() {
     let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
     let name = "forged-job/partition-0";
     let data = b"a dozen bytes and a few more";
-    let stored = bus.put_partition(name, data).await.unwrap();
+    let stored = bus.put_object(name, data).await.unwrap();
     // rewrite the object's record (its last meta message) with an absurd size
     let js = async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap());
     let bucket = snarkflow_wire::PARTITIONS_BUCKET;
@@ -410,6 +410,6 @@ async fn a_forged_object_size_fails_the_read_instead_of_aborting_the_reader() {
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Rollup", "sub");
     js.publish_with_headers(subject, headers, serde_json::to_vec(&info).unwrap().into()).await.unwrap().await.unwrap();
-    let err = bus.get_partition(name, &stored.sha256_hex).await.unwrap_err();
+    let err = bus.get_object(name, &stored.sha256_hex).await.unwrap_err();
     assert!(err.to_string().contains("bytes"), "{err}");
 }

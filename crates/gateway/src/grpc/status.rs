@@ -43,10 +43,7 @@ impl CountsCache {
             }
         }
         let mut counts = LedgerCounts::default();
-        let jobs = match state.index.snapshot() {
-            Some(jobs) => jobs,
-            None => state.ledger.list_where(|_| true, usize::MAX).await?.iter().map(crate::JobSummary::from).collect(),
-        };
+        let jobs = state.index.jobs(&state.ledger).await?;
         for record in jobs {
             let (pending, running) = counts.queues.entry(record.kind.as_str()).or_default();
             match record.state {
@@ -174,13 +171,9 @@ pub(super) async fn hide_others_jobs(
     if caller.is_admin() {
         return workers;
     }
-    let snapshot = state.index.snapshot();
     for worker in &mut workers {
         let Some(current) = worker.current.as_mut() else { continue };
-        let tenant = match &snapshot {
-            Some(jobs) => jobs.iter().find(|j| j.id == current.job_id).and_then(|j| j.tenant.clone()),
-            None => state.ledger.get(&current.job_id).await.ok().flatten().and_then(|r| r.tenant),
-        };
+        let tenant = state.index.tenant_of(&state.ledger, &current.job_id).await;
         if tenant.as_deref() != Some(caller.tenant()) {
             current.job_id.clear();
         }

@@ -1,4 +1,4 @@
-//! What a worker plugs into the runtime: a [`Stage`].
+//! What a worker plugs into the runtime: a [`TaskHandler`].
 
 use std::future::Future;
 
@@ -20,10 +20,10 @@ pub struct Fatal(pub String);
 /// heartbeats, checked that the job is live and that the partition exists, and announced that
 /// work started; it settles the message from the result (`Ok` → ack; a transient failure →
 /// retry later; a permanent one → the job fails).
-pub trait Stage: Send + Sync + 'static {
+pub trait TaskHandler: Send + Sync + 'static {
     type Task: PartitionTask + Versioned + serde::de::DeserializeOwned + Clone + Send + Sync + 'static;
 
-    /// Do the work. Runs inside [`Stage::span`]; long CPU work belongs on blocking threads so
+    /// Do the work. Runs inside [`TaskHandler::span`]; long CPU work belongs on blocking threads so
     /// heartbeats keep flowing.
     fn process(&self, task: Self::Task, cx: TaskContext) -> impl Future<Output = Result<Outcome, Failure>> + Send;
 
@@ -61,5 +61,5 @@ pub struct TaskContext {
 /// Fetch an object a task points at and check its digest, classifying failures: a missing or
 /// corrupt object is permanent (waiting cannot repair it); a broker error is transient.
 pub async fn fetch_object(bus: &Bus, object: &str, sha256_hex: &str) -> Result<Fetched, Failure> {
-    bus.get_partition(object, sha256_hex).await.map_err(|e: BusError| Failure::from(e))
+    bus.get_object(object, sha256_hex).await.map_err(|e: BusError| Failure::from(e))
 }

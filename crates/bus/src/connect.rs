@@ -1,4 +1,4 @@
-//! Connecting and declaring streams, consumers and buckets.
+//! The [`Bus`]: connecting, and declaring the streams, consumers and buckets every service uses.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
