@@ -38,6 +38,8 @@ VARIANTS="${VARIANTS:-${SYNTH:-6}:4:nopin}"
 HAMMER_N="${HAMMER_N:-64}" SHA_N="${SHA_N:-8}" SHA_BLOCKS="${SHA_BLOCKS:-161}"
 P=/tmp/snarkflow-params S=/tmp/snarkflow-sectors
 export SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 RUST_LOG=warn
+# random parameters under filecoin-proofs' names: the gpu-workers skip the published-digest check
+export SNARKFLOW_TEST_PARAMS=1
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318   # `snarkflow traces collect` during the sf runs
 sf="$d/snarkflow-supraseal"
 cores=$(nproc)

@@ -218,6 +218,42 @@ enum ParamsCommand {
         #[command(flatten)]
         params: ParamsDir,
     },
+    /// Check parameter files against the digests filecoin-proofs publishes: the named ones, or
+    /// every published file in the directory. Exits non-zero if one is missing or wrong.
+    Check {
+        #[command(flatten)]
+        which: ParamFiles,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+    /// Put the production parameter files a node needs into its directory from a directory
+    /// (a mount, another node's cache) or an HTTP(S) mirror: resumable, each file checked
+    /// against its published digest before it is installed. Never generates parameters.
+    Fetch {
+        /// A directory, or the base URL of a mirror (`https://mirror/params`: files are
+        /// `<base>/<file name>`).
+        #[arg(long)]
+        from: String,
+        #[command(flatten)]
+        which: ParamFiles,
+        #[command(flatten)]
+        params: ParamsDir,
+    },
+}
+
+/// Which published parameter files a `params` command acts on.
+#[derive(Debug, clap::Args)]
+struct ParamFiles {
+    /// Circuit ids whose .params and .vk files are meant (e.g. porep-c2-32GiB,winning-post-32GiB).
+    #[arg(long, value_delimiter = ',')]
+    circuit: Vec<String>,
+    /// File names from the manifest, as they are published (`v28-….params`).
+    #[arg(long)]
+    file: Vec<String>,
+    /// A parameters.json (filecoin-proofs' format) instead of the one filecoin-proofs 19.1
+    /// carries.
+    #[arg(long)]
+    manifest: Option<std::path::PathBuf>,
 }
 
 impl Cli {
@@ -401,6 +437,16 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Params { command: ParamsCommand::Check { which, params } } => {
+            let manifest = crate::params::manifest(which.manifest.as_deref())?;
+            let names = crate::params::wanted(&params.dir(), &manifest, &which.circuit, &which.file)?;
+            crate::params::check(&params.dir(), &manifest, names)
+        }
+        Command::Params { command: ParamsCommand::Fetch { from, which, params } } => {
+            let manifest = crate::params::manifest(which.manifest.as_deref())?;
+            let names = crate::params::wanted(&params.dir(), &manifest, &which.circuit, &which.file)?;
+            crate::params::fetch(&params.dir(), &manifest, names, &from).await
         }
     }
 }

@@ -8,6 +8,7 @@ mod circuit_args;
 mod client;
 mod commands;
 mod filecoin;
+mod params;
 mod submit;
 mod waterfall;
 

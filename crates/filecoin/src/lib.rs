@@ -20,6 +20,7 @@ mod fields;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 mod input;
+pub mod manifest;
 mod native;
 pub mod porep;
 pub mod post;

@@ -21,6 +21,7 @@ mod index;
 mod jobs;
 mod ledger_room;
 mod metrics;
+mod openapi;
 mod quota;
 mod routes;
 mod services;
@@ -41,6 +42,7 @@ use hyper_util::rt::TokioTimer;
 pub use index::{maintain as maintain_index, JobSummary, LedgerIndex};
 pub use ledger_room::LedgerRoom;
 pub use metrics::Metrics;
+pub use openapi::document as openapi_document;
 pub use quota::{QuotaLimits, Quotas};
 pub use services::serve;
 use snarkflow_bus::{Bus, Ledger};
@@ -110,6 +112,11 @@ async fn request_timeout(limit: std::time::Duration, req: Request, next: Next) -
     }
 }
 
+/// `GET /v1/openapi.json`: this API's description (no token needed: it holds nothing secret).
+async fn openapi_json() -> impl IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], openapi::document())
+}
+
 /// The HTTP router.
 pub fn app(state: AppState) -> Router {
     let limit = state.max_body_bytes;
@@ -122,6 +129,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
+        .route("/v1/openapi.json", get(openapi_json))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         // one span per request on every route (submit's own span joins the job's trace)
         .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(|req: &Request| {

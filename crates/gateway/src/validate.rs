@@ -13,6 +13,9 @@ use crate::ApiError;
 /// ledger pass fails it at its deadline.
 pub(crate) const MAX_DEADLINE_SECS: u64 = 6 * 24 * 3600;
 
+/// The fields of a job request (docs/openapi.json's `JobRequest` lists the same).
+pub(crate) const REQUEST_FIELDS: [&str; 5] = ["kind", "input", "priority", "idempotency_key", "deadline_secs"];
+
 /// Longest accepted idempotency key.
 pub(crate) const MAX_IDEMPOTENCY_KEY: usize = 128;
 
@@ -95,7 +98,7 @@ fn invalid(msg: impl Into<String>) -> ApiError {
 pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
     let obj = body.as_object().ok_or_else(|| ApiError::BadRequest("request body must be a JSON object".into()))?;
     for key in obj.keys() {
-        if !["kind", "input", "priority", "idempotency_key", "deadline_secs"].contains(&key.as_str()) {
+        if !REQUEST_FIELDS.contains(&key.as_str()) {
             return Err(invalid(format!("unknown field {key:?}")));
         }
     }

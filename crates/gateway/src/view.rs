@@ -1,9 +1,10 @@
 //! What `GET /v1/jobs/{id}` returns: the ledger record summarized for clients.
 
 use serde::Serialize;
+use utoipa::ToSchema;
 use snarkflow_wire::{JobRecord, PartitionRecord, ProveStats, SynthStats};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PartitionCounts {
     pub total: u32,
     pub synthesized: u32,
@@ -11,7 +12,7 @@ pub struct PartitionCounts {
 }
 
 /// Seconds per stage, summed over partitions (`total_s` is wall clock, submit to finish).
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, ToSchema)]
 pub struct Timings {
     pub synthesize_s: f64,
     pub serialize_s: f64,
@@ -27,7 +28,7 @@ pub struct Timings {
 }
 
 /// Bytes per hop, summed over partitions.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, ToSchema)]
 pub struct Bytes {
     /// Serialized partitions written by synth-workers to the object store.
     pub synth_to_prove: u64,
@@ -37,7 +38,7 @@ pub struct Bytes {
     pub proofs: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct PartitionView {
     pub index: usize,
     pub synthesized: bool,
@@ -46,12 +47,15 @@ pub struct PartitionView {
     pub prove: Option<ProveStats>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct JobView {
     pub id: String,
+    #[schema(value_type = String)]
     pub kind: &'static str,
     pub circuit_id: String,
+    #[schema(value_type = String)]
     pub state: &'static str,
+    #[schema(value_type = String)]
     pub priority: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,

@@ -512,3 +512,28 @@ async fn a_flood_of_unauthenticated_uploads_is_refused_at_once_and_costs_no_memo
     assert!(grown_mib < 64, "200 refused uploads took {grown_mib} MiB");
     assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
 }
+
+/// The served OpenAPI document names only routes the router has: every documented path and
+/// method answers something other than "no such endpoint" (404 from the fallback) or 405.
+#[tokio::test]
+async fn every_path_of_the_openapi_document_is_routed() {
+    let nats = NatsServer::start();
+    let state = state(&nats, 1 << 20).await;
+    let (status, doc) = call(state.clone(), Request::get("/v1/openapi.json").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc, serde_json::from_str::<serde_json::Value>(&snarkflow_gateway::openapi_document()).unwrap());
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(paths.len() >= 7, "{paths:?}");
+    for (path, item) in paths {
+        for method in item.as_object().unwrap().keys() {
+            let uri = path.replace("{id}", "00000000-0000-0000-0000-000000000000");
+            let req = Request::builder().method(method.to_uppercase().as_str()).uri(&uri).body(Body::empty()).unwrap();
+            let (status, body) = call(state.clone(), req).await;
+            assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}");
+            assert!(
+                !(status == StatusCode::NOT_FOUND && body["error"]["message"] == "no such endpoint"),
+                "{method} {path} is documented but not routed"
+            );
+        }
+    }
+}

@@ -21,6 +21,16 @@ pub struct Config {
     /// missing, instead of failing its jobs. For development and tests only.
     #[arg(long, env = "SNARKFLOW_GENERATE_MISSING_PARAMS", default_value_t = false)]
     pub generate_missing_params: bool,
+    /// The parameter directory holds test parameters (random, under filecoin-proofs' file
+    /// names): do not check files against the digests filecoin-proofs publishes. Without it
+    /// (and without --generate-missing-params) a published file name with another digest is
+    /// refused before its first job.
+    #[arg(long, env = "SNARKFLOW_TEST_PARAMS", default_value_t = false)]
+    pub test_params: bool,
+    /// A `parameters.json` (filecoin-proofs' format) to check parameter files against instead
+    /// of the one filecoin-proofs 19.1 carries.
+    #[arg(long, env = "SNARKFLOW_PARAMS_MANIFEST")]
+    pub params_manifest: Option<std::path::PathBuf>,
     /// Circuit ids to load before reporting ready, comma-separated (e.g. `sha256-chain-b1`).
     #[arg(long, env = "SNARKFLOW_PRELOAD", value_delimiter = ',')]
     pub preload: Vec<String>,

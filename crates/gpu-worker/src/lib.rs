@@ -13,6 +13,7 @@ mod config;
 mod control;
 mod device;
 mod gate;
+mod param_trust;
 mod prepare;
 mod prove;
 mod shapes;
@@ -26,7 +27,7 @@ use snarkflow_prover::ParamStore;
 use snarkflow_runtime::{SlotConfig, WorkerHost};
 use snarkflow_wire::{CircuitSpec, Stage};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 /// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
 /// SIGTERM, drain, flush.
@@ -68,7 +69,18 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let id = config.worker_id.clone().unwrap_or_else(|| snarkflow_runtime::default_worker_id("gpu"));
     select_backend(config.backend.as_deref())?;
     let params_dir = config.params.dir();
-    let params = Arc::new(ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog()));
+    let trust = if config.test_params || config.generate_missing_params {
+        warn!(dir = %params_dir.display(), "test parameter cache: parameter files are not checked against the digests filecoin-proofs publishes");
+        param_trust::ParamTrust::TestCache
+    } else {
+        let manifest = match &config.params_manifest {
+            Some(path) => snarkflow_filecoin::manifest::Manifest::read(path).map_err(|e| anyhow::anyhow!(e))?,
+            None => snarkflow_filecoin::manifest::Manifest::builtin(),
+        };
+        param_trust::ParamTrust::Published(manifest)
+    };
+    let params =
+        Arc::new(ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog()).with_file_check(Arc::new(trust)));
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
     let host = WorkerHost::start(Stage::Proving, id.clone(), config.status_listen, shutdown.clone()).await?;
     let device = Arc::new(device::Device::new(&host, status_detail(&id, &config, &params, &shapes)));

@@ -39,6 +39,16 @@ pub enum ParamsError {
          --params-dir for test parameters (or, if {file} is itself random, create {file}.random)"
     )]
     BesideTrustedSetup { circuit_id: String, dir: PathBuf, file: String },
+    /// The store's [`FileCheck`] refused the file (e.g. not the digest filecoin-proofs publishes).
+    #[error("{0}")]
+    Untrusted(String),
+}
+
+/// A check a parameter file must pass before a store loads it (the gpu-worker's: the digests
+/// filecoin-proofs publishes); run once per file and process.
+pub trait FileCheck: Send + Sync + std::fmt::Debug {
+    /// `Err` says why the file at `path` must not be used.
+    fn check(&self, path: &Path) -> Result<(), String>;
 }
 
 /// Suffix of the mark written beside each random Filecoin parameter file (`<stem>.random`): a
@@ -55,6 +65,8 @@ pub struct ParamStore {
     param_device: crate::ParamDevice,
     loaded: Mutex<BTreeMap<String, Arc<LoadedParams>>>,
     loading: Mutex<()>,
+    /// Run on a file before it is first loaded; none by default.
+    file_check: Option<Arc<dyn FileCheck>>,
 }
 
 impl ParamStore {
@@ -66,7 +78,14 @@ impl ParamStore {
             param_device: crate::ParamDevice::Cpu,
             loaded: Mutex::default(),
             loading: Mutex::default(),
+            file_check: None,
         }
+    }
+
+    /// Check every parameter file with `check` before loading it.
+    pub fn with_file_check(mut self, check: Arc<dyn FileCheck>) -> Self {
+        self.file_check = Some(check);
+        self
     }
 
     /// Make random parameters on `device` (the G1 products; see [`crate::ParamDevice`]).
@@ -153,6 +172,9 @@ impl ParamStore {
                 return Err(ParamsError::Missing { circuit_id: id, path });
             }
             self.generate(spec, false)?;
+        }
+        if let Some(check) = &self.file_check {
+            check.check(&path).map_err(ParamsError::Untrusted)?;
         }
         let started = Instant::now();
         let read_err = |source| ParamsError::Read { path: path.clone(), source };
@@ -370,6 +392,26 @@ mod tests {
                 .unwrap();
         assert!(vk_file == first.vk);
         assert!(again.parameters().is_some());
+    }
+
+    #[derive(Debug)]
+    struct Refuse;
+
+    impl FileCheck for Refuse {
+        fn check(&self, path: &Path) -> Result<(), String> {
+            Err(format!("{} refused", path.display()))
+        }
+    }
+
+    #[test]
+    fn a_file_its_check_refuses_is_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        ParamStore::new(dir.path(), snarkflow_circuits::catalog()).generate(&spec, false).unwrap();
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).with_file_check(Arc::new(Refuse));
+        let err = store.get(&spec, false).unwrap_err();
+        assert!(matches!(&err, ParamsError::Untrusted(m) if m.ends_with("dense-chain-c8.params refused")), "{err}");
+        assert!(store.loaded_ids().is_empty());
     }
 
     #[test]

@@ -250,6 +250,7 @@ impl JobState {
 
 /// What the synth-worker measured for one partition.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SynthStats {
     pub worker: String,
     pub constraints: u64,
@@ -265,6 +266,7 @@ pub struct SynthStats {
 
 /// What the gpu-worker measured for one partition.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProveStats {
     pub worker: String,
     pub backend: String,

@@ -1,7 +1,8 @@
 //! The end-to-end suite, one test binary (one link instead of one per file): each module is one
 //! concern, against a real nats-server and the real services. `cargo test -p snarkflow-e2e
-//! --test e2e chaos::` runs one module. Tests that arm process-wide failpoints live in their own
-//! binaries (`tests/device_errors.rs`), so that no other test's prover can trip them.
+//! --test e2e chaos::` runs one module. Tests that set process-wide state live in their own
+//! binaries: a failpoint (`tests/device_errors.rs`, so that no other test's prover trips it) and
+//! the global tracing subscriber (`tests/trace.rs`).
 
 mod chaos;
 mod curio;
@@ -12,4 +13,3 @@ mod pipeline;
 mod redelivery;
 mod reliability;
 mod security;
-mod trace;

@@ -1,0 +1,188 @@
+//! `snarkflow params check` and `params fetch`: the production parameter files a node needs,
+//! checked against the digests filecoin-proofs publishes (its `parameters.json`), and copied
+//! into the node's cache from a directory (a mount, another node's cache) or an HTTP(S) mirror
+//! the operator runs (any static file server: `python3 -m http.server` in another node's
+//! cache will do; ranges make a fetch resumable). Nothing here generates parameters: random
+//! test parameters come only from `params generate`.
+
+use std::io::{Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context as _};
+use snarkflow_filecoin::manifest::{digest_file, Manifest, Published};
+use snarkflow_prover::ParamStore;
+use snarkflow_wire::CircuitSpec;
+
+/// The manifest to check against: `path`, or the one filecoin-proofs 19.1 carries.
+pub(crate) fn manifest(path: Option<&Path>) -> anyhow::Result<Manifest> {
+    match path {
+        Some(path) => Manifest::read(path).map_err(|e| anyhow::anyhow!(e)),
+        None => Ok(Manifest::builtin()),
+    }
+}
+
+/// The published file names of `circuits` (circuit ids: `porep-c2-32GiB`, …) and of `files`.
+pub(crate) fn wanted(
+    dir: &Path,
+    manifest: &Manifest,
+    circuits: &[String],
+    files: &[String],
+) -> anyhow::Result<Vec<String>> {
+    let store = ParamStore::new(dir, snarkflow_circuits::catalog());
+    let mut names = Vec::new();
+    for id in circuits {
+        let spec = CircuitSpec::parse_circuit_id(id).with_context(|| format!("unknown circuit id {id:?}"))?;
+        for path in [store.params_path(&spec), store.vk_path(&spec)] {
+            names.push(path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned());
+        }
+    }
+    names.extend(files.iter().cloned());
+    for name in &names {
+        if manifest.get(name).is_none() {
+            bail!("{name} is not a file filecoin-proofs publishes (test circuits' parameters come from `snarkflow params generate`)");
+        }
+    }
+    names.dedup();
+    Ok(names)
+}
+
+/// `params check`: each wanted file (every published file in `dir` when none is named) hashed
+/// and compared; non-zero exit when one is missing or wrong.
+pub(crate) fn check(dir: &Path, manifest: &Manifest, mut names: Vec<String>) -> anyhow::Result<ExitCode> {
+    if names.is_empty() {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if manifest.get(&name).is_some() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        if names.is_empty() {
+            println!("{}: no published parameter files", dir.display());
+        }
+    }
+    let mut bad = 0;
+    for name in &names {
+        let published = manifest.get(name).expect("wanted names are published");
+        let path = dir.join(name);
+        if !path.exists() {
+            println!("MISSING {name}");
+            bad += 1;
+            continue;
+        }
+        let started = Instant::now();
+        let found = digest_file(&path).with_context(|| format!("reading {}", path.display()))?;
+        let took = started.elapsed().as_secs_f64();
+        if found == published.digest {
+            println!("ok      {name} ({took:.1} s)");
+        } else {
+            let random = if random_mark(&path).exists() { " — random test parameters (params generate)" } else { "" };
+            println!("WRONG   {name}: digest {found}, published {}{random}", published.digest);
+            bad += 1;
+        }
+    }
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `<stem>.random`, the mark `params generate` leaves beside random Filecoin parameters.
+fn random_mark(path: &Path) -> PathBuf {
+    path.with_extension("random")
+}
+
+/// `params fetch`: every wanted file that is not already in `dir` with its published digest is
+/// copied from `from` into `<name>.part` (continuing a part left by an earlier fetch), checked,
+/// and only then renamed into place.
+pub(crate) async fn fetch(dir: &Path, manifest: &Manifest, names: Vec<String>, from: &str) -> anyhow::Result<ExitCode> {
+    if names.is_empty() {
+        bail!("name what to fetch: --circuit (e.g. porep-c2-32GiB,winning-post-32GiB) or --file");
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let http = reqwest::Client::new();
+    for name in &names {
+        let published = manifest.get(name).expect("wanted names are published");
+        let path = dir.join(name);
+        if path.exists() {
+            if digest_file(&path)? == published.digest {
+                println!("ok      {name} (already here)");
+                continue;
+            }
+            bail!(
+                "{} is there but not the published file: move it away first (fetch never overwrites a file it did not write)",
+                path.display()
+            );
+        }
+        let part = dir.join(format!("{name}.part"));
+        let started = Instant::now();
+        let (resumed, copied) = if from.starts_with("http://") || from.starts_with("https://") {
+            download(&http, from, name, &part).await?
+        } else {
+            copy(Path::new(from), name, &part)?
+        };
+        install(&part, &path, name, published)?;
+        println!(
+            "fetched {name}: {copied} bytes{} in {:.1} s, digest ok",
+            if resumed > 0 { format!(" (continued after {resumed})") } else { String::new() },
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Check a finished part and rename it into place; a part with the wrong digest is removed.
+fn install(part: &Path, path: &Path, name: &str, published: &Published) -> anyhow::Result<()> {
+    let found = digest_file(part)?;
+    if found != published.digest {
+        std::fs::remove_file(part).ok();
+        bail!("{name} from the source has digest {found}, not the published {}: not installed", published.digest);
+    }
+    std::fs::rename(part, path).with_context(|| format!("installing {}", path.display()))
+}
+
+/// Continue `part` from the file `name` in directory `from`; (bytes it already had, bytes copied).
+fn copy(from: &Path, name: &str, part: &Path) -> anyhow::Result<(u64, u64)> {
+    let source_path = from.join(name);
+    let mut source = std::fs::File::open(&source_path).with_context(|| format!("opening {}", source_path.display()))?;
+    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(part)?;
+    let have = out.metadata()?.len();
+    let total = source.metadata()?.len();
+    let have = if have > total { 0 } else { have };
+    if have == 0 {
+        out.set_len(0)?;
+    }
+    source.seek(SeekFrom::Start(have))?;
+    let copied = std::io::copy(&mut source, &mut out).with_context(|| format!("copying {}", source_path.display()))?;
+    out.sync_all()?;
+    Ok((have, copied))
+}
+
+/// Continue `part` from `<base>/<name>` over HTTP(S), asking for the bytes it lacks.
+async fn download(http: &reqwest::Client, base: &str, name: &str, part: &Path) -> anyhow::Result<(u64, u64)> {
+    let url = format!("{}/{name}", base.trim_end_matches('/'));
+    let mut out = std::fs::OpenOptions::new().create(true).append(true).open(part)?;
+    let have = out.metadata()?.len();
+    let mut request = http.get(&url);
+    if have > 0 {
+        request = request.header(reqwest::header::RANGE, format!("bytes={have}-"));
+    }
+    let mut response = request.send().await.with_context(|| format!("GET {url}"))?;
+    let status = response.status();
+    let resumed = match status {
+        reqwest::StatusCode::PARTIAL_CONTENT => have,
+        reqwest::StatusCode::OK => {
+            // the server sent the whole file (it does not do ranges): start over
+            out.set_len(0)?;
+            0
+        }
+        reqwest::StatusCode::RANGE_NOT_SATISFIABLE if have > 0 => return Ok((have, 0)),
+        other => bail!("GET {url}: {other}"),
+    };
+    let mut copied = 0u64;
+    while let Some(chunk) = response.chunk().await.with_context(|| format!("reading {url}"))? {
+        out.write_all(&chunk)?;
+        copied += chunk.len() as u64;
+    }
+    out.sync_all()?;
+    Ok((resumed, copied))
+}

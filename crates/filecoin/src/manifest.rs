@@ -1,0 +1,95 @@
+//! The parameter files filecoin-proofs publishes, and their digests: the `parameters.json` that
+//! storage-proofs-core 19.1 carries (by default), or one an operator names (a newer release's,
+//! Curio's). A digest is the first 128 bits of the file's BLAKE2b-512, in hex, as
+//! filecoin-proofs checks them (`verify_production_entry`).
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// One published file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Published {
+    /// IPFS CID of the file (filecoin-proofs' own fetcher reads it from IPFS gateways).
+    pub cid: String,
+    /// First 128 bits of its BLAKE2b-512, hex.
+    pub digest: String,
+    pub sector_size: u64,
+}
+
+/// File name (`v28-….params`, `v28-….vk`) → what is published for it.
+#[derive(Debug, Clone)]
+pub struct Manifest(BTreeMap<String, Published>);
+
+impl Manifest {
+    /// The manifest storage-proofs-core 19.1 carries.
+    pub fn builtin() -> Manifest {
+        Manifest::parse(storage_proofs_core::parameter_cache::PARAMETERS_DATA).expect("storage-proofs-core's parameters.json")
+    }
+
+    /// A `parameters.json` of filecoin-proofs' format.
+    pub fn parse(json: &str) -> Result<Manifest, serde_json::Error> {
+        serde_json::from_str(json).map(Manifest)
+    }
+
+    /// [`Manifest::parse`] of a file.
+    pub fn read(path: &Path) -> Result<Manifest, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        Manifest::parse(&text).map_err(|e| format!("{} is not a parameters.json: {e}", path.display()))
+    }
+
+    /// What is published for `file_name` (`None`: not a published file, e.g. a test circuit's).
+    pub fn get(&self, file_name: &str) -> Option<&Published> {
+        self.0.get(file_name)
+    }
+
+    /// Every published file name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+}
+
+/// The digest filecoin-proofs compares with [`Published::digest`]: the first 128 bits of the
+/// file's BLAKE2b-512, hex (about 1 GB/s: a 32 GiB PoRep's 47 GB file takes most of a minute).
+pub fn digest_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut state = blake2b_simd::State::new();
+    let mut buf = vec![0u8; 4 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        state.update(&buf[..n]);
+    }
+    Ok(state.finalize().to_hex()[..32].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_manifest_names_the_production_files() {
+        let m = Manifest::builtin();
+        let porep_32 = m
+            .names()
+            .filter(|n| n.starts_with("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"))
+            .count();
+        assert_eq!(porep_32, 2, "the 32 GiB PoRep .params and .vk");
+        let vk = m.names().find(|n| n.ends_with(".vk")).unwrap();
+        assert_eq!(m.get(vk).unwrap().digest.len(), 32);
+        assert!(m.get("sha256-chain-b1.params").is_none());
+    }
+
+    #[test]
+    fn the_digest_is_blake2b_512_truncated_to_128_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("abc");
+        std::fs::write(&path, b"abc").unwrap();
+        // BLAKE2b-512("abc") begins ba80a53f981c4d0d6a2797b69f12f6e9 (RFC 7693, appendix A)
+        assert_eq!(digest_file(&path).unwrap(), "ba80a53f981c4d0d6a2797b69f12f6e9");
+    }
+}
