@@ -7,6 +7,7 @@
 //! ([`Heartbeat`]), and the object store (partitions and job inputs) with digest checks ([`Bus::put_object`],
 //! [`Bus::get_object`]), and the job ledger ([`Ledger`]).
 
+mod connect;
 mod control;
 mod dead_letters;
 mod lanes;
@@ -14,17 +15,16 @@ mod ledger;
 mod objects;
 mod security;
 pub mod settle;
-mod connect;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
+pub use connect::{Bus, BusConfig};
 pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
 pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};
 pub use objects::{Fetched, Stored};
 pub use security::{inbox_prefix, redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};
-pub use connect::{Bus, BusConfig};
 pub use trace_context::{extract_context, inject_current_context};
 
 /// Errors from the bus; the message says which operation failed.

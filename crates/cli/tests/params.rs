@@ -57,7 +57,20 @@ fn fetch_continues_checks_and_installs_and_check_finds_a_tampered_file() {
     // an earlier fetch stopped a third of the way
     std::fs::write(cache.path().join("v28-a.params.part"), &big[..300_000]).unwrap();
 
-    let out = snarkflow(&["params", "fetch", "--from", s, "--file", "v28-a.params", "--file", "v28-a.vk", "--manifest", m, "--params-dir", c]);
+    let out = snarkflow(&[
+        "params",
+        "fetch",
+        "--from",
+        s,
+        "--file",
+        "v28-a.params",
+        "--file",
+        "v28-a.vk",
+        "--manifest",
+        m,
+        "--params-dir",
+        c,
+    ]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("continued after 300000"), "{}", text(&out));
     assert_eq!(std::fs::read(cache.path().join("v28-a.params")).unwrap(), big);
@@ -67,12 +80,24 @@ fn fetch_continues_checks_and_installs_and_check_finds_a_tampered_file() {
     assert!(out.status.success() && text(&out).contains("already here"), "{}", text(&out));
 
     // the source's file is not the published one: nothing is installed
-    let out = snarkflow(&["params", "fetch", "--from", s, "--file", "v28-c.params", "--manifest", m, "--params-dir", c]);
+    let out =
+        snarkflow(&["params", "fetch", "--from", s, "--file", "v28-c.params", "--manifest", m, "--params-dir", c]);
     assert!(!out.status.success() && text(&out).contains("not installed"), "{}", text(&out));
     assert!(!cache.path().join("v28-c.params").exists() && !cache.path().join("v28-c.params.part").exists());
 
     // nothing but published files
-    let out = snarkflow(&["params", "fetch", "--from", s, "--file", "sha256-chain-b1.params", "--manifest", m, "--params-dir", c]);
+    let out = snarkflow(&[
+        "params",
+        "fetch",
+        "--from",
+        s,
+        "--file",
+        "sha256-chain-b1.params",
+        "--manifest",
+        m,
+        "--params-dir",
+        c,
+    ]);
     assert!(!out.status.success() && text(&out).contains("not a file filecoin-proofs publishes"), "{}", text(&out));
 
     let out = snarkflow(&["params", "check", "--manifest", m, "--params-dir", c]);
@@ -81,7 +106,18 @@ fn fetch_continues_checks_and_installs_and_check_finds_a_tampered_file() {
     let mut vk = std::fs::read(cache.path().join("v28-a.vk")).unwrap();
     vk[10] ^= 1;
     std::fs::write(cache.path().join("v28-a.vk"), vk).unwrap();
-    let out = snarkflow(&["params", "check", "--manifest", m, "--params-dir", c, "--file", "v28-a.vk", "--file", "v28-c.params"]);
+    let out = snarkflow(&[
+        "params",
+        "check",
+        "--manifest",
+        m,
+        "--params-dir",
+        c,
+        "--file",
+        "v28-a.vk",
+        "--file",
+        "v28-c.params",
+    ]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("WRONG   v28-a.vk") && text(&out).contains("MISSING v28-c.params"), "{}", text(&out));
 }

@@ -26,7 +26,8 @@ pub struct Manifest(BTreeMap<String, Published>);
 impl Manifest {
     /// The manifest storage-proofs-core 19.1 carries.
     pub fn builtin() -> Manifest {
-        Manifest::parse(storage_proofs_core::parameter_cache::PARAMETERS_DATA).expect("storage-proofs-core's parameters.json")
+        Manifest::parse(storage_proofs_core::parameter_cache::PARAMETERS_DATA)
+            .expect("storage-proofs-core's parameters.json")
     }
 
     /// A `parameters.json` of filecoin-proofs' format.
@@ -76,7 +77,9 @@ mod tests {
         let m = Manifest::builtin();
         let porep_32 = m
             .names()
-            .filter(|n| n.starts_with("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"))
+            .filter(|n| {
+                n.starts_with("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-")
+            })
             .count();
         assert_eq!(porep_32, 2, "the 32 GiB PoRep .params and .vk");
         let vk = m.names().find(|n| n.ends_with(".vk")).unwrap();

@@ -191,7 +191,8 @@ impl Services {
             }
         });
         rest.spawn({
-            let (bus, ledger, metrics, stop) = (bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone());
+            let (bus, ledger, metrics, stop) =
+                (bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone());
             async move {
                 deadletter::run(bus, ledger, metrics, stop).await;
                 "the dead-letter consumer"
@@ -241,7 +242,11 @@ impl Services {
                 }
                 Ok(None) => return Ok(()),
                 Err(_) => {
-                    warn!(left = self.rest.len(), "background services still busy {} s after shutdown: aborted", REST_STOP.as_secs());
+                    warn!(
+                        left = self.rest.len(),
+                        "background services still busy {} s after shutdown: aborted",
+                        REST_STOP.as_secs()
+                    );
                     self.rest.abort_all();
                     return Ok(());
                 }

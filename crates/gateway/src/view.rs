@@ -1,8 +1,8 @@
 //! What `GET /v1/jobs/{id}` returns: the ledger record summarized for clients.
 
 use serde::Serialize;
-use utoipa::ToSchema;
 use snarkflow_wire::{JobRecord, PartitionRecord, ProveStats, SynthStats};
+use utoipa::ToSchema;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PartitionCounts {

@@ -14,18 +14,18 @@
 //! This crate knows nothing of circuits, provers or devices.
 
 mod budget;
+mod handler;
 mod host;
 mod pool;
 mod slots;
-mod handler;
 mod watchdog;
 
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
+pub use handler::{fetch_object, Fatal, TaskContext, TaskHandler};
 pub use host::{default_worker_id, WorkerHost};
 pub use pool::LaneArgs;
 pub use slots::{run, RunError, SlotConfig};
 pub use snarkflow_bus::{Failure, Outcome};
-pub use handler::{fetch_object, Fatal, TaskContext, TaskHandler};
 pub use watchdog::{Waiting, Watchdog};
 
 #[doc(hidden)]
