@@ -8,9 +8,11 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use snarkflow_prover::ParamStore;
 use snarkflow_service::ParamsDir;
-use snarkflow_wire::{CircuitSpec, JobKind};
 
-use crate::circuit_args::{filecoin_spec_of, porep_input, spec_of, CircuitArgs};
+use crate::params::ParamsCommand;
+use snarkflow_wire::CircuitSpec;
+
+use crate::circuit_args::{porep_input, CircuitArgs};
 use crate::client::Client;
 
 /// snarkflow: distributed Groth16 proving.
@@ -186,76 +188,6 @@ enum TracesCommand {
     },
 }
 
-#[derive(Debug, Subcommand)]
-enum ParamsCommand {
-    /// Generate random (NOT trusted-setup) parameters for a test circuit, ahead of time.
-    /// Filecoin kinds get filecoin-proofs' file names (`v28-<circuit id>.params/.vk/.meta`).
-    Generate {
-        /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post,
-        /// winning-post.
-        #[arg(long, alias = "proof")]
-        kind: String,
-        /// Filecoin kinds: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
-        #[arg(long)]
-        sector_size: Option<String>,
-        /// porep-c2: the Synthetic PoRep circuit.
-        #[arg(long)]
-        synthetic: bool,
-        #[arg(long)]
-        blocks: Option<u32>,
-        #[arg(long)]
-        constraints: Option<u32>,
-        /// Regenerate even if the file exists.
-        #[arg(long)]
-        force: bool,
-        /// Where the G1 fixed-base products run: `cpu`, or `gpu` (device 0; builds with
-        /// cuda-resident). The file is the same either way.
-        #[arg(long, default_value = "cpu")]
-        device: String,
-        /// Make the parameters from this seed (the same file on every host and device).
-        #[arg(long)]
-        seed: Option<u64>,
-        #[command(flatten)]
-        params: ParamsDir,
-    },
-    /// Check parameter files against the digests filecoin-proofs publishes: the named ones, or
-    /// every published file in the directory. Exits non-zero if one is missing or wrong.
-    Check {
-        #[command(flatten)]
-        which: ParamFiles,
-        #[command(flatten)]
-        params: ParamsDir,
-    },
-    /// Put the production parameter files a node needs into its directory from a directory
-    /// (a mount, another node's cache) or an HTTP(S) mirror: resumable, each file checked
-    /// against its published digest before it is installed. Never generates parameters.
-    Fetch {
-        /// A directory, or the base URL of a mirror (`https://mirror/params`: files are
-        /// `<base>/<file name>`).
-        #[arg(long)]
-        from: String,
-        #[command(flatten)]
-        which: ParamFiles,
-        #[command(flatten)]
-        params: ParamsDir,
-    },
-}
-
-/// Which published parameter files a `params` command acts on.
-#[derive(Debug, clap::Args)]
-struct ParamFiles {
-    /// Circuit ids whose .params and .vk files are meant (e.g. porep-c2-32GiB,winning-post-32GiB).
-    #[arg(long, value_delimiter = ',')]
-    circuit: Vec<String>,
-    /// File names from the manifest, as they are published (`v28-….params`).
-    #[arg(long)]
-    file: Vec<String>,
-    /// A parameters.json (filecoin-proofs' format) instead of the one filecoin-proofs 19.1
-    /// carries.
-    #[arg(long)]
-    manifest: Option<std::path::PathBuf>,
-}
-
 impl Cli {
     /// The parameter directory the command uses, if it uses one (`main` points
     /// filecoin-proofs at it before any thread exists).
@@ -404,64 +336,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Params {
-            command:
-                ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, device, seed, params },
-        } => {
-            let spec = match JobKind::parse(&kind) {
-                Some(k) if snarkflow_circuits::takes_input(k) => {
-                    filecoin_spec_of(k, sector_size.as_deref(), synthetic)?
-                }
-                _ => spec_of(&kind, blocks, constraints)?,
-            };
-            let store =
-                ParamStore::new(params.dir(), snarkflow_circuits::catalog()).with_param_device(param_device(&device)?);
-            let started = std::time::Instant::now();
-            let existed = store.params_path(&spec).exists() && !force;
-            let path = tokio::task::spawn_blocking(move || match seed {
-                Some(seed) => {
-                    use rand::SeedableRng;
-                    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-                    store.generate_with(&spec, force, snarkflow_prover::ToxicWaste::random(&mut rng))
-                }
-                None => store.generate(&spec, force),
-            })
-            .await??;
-            if existed {
-                println!("{} already present (--force regenerates)", path.display());
-            } else {
-                println!(
-                    "{} ({:.1} s) — RANDOM parameters, not a trusted setup: tests and benchmarks only",
-                    path.display(),
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Params { command: ParamsCommand::Check { which, params } } => {
-            let manifest = crate::params::manifest(which.manifest.as_deref())?;
-            let names = crate::params::wanted(&params.dir(), &manifest, &which.circuit, &which.file)?;
-            crate::params::check(&params.dir(), &manifest, names)
-        }
-        Command::Params { command: ParamsCommand::Fetch { from, which, params } } => {
-            let manifest = crate::params::manifest(which.manifest.as_deref())?;
-            let names = crate::params::wanted(&params.dir(), &manifest, &which.circuit, &which.file)?;
-            crate::params::fetch(&params.dir(), &manifest, names, &from).await
-        }
-    }
-}
-
-/// `--device cpu|gpu` of `params generate`.
-fn param_device(name: &str) -> anyhow::Result<snarkflow_prover::ParamDevice> {
-    match name {
-        "cpu" => Ok(snarkflow_prover::ParamDevice::Cpu),
-        #[cfg(feature = "cuda-resident")]
-        "gpu" => Ok(snarkflow_prover::ParamDevice::Gpu(
-            snarkflow_prover::resident::device().map_err(|e| anyhow::anyhow!("opening GPU 0: {e}"))?,
-        )),
-        #[cfg(not(feature = "cuda-resident"))]
-        "gpu" => anyhow::bail!("this snarkflow was built without the GPU generator (`just build-gpu`)"),
-        other => anyhow::bail!("--device must be cpu or gpu, not {other:?}"),
+        Command::Params { command } => crate::params::run(command).await,
     }
 }
 

@@ -7,6 +7,7 @@
 //! No NATS, HTTP or tokio here.
 
 pub mod backend;
+mod comb;
 pub mod device;
 mod groth16;
 mod loaded;
