@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use clap::Subcommand;
-use snarkflow_filecoin::manifest::{digest_file, Manifest, Published};
+use snarkflow_filecoin::manifest::{digest_cached, digest_file, Manifest, Published};
 use snarkflow_prover::ParamStore;
 use snarkflow_service::ParamsDir;
 use snarkflow_wire::{CircuitSpec, JobKind};
@@ -239,7 +239,8 @@ pub(crate) async fn fetch(dir: &Path, manifest: &Manifest, names: Vec<String>, f
         let published = manifest.get(name).expect("wanted names are published");
         let path = dir.join(name);
         if path.exists() {
-            if digest_file(&path)? == published.digest {
+            // the digest a gpu-worker (or an earlier fetch) kept beside the file, if it is current
+            if digest_cached(&path)? == published.digest {
                 println!("ok      {name} (already here)");
                 continue;
             }

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;
+use std::time::UNIX_EPOCH;
 
 use serde::Deserialize;
 
@@ -68,6 +69,28 @@ pub fn digest_file(path: &Path) -> std::io::Result<String> {
     Ok(state.finalize().to_hex()[..32].to_string())
 }
 
+/// [`digest_file`], kept in `<file>.checked` (the file's size, modification time and digest)
+/// and read from there while the size and time still match: a 47 GB file is hashed once, not
+/// at every start of every worker.
+pub fn digest_cached(path: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    let mtime = meta.modified()?.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let stamp = format!("{} {mtime}", meta.len());
+    let mut sidecar = path.as_os_str().to_owned();
+    sidecar.push(".checked");
+    if let Ok(text) = std::fs::read_to_string(&sidecar) {
+        if let Some((kept, digest)) = text.trim().rsplit_once(' ') {
+            if kept == stamp {
+                return Ok(digest.to_owned());
+            }
+        }
+    }
+    let digest = digest_file(path)?;
+    // a read-only parameter directory only costs the next start another hash
+    let _ = std::fs::write(&sidecar, format!("{stamp} {digest}\n"));
+    Ok(digest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +117,22 @@ mod tests {
         std::fs::write(&path, b"abc").unwrap();
         // BLAKE2b-512("abc") begins ba80a53f981c4d0d6a2797b69f12f6e9 (RFC 7693, appendix A)
         assert_eq!(digest_file(&path).unwrap(), "ba80a53f981c4d0d6a2797b69f12f6e9");
+    }
+
+    #[test]
+    fn the_verdict_beside_the_file_is_used_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.params");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(digest_cached(&path).unwrap(), "ba80a53f981c4d0d6a2797b69f12f6e9");
+        let sidecar = dir.path().join("f.params.checked");
+        let kept = std::fs::read_to_string(&sidecar).unwrap();
+        // a sidecar with the same stamp is believed (here: a made-up digest)
+        let stamp = kept.trim().rsplit_once(' ').unwrap().0.to_owned();
+        std::fs::write(&sidecar, format!("{stamp} feed\n")).unwrap();
+        assert_eq!(digest_cached(&path).unwrap(), "feed");
+        // another size: hashed again
+        std::fs::write(&path, b"abcd").unwrap();
+        assert_ne!(digest_cached(&path).unwrap(), "feed");
     }
 }
