@@ -151,6 +151,8 @@ up)
         done
     done
     echo "gpu-workers ready (parameters and shapes loaded) after $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s"
+    # the driver's kernel-busy percentage every 100 ms, summarised by `stop`
+    spawn gpu-util nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 100
     grep -hE "parameters loaded|constraint shape loaded" "$logs"/gpu-worker-*.log | sed 's/^.*Z //' | cut -c1-300
     grep -c "partition synthesized" "$logs"/synth-*.log | xargs echo "partitions synthesized so far (per log):"
     if [ "${WINNING:-1}" = 1 ]; then
@@ -165,6 +167,8 @@ up)
 live)
     # synthesis live beside the GPU: LIVE_SYNTH synth-workers kept (they know the shapes), the
     # others stopped, so what synthesis holds leaves the gpu-worker its memory
+    # the GPU-busy samples so far belong to the staged run
+    [ -f "$logs/gpu-util.log" ] && wc -l <"$logs/gpu-util.log" >"$S/util.mark"
     for i in $(seq $(( ${LIVE_SYNTH:-1} + 1 )) "$SYNTH"); do kill -TERM "$(cat "$S/pids/synth-$i")" 2>/dev/null; done
     porep_jobs live
     echo "submitted $(awk '$2 == "porep-live" {print $1}' "$S/ids" | xargs): synthesis live on ${LIVE_SYNTH:-1} synth-worker(s)"
@@ -194,6 +198,26 @@ wait)
     ;;
 stop)
     for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(hwm "$(cat "$f")")"; done
+    # GPU busy: the mean of the samples from the first busy one to the last (the proving window)
+    # (staged: the samples before `live`; live: those after it)
+    [ -f "$logs/gpu-util.log" ] && python3 - "$logs/gpu-util.log" "$(cat "$S/util.mark" 2>/dev/null || echo 0)" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+mark = int(sys.argv[2])
+for label, part in (("staged", lines[:mark] if mark else lines), ("live", lines[mark:] if mark else [])):
+    by = {}
+    for line in part:
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 2 and fields[1].isdigit():
+            by.setdefault(fields[0], []).append(int(fields[1]))
+    for gpu, u in sorted(by.items()):
+        busy = [i for i, v in enumerate(u) if v > 0]
+        if not busy:
+            continue
+        w = u[busy[0]:busy[-1] + 1]
+        print(f"GPU {gpu} busy, {label} (nvidia-smi utilization every 100 ms, first to last busy sample): "
+              f"mean {sum(w) / len(w):.1f} % over {len(w)} samples, {100 * sum(v >= 90 for v in w) / len(w):.0f} % of them at 90 % or more")
+PY
     for f in "$S"/pids/*; do [ "$(basename "$f")" = collector ] || kill -TERM "$(cat "$f")" 2>/dev/null; done
     sleep 3; kill -INT "$(cat "$S/pids/collector")" 2>/dev/null; sleep 2
     "$d/snarkflow-supraseal" waterfall --otlp-file "$S/spans.jsonl" --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1

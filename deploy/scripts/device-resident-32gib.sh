@@ -7,11 +7,14 @@
 #           `params generate --device gpu` (timed, peak RSS)
 #   prove   `bench resident` on one 32 GiB partition (RUNS runs, default 3; SUPRA=1 also proves it
 #           with supraseal-c2 and compares the bytes), peak RSS and peak device memory
+#   kernels one partition under Nsight Compute (ncu, durations only, boost clocks): every kernel
+#           of the prove with its device time, summed by kernel (the parameter upload's
+#           conversion kernels left out), against the prove's wall time
 # Binaries from BINS (default .gpu-carry/resident.tar.xz: deploy/scripts/pack-resident.sh; pack-gpu.sh's
 # bins.tar.xz does too); output in $OUT. S, P and FIXTURE override the state, parameter and fixture
 # directories (e.g. those device-32gib.sh made in the same lease).
 set -uo pipefail
-step="${1:?usage: device-resident-32gib.sh check|gen|prove}"
+step="${1:?usage: device-resident-32gib.sh check|gen|prove|kernels}"
 out="${OUT:-.}"
 S="${S:-/tmp/sfres32}"; P="${P:-$S/params}"; FIXTURE="${FIXTURE:-$S/fixture}"
 mkdir -p "$S/bin" "$P"
@@ -60,5 +63,16 @@ prove)
         "$sf" bench resident --kind porep-c2 --c1 "$FIXTURE/c1.json" --miner-id 1000 --partitions 1 --runs "${RUNS:-3}" --no-cpu $extra)"
     grep -E "^(RESIDENT|PROOF|COMPARE|shape|parameters)" "$out/bench.log" | cut -c1-400
     grep -vE "^(RESIDENT|PROOF|COMPARE)" "$out/bench.log" | tail -8
+    ;;
+kernels)
+    # one run, every kernel timed alone (ncu serialises them): what the device computes, without
+    # the overlap, the host's waits and the launch gaps that the wall time includes
+    SNARKFLOW_PARAMS_DIR=$P FIL_PROOFS_PARAMETER_CACHE=$P ncu --metrics gpu__time_duration.sum --csv --print-units base \
+        --clock-control none --cache-control none --log-file "$out/ncu.csv" \
+        "$sf" bench resident --kind porep-c2 --c1 "$FIXTURE/c1.json" --miner-id 1000 --partitions 1 --runs 1 --no-cpu \
+        >"$out/kernels-bench.log" 2>&1
+    echo "ncu exit $?"
+    grep -E "^(RESIDENT|PROOF)" "$out/kernels-bench.log" | cut -c1-400
+    python3 "$(dirname "$0")/ncu-summary.py" "$out/ncu.csv" | tee "$out/kernels.txt"
     ;;
 esac
