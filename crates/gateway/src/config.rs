@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::Parser;
 use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
 
@@ -49,10 +50,10 @@ pub struct Config {
     #[arg(long, env = "SNARKFLOW_TOKENS_FILE")]
     pub tokens_file: Option<PathBuf>,
     /// Serve without authentication: every caller is an admin. For local experiments only.
-    #[arg(long, env = "SNARKFLOW_INSECURE_NO_AUTH")]
+    #[arg(long, env = "SNARKFLOW_INSECURE_NO_AUTH", value_parser = BoolishValueParser::new())]
     pub insecure_no_auth: bool,
     /// Accept the synthetic test kinds (sha256-chain, dense-chain); off in production.
-    #[arg(long, env = "SNARKFLOW_ENABLE_TEST_KINDS")]
+    #[arg(long, env = "SNARKFLOW_ENABLE_TEST_KINDS", value_parser = BoolishValueParser::new())]
     pub enable_test_kinds: bool,
     /// Largest test-kind job, in constraints over all its partitions.
     #[arg(long, env = "SNARKFLOW_MAX_TEST_JOB_CONSTRAINTS", default_value_t = DEFAULT_MAX_TEST_JOB_CONSTRAINTS)]

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use clap::builder::BoolishValueParser;
 use clap::Parser;
 use snarkflow_runtime::{LaneArgs, MemoryBudgetArgs};
 use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
@@ -19,13 +20,13 @@ pub struct Config {
     pub params: ParamsDir,
     /// Generate random (NOT trusted-setup) parameters for a test circuit whose file is
     /// missing, instead of failing its jobs. For development and tests only.
-    #[arg(long, env = "SNARKFLOW_GENERATE_MISSING_PARAMS", default_value_t = false)]
+    #[arg(long, env = "SNARKFLOW_GENERATE_MISSING_PARAMS", value_parser = BoolishValueParser::new(), default_value_t = false)]
     pub generate_missing_params: bool,
     /// The parameter directory holds test parameters (random, under filecoin-proofs' file
     /// names): do not check files against the digests filecoin-proofs publishes. Without it
     /// (and without --generate-missing-params) a published file name with another digest is
     /// refused before its first job.
-    #[arg(long, env = "SNARKFLOW_TEST_PARAMS", default_value_t = false)]
+    #[arg(long, env = "SNARKFLOW_TEST_PARAMS", value_parser = BoolishValueParser::new(), default_value_t = false)]
     pub test_params: bool,
     /// A `parameters.json` (filecoin-proofs' format) to check parameter files against instead
     /// of the one filecoin-proofs 19.1 carries.
@@ -89,5 +90,20 @@ mod tests {
     fn the_flags_are_well_formed() {
         // clap checks its definitions only in debug builds, at parse time
         super::Config::command().debug_assert();
+    }
+
+    #[test]
+    fn boolean_environment_variables_take_the_usual_spellings() {
+        use clap::Parser as _;
+        // operators write `=1` in environment files; clap's plain bool parser takes only
+        // true/false. (The only test here that sets this variable.)
+        for (value, expected) in [("1", true), ("yes", true), ("true", true), ("0", false), ("false", false)] {
+            std::env::set_var("SNARKFLOW_TEST_PARAMS", value);
+            let config = super::Config::try_parse_from(["gpu-worker"]);
+            std::env::remove_var("SNARKFLOW_TEST_PARAMS");
+            assert_eq!(config.expect(value).test_params, expected, "SNARKFLOW_TEST_PARAMS={value}");
+        }
+        let config = super::Config::try_parse_from(["gpu-worker", "--test-params"]).unwrap();
+        assert!(config.test_params, "the bare flag still means true");
     }
 }

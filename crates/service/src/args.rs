@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::Args;
 use snarkflow_bus::{BusConfig, NatsSecurity, Secret};
 use snarkflow_telemetry::{OtlpProtocol, TelemetryConfig};
@@ -58,7 +59,7 @@ pub struct NatsArgs {
     #[arg(long, env = "SNARKFLOW_NATS_TLS_KEY")]
     pub nats_tls_key: Option<PathBuf>,
     /// Refuse a NATS connection that is not TLS (on whenever a TLS file is given).
-    #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS")]
+    #[arg(long, env = "SNARKFLOW_NATS_REQUIRE_TLS", value_parser = BoolishValueParser::new())]
     pub nats_require_tls: bool,
     /// Largest size of each work stream, the events stream, the dead-letter stream and the
     /// idempotency bucket (`4GiB`, `512MiB`, bytes; 0: as large as the server allows). Full, writes are refused

@@ -16,6 +16,7 @@ mod status;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use clap::builder::BoolishValueParser;
 use snarkflow_service::tokens::{Principal, Scope};
 use snarkflow_wire::Priority;
 use tokio_util::sync::CancellationToken;
@@ -63,11 +64,11 @@ pub struct GrpcArgs {
     pub socket_mode: u32,
     /// Refuse calls without `authorization: Bearer <token>` metadata (a token of the HTTP
     /// API's tokens file; the call acts as its tenant and scopes).
-    #[arg(id = "grpc_require_token", long = "grpc-require-token", env = "SNARKFLOW_GRPC_REQUIRE_TOKEN")]
+    #[arg(id = "grpc_require_token", long = "grpc-require-token", env = "SNARKFLOW_GRPC_REQUIRE_TOKEN", value_parser = BoolishValueParser::new())]
     pub require_token: bool,
     /// Serve PreloadSRS and EvictSRS (every gpu-worker loads or drops a circuit's
     /// parameters). Curio never calls them; a call with a token also needs the admin scope.
-    #[arg(id = "grpc_enable_control", long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL")]
+    #[arg(id = "grpc_enable_control", long = "grpc-enable-control", env = "SNARKFLOW_GRPC_ENABLE_CONTROL", value_parser = BoolishValueParser::new())]
     pub enable_control: bool,
     /// Serve the TCP listener over TLS with this certificate (PEM; with --grpc-tls-key).
     #[arg(id = "grpc_tls_cert", long = "grpc-tls-cert", env = "SNARKFLOW_GRPC_TLS_CERT", requires = "grpc_tls_key")]
