@@ -81,7 +81,10 @@ spawn() { # name, command...: detached, pid in $S/pids/name
 }
 synth_workers() { # budget: start the synth-workers
     for i in $(seq 1 "$SYNTH"); do
-        spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" --memory-budget "$1"
+        # the WinningPoSt shape recorded at start (1.2 s at 32 GiB), as an operator would, so the
+        # WinningPoSt under load does not pay for it
+        spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" --memory-budget "$1" \
+            --preload-shapes "winning-post-$SIZE"
     done
 }
 # submit LABEL ARGS...: one job; "id label submit-time" appended to $S/ids. While the
