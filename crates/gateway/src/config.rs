@@ -74,6 +74,10 @@ pub struct Config {
     /// their deadline, finishing half-done fan-outs. Each pass reads every record.
     #[arg(long, env = "SNARKFLOW_LEDGER_PASS_SECS", default_value_t = 15)]
     pub ledger_pass_secs: u64,
+    /// Constraints one GPU proves per second, for the `snarkflow_backlog_gpu_seconds` gauge
+    /// autoscalers follow (default: an H200 with the resident prover, 32 GiB PoRep).
+    #[arg(long, env = "SNARKFLOW_GPU_CONSTRAINTS_PER_SECOND", default_value_t = crate::backlog::DEFAULT_GPU_CONSTRAINTS_PER_SECOND)]
+    pub gpu_constraints_per_second: u64,
     /// Share of the job ledger (percent) kept free of new jobs: only the critical lane
     /// (WinningPoSt) may use it. New jobs are refused (503 storage_full) earlier still when the
     /// unfinished jobs may need the room to record their proofs.

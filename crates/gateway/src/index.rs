@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use snarkflow_bus::{BusError, Ledger, LedgerChange};
-use snarkflow_wire::{JobKind, JobRecord, JobState};
+use snarkflow_wire::{CircuitSpec, JobKind, JobRecord, JobState};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -24,8 +24,12 @@ pub struct JobSummary {
     pub updated_at_ms: u64,
     pub deadline_at_ms: Option<u64>,
     pub enqueued: bool,
+    pub circuit: CircuitSpec,
     pub partitions: u32,
+    pub synthesized: u32,
     pub proved: u32,
+    /// Constraints per partition, once a synth-worker has reported one.
+    pub constraints: Option<u64>,
 }
 
 impl From<&JobRecord> for JobSummary {
@@ -39,8 +43,11 @@ impl From<&JobRecord> for JobSummary {
             updated_at_ms: r.updated_at_ms,
             deadline_at_ms: r.deadline_at_ms,
             enqueued: r.enqueued,
+            circuit: r.circuit,
             partitions: r.partitions.len() as u32,
+            synthesized: r.synthesized_count(),
             proved: r.proved_count(),
+            constraints: r.partitions.iter().filter_map(|p| p.synth.as_ref()).map(|s| s.constraints).max(),
         }
     }
 }
@@ -180,7 +187,10 @@ mod tests {
             updated_at_ms: created,
             deadline_at_ms: None,
             enqueued: true,
+            circuit: CircuitSpec::DenseChain { constraints: 64 },
             partitions: 1,
+            synthesized: 0,
+            constraints: None,
             proved: 0,
         }
     }

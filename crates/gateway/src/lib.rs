@@ -8,6 +8,7 @@
 //! tests) and [`app`] (the router, for handler tests without a socket).
 
 mod auth;
+mod backlog;
 mod config;
 mod consume;
 mod deadletter;

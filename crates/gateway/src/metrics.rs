@@ -1,6 +1,6 @@
 //! Gateway metrics (Prometheus).
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 use snarkflow_wire::{JobEvent, JobEventBody, JobRecord};
 
 #[derive(Clone)]
@@ -14,6 +14,8 @@ pub struct Metrics {
     queue_depth: IntGaugeVec,
     jobs: IntGaugeVec,
     ledger_bytes: IntGaugeVec,
+    backlog_constraints: IntGaugeVec,
+    backlog_gpu_seconds: Gauge,
 }
 
 /// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
@@ -58,6 +60,21 @@ impl Metrics {
             &["what"],
         )
         .unwrap();
+        let backlog_constraints = IntGaugeVec::new(
+            Opts::new(
+                "snarkflow_backlog_constraints",
+                "constraints of the partitions waiting for a stage: not yet synthesized (synth), synthesized and not yet proved (prove)",
+            ),
+            &["stage"],
+        )
+        .unwrap();
+        let backlog_gpu_seconds = Gauge::new(
+            "snarkflow_backlog_gpu_seconds",
+            "seconds of one GPU the proving backlog needs, at --gpu-constraints-per-second",
+        )
+        .unwrap();
+        registry.register(Box::new(backlog_constraints.clone())).expect("unique metric");
+        registry.register(Box::new(backlog_gpu_seconds.clone())).expect("unique metric");
         registry.register(Box::new(ledger_bytes.clone())).expect("unique metric");
         registry.register(Box::new(queue_depth.clone())).expect("unique metric");
         registry.register(Box::new(jobs.clone())).expect("unique metric");
@@ -65,7 +82,19 @@ impl Metrics {
             registry.register(Box::new(c.clone())).expect("unique metric");
         }
         registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
-        Metrics { registry, submitted, finished, rejected, stage_seconds, hop_bytes, queue_depth, jobs, ledger_bytes }
+        Metrics {
+            registry,
+            submitted,
+            finished,
+            rejected,
+            stage_seconds,
+            hop_bytes,
+            queue_depth,
+            jobs,
+            ledger_bytes,
+            backlog_constraints,
+            backlog_gpu_seconds,
+        }
     }
 
     pub fn set_ledger_bytes(&self, used: u64, limit: Option<u64>, promised: u64) {
@@ -73,6 +102,13 @@ impl Metrics {
         self.ledger_bytes.with_label_values(&["used"]).set(gauge(used));
         self.ledger_bytes.with_label_values(&["limit"]).set(gauge(limit.unwrap_or(0)));
         self.ledger_bytes.with_label_values(&["promised"]).set(gauge(promised));
+    }
+
+    pub(crate) fn set_backlog(&self, backlog: crate::backlog::Backlog, gpu_constraints_per_second: u64) {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.backlog_constraints.with_label_values(&["synth"]).set(gauge(backlog.synth));
+        self.backlog_constraints.with_label_values(&["prove"]).set(gauge(backlog.prove));
+        self.backlog_gpu_seconds.set(backlog.gpu_seconds(gpu_constraints_per_second));
     }
 
     pub fn set_queue_depth(&self, stage: &str, depth: u64) {

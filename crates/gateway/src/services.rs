@@ -183,6 +183,7 @@ impl Services {
             let pass = sweep::Pass {
                 every: Duration::from_secs(config.ledger_pass_secs.max(1)),
                 orphan_grace: Duration::from_secs(config.orphan_grace_secs),
+                gpu_constraints_per_second: config.gpu_constraints_per_second,
             };
             let stop = shutdown.clone();
             async move {

@@ -1,9 +1,9 @@
 //! The ledger pass: every `--ledger-pass-secs`, from the gateway's index of the ledger (a read
-//! of every record only while the index is not ready), it refreshes the queue-depth and jobs
-//! gauges and the tenants' in-flight counts, fails jobs past their deadline, finishes fan-outs
-//! a stopped gateway left half done, and deletes objects of finished jobs and, after a grace,
-//! objects of jobs that were never recorded. Any number of gateways may run it; every change
-//! it makes to a record is a compare-and-set.
+//! of every record only while the index is not ready), it refreshes the queue-depth, jobs and
+//! backlog gauges (`backlog.rs`) and the tenants' in-flight counts, fails jobs past their
+//! deadline, finishes fan-outs a stopped gateway left half done, and deletes objects of
+//! finished jobs and, after a grace, objects of jobs that were never recorded. Any number of
+//! gateways may run it; every change it makes to a record is a compare-and-set.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,8 @@ const FANOUT_GRACE: Duration = Duration::from_secs(30);
 pub(crate) struct Pass {
     pub every: Duration,
     pub orphan_grace: Duration,
+    /// For the GPU-seconds backlog gauge.
+    pub gpu_constraints_per_second: u64,
 }
 
 /// What the ledger pass reads and keeps current.
@@ -52,6 +54,7 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
             Ok(jobs) => {
                 quotas.refresh(began, &jobs);
                 count_jobs(&metrics, &jobs);
+                metrics.set_backlog(crate::backlog::Backlog::of(&jobs), pass.gpu_constraints_per_second);
                 measure_room(&ledger, &room, &metrics, &jobs).await;
                 sweep(&bus, &ledger, &metrics, &jobs).await;
                 collect_garbage(&bus, &ledger, &jobs, pass.orphan_grace).await;
