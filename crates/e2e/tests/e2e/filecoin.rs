@@ -263,10 +263,12 @@ fn compact_rebuild_equals_full_synthesis_for_every_filecoin_kind() {
     }
 }
 
-/// The sparse CC fixture (`snarkflow filecoin fixture`) at 2 KiB, checked by filecoin-proofs
-/// itself: its own `seal_commit_phase2` proves it and `verify_seal` accepts the proof; the
-/// same fixture proves through the pipeline (the gateway's `verify_seal` passes it); and a
-/// fixture with one label changed is refused at submission, before any work is queued.
+/// The sparse CC fixture (`snarkflow filecoin fixture`) at 2 KiB proves through the pipeline
+/// and filecoin-proofs' own `verify_seal` accepts the proof here, independently of the
+/// services; a fixture with one label changed is refused at submission, before any work is
+/// queued (filecoin-proofs' vanilla check refuses it: `sparse::tests`). filecoin-proofs' own
+/// C2 is not run on the fixture here: `verify_seal` accepting a proof of it says what that
+/// run said, at the cost of a second CPU PoRep proof (~50 s on two cores).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipeline() {
     filecoin_env();
@@ -285,13 +287,6 @@ async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipelin
     .unwrap()
     .unwrap();
 
-    let stock = {
-        let c1 = c1.clone();
-        tokio::task::spawn_blocking(move || filecoin_proofs_api::seal::seal_commit_phase2(c1, prover_id, 11.into()))
-            .await
-            .unwrap()
-            .expect("filecoin-proofs' own C2 proves the fixture")
-    };
     let verify = |proof: &[u8]| {
         filecoin_proofs_api::seal::verify_seal(
             c1.registered_proof,
@@ -305,8 +300,6 @@ async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipelin
         )
         .unwrap()
     };
-    assert!(verify(&stock.proof), "verify_seal rejected filecoin-proofs' own proof of the fixture");
-
     let stack = Stack::start().await.unwrap();
     let input = json!({ "miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&c1, 11) });
     let id = stack.submit(&json!({"kind": "porep-c2", "input": input})).await.unwrap();
@@ -325,13 +318,8 @@ async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipelin
     let input = json!({ "miner_id": MINER, "c1": snarkflow_filecoin::porep::c1_envelope(&tampered, 11) });
     let err = stack.submit(&json!({"kind": "porep-c2", "input": input})).await.unwrap_err().to_string();
     assert!(err.contains("422") && err.contains("vanilla proofs do not verify"), "{err}");
-    // and filecoin-proofs' own C2 does not make a proof of it that verifies
-    let stock = tokio::task::spawn_blocking(move || {
-        filecoin_proofs_api::seal::seal_commit_phase2(tampered, prover_id, 11.into())
-    })
-    .await
-    .unwrap();
-    assert!(stock.map(|out| !verify(&out.proof)).unwrap_or(true), "a tampered fixture must not prove");
+    let listed: Value = stack.http.get(format!("{}/v1/jobs", stack.base)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 1, "the refused fixture queued a job: {listed}");
 }
 
 /// Sparse PoSt fixtures (`snarkflow filecoin fixture --proof window-post|winning-post`) at
