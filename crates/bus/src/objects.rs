@@ -52,23 +52,24 @@ impl Bus {
         Ok(Stored { bytes: data.len() as u64, sha256_hex, seconds: started.elapsed().as_secs_f64() })
     }
 
+    /// Bytes the object store holds now, and its limit (`None`: as large as the server allows).
+    pub async fn object_store_usage(&self) -> Result<(u64, Option<u64>), BusError> {
+        self.object_store_usage_for("measuring the object store").await
+    }
+
+    async fn object_store_usage_for(&self, op: &str) -> Result<(u64, Option<u64>), BusError> {
+        let stream = format!("OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET);
+        let mut stream = self.js().get_stream(&stream).await.map_err(nats_err(op.to_owned()))?;
+        let info = stream.info().await.map_err(nats_err(op.to_owned()))?;
+        Ok((info.state.bytes, u64::try_from(info.config.max_bytes).ok().filter(|b| *b > 0)))
+    }
+
     /// Refuse an object of `bytes` the store has no room for.
     async fn check_object_room(&self, name: &str, bytes: u64) -> Result<(), BusError> {
-        let stream = format!("OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET);
-        let op = format!("storing {name}");
-        let info = self
-            .js()
-            .get_stream(&stream)
-            .await
-            .map_err(nats_err(op.clone()))?
-            .info()
-            .await
-            .map_err(nats_err(op))?
-            .clone();
-        let Ok(max) = u64::try_from(info.config.max_bytes) else {
-            return Ok(()); // -1: no limit
+        let (used, limit) = self.object_store_usage_for(&format!("storing {name}")).await?;
+        let Some(max) = limit else {
+            return Ok(());
         };
-        let used = info.state.bytes;
         if used.saturating_add(bytes) > max {
             return Err(BusError::Full(format!(
                 "the object store is full: {name} ({bytes} bytes) does not fit beside the {used} bytes it holds (limit {max} bytes, --nats-max-object-bytes); space returns as jobs finish"

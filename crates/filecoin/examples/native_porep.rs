@@ -138,7 +138,9 @@ fn scalar_report(aux: &[blstrs::Scalar]) {
     }
     let rest: usize = others.values().sum();
     println!("aux values {}: zeros {zeros}, ones {ones}, neither {rest} ({} distinct)", aux.len(), others.len());
-    let bits = |b: &[u8; 32]| 256 - b.iter().rev().flat_map(|x| (0..8).rev().map(move |i| x >> i & 1)).take_while(|&x| x == 0).count();
+    let bits = |b: &[u8; 32]| {
+        256 - b.iter().rev().flat_map(|x| (0..8).rev().map(move |i| x >> i & 1)).take_while(|&x| x == 0).count()
+    };
     let small = others.iter().filter(|(b, _)| bits(b) <= 13).map(|(_, n)| n).sum::<usize>();
     let repeated = others.values().filter(|&&n| n > 1).sum::<usize>();
     println!("of the neither: {small} fit in 13 bits, {repeated} share their value with another");
@@ -155,5 +157,7 @@ fn scalar_report(aux: &[blstrs::Scalar]) {
     for n in others.values() {
         histogram[(usize::BITS - n.leading_zeros()).min(8) as usize] += *n;
     }
-    println!("values by how often they repeat (count of scalars whose value occurs 1, 2-3, 4-7, ... times): {histogram:?}");
+    println!(
+        "values by how often they repeat (count of scalars whose value occurs 1, 2-3, 4-7, ... times): {histogram:?}"
+    );
 }

@@ -116,6 +116,10 @@ mod tests {
         // the 2 KiB PoRep's reported size stands in for the 32 GiB one nobody synthesized yet
         assert_eq!(b.synth, 10 * SIZE_2K + 3 * dense_size);
         assert_eq!(b.prove, SIZE_2K);
-        assert_eq!(Backlog::of(&[job(POREP_32, JobState::Queued, (10, 0, 0), None)]).synth, 10, "nothing known: a partition each");
+        assert_eq!(
+            Backlog::of(&[job(POREP_32, JobState::Queued, (10, 0, 0), None)]).synth,
+            10,
+            "nothing known: a partition each"
+        );
     }
 }

@@ -86,12 +86,14 @@ async fn handle(
     let Some((job_id, partition)) = named else {
         warn!(?letter, "a dead task that names no job; removed");
         bus.remove_dead_task(letter).await?;
+        metrics.dead_letter(letter.stage.as_str(), "unnamed");
         return Ok(Handled::Done);
     };
     match ledger.task_status(&job_id, partition as u32, letter.stage).await? {
         TaskStatus::AlreadyDone | TaskStatus::JobOver => {
             info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "a dead task whose result is recorded (or whose job ended); removed");
             bus.remove_dead_task(letter).await?;
+            metrics.dead_letter(letter.stage.as_str(), "recorded");
             return Ok(Handled::Done);
         }
         TaskStatus::Pending if first_look => return Ok(Handled::Later),
@@ -107,5 +109,6 @@ async fn handle(
         info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "job failed: dead letter");
     }
     bus.remove_dead_task(letter).await?;
+    metrics.dead_letter(letter.stage.as_str(), "failed_job");
     Ok(Handled::Done)
 }

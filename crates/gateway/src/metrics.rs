@@ -16,6 +16,8 @@ pub struct Metrics {
     ledger_bytes: IntGaugeVec,
     backlog_constraints: IntGaugeVec,
     backlog_gpu_seconds: Gauge,
+    object_store_bytes: IntGaugeVec,
+    dead_letters: IntCounterVec,
 }
 
 /// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
@@ -73,6 +75,24 @@ impl Metrics {
             "seconds of one GPU the proving backlog needs, at --gpu-constraints-per-second",
         )
         .unwrap();
+        let object_store_bytes = IntGaugeVec::new(
+            Opts::new(
+                "snarkflow_object_store_bytes",
+                "the object store (partitions, job inputs): bytes used, its limit (0: none)",
+            ),
+            &["what"],
+        )
+        .unwrap();
+        let dead_letters = IntCounterVec::new(
+            Opts::new(
+                "snarkflow_dead_letters_total",
+                "tasks whose deliveries ran out, by stage and what became of them: failed_job (its job failed), recorded (its result was in the ledger, or its job had ended), unnamed (no job)",
+            ),
+            &["stage", "outcome"],
+        )
+        .unwrap();
+        registry.register(Box::new(object_store_bytes.clone())).expect("unique metric");
+        registry.register(Box::new(dead_letters.clone())).expect("unique metric");
         registry.register(Box::new(backlog_constraints.clone())).expect("unique metric");
         registry.register(Box::new(backlog_gpu_seconds.clone())).expect("unique metric");
         registry.register(Box::new(ledger_bytes.clone())).expect("unique metric");
@@ -94,6 +114,8 @@ impl Metrics {
             ledger_bytes,
             backlog_constraints,
             backlog_gpu_seconds,
+            object_store_bytes,
+            dead_letters,
         }
     }
 
@@ -109,6 +131,16 @@ impl Metrics {
         self.backlog_constraints.with_label_values(&["synth"]).set(gauge(backlog.synth));
         self.backlog_constraints.with_label_values(&["prove"]).set(gauge(backlog.prove));
         self.backlog_gpu_seconds.set(backlog.gpu_seconds(gpu_constraints_per_second));
+    }
+
+    pub fn set_object_store_bytes(&self, used: u64, limit: Option<u64>) {
+        let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.object_store_bytes.with_label_values(&["used"]).set(gauge(used));
+        self.object_store_bytes.with_label_values(&["limit"]).set(gauge(limit.unwrap_or(0)));
+    }
+
+    pub fn dead_letter(&self, stage: &str, outcome: &str) {
+        self.dead_letters.with_label_values(&[stage, outcome]).inc();
     }
 
     pub fn set_queue_depth(&self, stage: &str, depth: u64) {

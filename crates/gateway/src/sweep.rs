@@ -1,7 +1,7 @@
 //! The ledger pass: every `--ledger-pass-secs`, from the gateway's index of the ledger (a read
-//! of every record only while the index is not ready), it refreshes the queue-depth, jobs and
-//! backlog gauges (`backlog.rs`) and the tenants' in-flight counts, fails jobs past their
-//! deadline, finishes fan-outs a stopped gateway left half done, and deletes objects of
+//! of every record only while the index is not ready), it refreshes the queue-depth, jobs,
+//! backlog (`backlog.rs`) and storage gauges and the tenants' in-flight counts, fails jobs past
+//! their deadline, finishes fan-outs a stopped gateway left half done, and deletes objects of
 //! finished jobs and, after a grace, objects of jobs that were never recorded. Any number of
 //! gateways may run it; every change it makes to a record is a compare-and-set.
 
@@ -56,6 +56,10 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
                 count_jobs(&metrics, &jobs);
                 metrics.set_backlog(crate::backlog::Backlog::of(&jobs), pass.gpu_constraints_per_second);
                 measure_room(&ledger, &room, &metrics, &jobs).await;
+                match bus.object_store_usage().await {
+                    Ok((used, limit)) => metrics.set_object_store_bytes(used, limit),
+                    Err(e) => warn!(error = %e, "measuring the object store failed; the next pass retries"),
+                }
                 sweep(&bus, &ledger, &metrics, &jobs).await;
                 collect_garbage(&bus, &ledger, &jobs, pass.orphan_grace).await;
             }

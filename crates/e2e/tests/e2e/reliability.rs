@@ -150,6 +150,17 @@ async fn a_task_no_worker_survives_fails_its_job() {
     assert!(error.contains("handed to a worker 2 times"), "{error}");
     let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
     assert_eq!(bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0, "the dead task left the queue");
+    // and it is counted (just after the task leaves the queue)
+    let counted = r#"snarkflow_dead_letters_total{outcome="failed_job",stage="synthesis"} 1"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        if metrics.contains(counted) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{counted} not in {metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     gateway.stop().await.unwrap();
 }
 
@@ -348,6 +359,7 @@ async fn a_full_ledger_refuses_new_jobs_and_finishes_every_accepted_one() {
     }
     let metrics = reqwest::get(format!("{}/metrics", stack.base)).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("snarkflow_ledger_bytes{what=\"limit\"} 98304"), "{metrics}");
+    assert!(metrics.contains("snarkflow_object_store_bytes{what=\"used\"}"), "{metrics}");
     // the finished jobs promise nothing more: a new job fits again after the next pass
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let r = stack.http.post(format!("{}/v1/jobs", stack.base)).json(&body(100)).send().await.unwrap();
@@ -384,6 +396,9 @@ async fn a_dead_letter_for_a_partition_already_done_does_not_fail_its_job() {
     let job: serde_json::Value = http.get(format!("{base}/v1/jobs/{id}")).send().await.unwrap().json().await.unwrap();
     assert_ne!(job["state"], "failed", "a partition whose result is recorded was failed: {job}");
     assert_eq!(job["partitions"]["synthesized"], 1, "{job}");
+    // counted, as what it was
+    let metrics = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains(r#"snarkflow_dead_letters_total{outcome="recorded",stage="synthesis"} 1"#), "{metrics}");
     gateway.stop().await.unwrap();
 }
 
