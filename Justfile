@@ -52,7 +52,7 @@ up: build
         echo "created a local admin API token in .state/api-token"
     fi
     # a local development stack: the synthetic test kinds are on
-    start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --grpc-listen {{grpc_listen}} --enable-test-kinds
+    start gateway "{{bin}}/gateway" --listen {{gateway_listen}} --grpc-listen {{grpc_listen}} --enable-test-kinds --test-params
     # huge pages for the witness buffers where the kernel gives them on request (docs/operations.md)
     start synth-worker env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "{{bin}}/synth-worker" --status-listen 127.0.0.1:9101
     start gpu-worker "{{bin}}/gpu-worker" --status-listen 127.0.0.1:9102 --generate-missing-params

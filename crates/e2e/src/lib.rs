@@ -133,7 +133,9 @@ async fn launch_gateway(
     filecoin_env();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
-    let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
+    // random test parameters under filecoin-proofs' names: not the published verifying keys
+    let mut args =
+        vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string(), "--test-params".into()];
     args.extend(gateway_auth_flags());
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));

@@ -31,6 +31,22 @@ impl Manifest {
             .expect("storage-proofs-core's parameters.json")
     }
 
+    /// Whether the file at `path` is the one published under its name: `Ok` for a name this
+    /// manifest does not list (a test circuit's) or a matching digest; otherwise why not.
+    pub fn check_published(&self, path: &Path) -> Result<(), String> {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(()) };
+        let Some(published) = self.get(name) else { return Ok(()) };
+        let found = digest_cached(path).map_err(|e| format!("checking {}: {e}", path.display()))?;
+        if found == published.digest {
+            return Ok(());
+        }
+        Err(format!(
+            "{} is not the file filecoin-proofs publishes under that name (digest {found}, published {})",
+            path.display(),
+            published.digest
+        ))
+    }
+
     /// A `parameters.json` of filecoin-proofs' format.
     pub fn parse(json: &str) -> Result<Manifest, serde_json::Error> {
         serde_json::from_str(json).map(Manifest)

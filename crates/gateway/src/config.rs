@@ -45,6 +45,16 @@ pub struct Config {
     /// proof before its job is done.
     #[command(flatten)]
     pub params: ParamsDir,
+    /// The parameter directory holds test parameters (random, under filecoin-proofs' names): do
+    /// not check the verifying keys against the digests filecoin-proofs publishes. Without it a
+    /// published name with another digest is refused (503) instead of verifying proofs against
+    /// a key the chain does not use.
+    #[arg(long, env = "SNARKFLOW_TEST_PARAMS", value_parser = BoolishValueParser::new())]
+    pub test_params: bool,
+    /// A `parameters.json` (filecoin-proofs' format) to check verifying keys against instead of
+    /// the one filecoin-proofs 19.1 carries.
+    #[arg(long, env = "SNARKFLOW_PARAMS_MANIFEST")]
+    pub params_manifest: Option<PathBuf>,
     /// The API tokens file (`snarkflow admin token create` writes it); re-read when it
     /// changes. Default `$SNARKFLOW_TOKENS_FILE`, else `~/.config/snarkflow/tokens.json`.
     #[arg(long, env = "SNARKFLOW_TOKENS_FILE")]

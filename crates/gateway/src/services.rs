@@ -4,6 +4,7 @@
 //! uploading a C1 gets its answer), then the event loop finishes the events it holds, then the
 //! rest; a background service that panicked makes the gateway exit non-zero.
 
+use snarkflow_filecoin::manifest::Manifest;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,10 +37,11 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     );
     let auth = auth(&config)?;
     let tls = tls(&config).await?;
+    let published = published_keys(&config)?;
     let Some((bus, listener)) = connect(listener, &config, &shutdown).await? else {
         return Ok(());
     };
-    let state = state(&config, bus, auth);
+    let state = state(&config, bus, auth, published);
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&state.policy.params_dir) {
         warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
     }
@@ -105,7 +107,19 @@ async fn connect(
     Ok(Some((bus, listener)))
 }
 
-fn state(config: &Config, bus: Bus, auth: Auth) -> AppState {
+/// What the verifying keys must be: the published files, unless this is a test cache.
+fn published_keys(config: &Config) -> anyhow::Result<Option<Manifest>> {
+    if config.test_params {
+        warn!(dir = %config.params.dir().display(), "test parameter cache: verifying keys are not checked against the digests filecoin-proofs publishes");
+        return Ok(None);
+    }
+    Ok(Some(match &config.params_manifest {
+        Some(path) => Manifest::read(path).map_err(|e| anyhow::anyhow!(e))?,
+        None => Manifest::builtin(),
+    }))
+}
+
+fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> AppState {
     AppState {
         ledger: bus.ledger().clone(),
         bus,
@@ -125,6 +139,7 @@ fn state(config: &Config, bus: Bus, auth: Auth) -> AppState {
             enable_test_kinds: config.enable_test_kinds,
             max_test_job_constraints: config.max_test_job_constraints,
             params_dir: config.params.dir(),
+            published,
         }),
         request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
         event_loop: Default::default(),

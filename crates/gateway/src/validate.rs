@@ -45,6 +45,9 @@ pub struct Policy {
     pub max_test_job_constraints: u64,
     /// Where the verifying keys of the kinds the gateway verifies are.
     pub params_dir: std::path::PathBuf,
+    /// What the verifying keys must be: the files filecoin-proofs publishes (`None`: a test
+    /// cache, random keys under the published names).
+    pub published: Option<snarkflow_filecoin::manifest::Manifest>,
 }
 
 impl Policy {
@@ -84,6 +87,14 @@ impl Policy {
                     vk.display(),
                     circuit.circuit_id()
                 )));
+            }
+            if let Some(published) = &self.published {
+                published.check_published(&vk).map_err(|e| {
+                    ApiError::NotServed(format!(
+                        "{e}: this gateway would verify proofs against a key the chain does not use. Replace it with \
+                         `snarkflow params fetch`, or start the gateway with --test-params if this directory holds test parameters"
+                    ))
+                })?;
             }
         }
         Ok(())
@@ -220,5 +231,42 @@ mod tests {
         assert!(err(json!([1, 2])).contains("JSON object"));
         assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "colour": 1}))
             .contains("unknown field \"colour\""));
+    }
+}
+
+#[cfg(test)]
+mod published_keys {
+    use super::*;
+    use snarkflow_filecoin::manifest::{digest_file, Manifest};
+
+    /// A 2 KiB PoRep verifying key (any bytes) in a fresh directory, and a policy that checks
+    /// keys against a manifest publishing `digest` under its name (`None`: a test cache).
+    fn policy(dir: &std::path::Path, digest: Option<&str>) -> (Policy, CircuitSpec) {
+        let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
+        let name = format!("{}.vk", snarkflow_circuits::param_file_stem(&spec).unwrap());
+        std::fs::write(dir.join(&name), b"a verifying key").unwrap();
+        let published = digest.map(|d| {
+            Manifest::parse(&format!(r#"{{"{name}": {{"cid": "Qm", "digest": "{d}", "sector_size": 2048}}}}"#)).unwrap()
+        });
+        let policy =
+            Policy { enable_test_kinds: false, max_test_job_constraints: 0, params_dir: dir.to_owned(), published };
+        (policy, spec)
+    }
+
+    #[test]
+    fn a_verifying_key_that_is_not_the_published_one_is_refused_unless_the_cache_is_a_test_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wrong, spec) = policy(dir.path(), Some("00000000000000000000000000000000"));
+        match wrong.check_circuit(&spec, 1) {
+            Err(ApiError::NotServed(m)) => {
+                assert!(m.contains("not the file filecoin-proofs publishes") && m.contains("--test-params"), "{m}")
+            }
+            other => panic!("a key with another digest was accepted: {other:?}"),
+        }
+        let vk = dir.path().join(format!("{}.vk", snarkflow_circuits::param_file_stem(&spec).unwrap()));
+        let (right, _) = policy(dir.path(), Some(&digest_file(&vk).unwrap()));
+        right.check_circuit(&spec, 1).unwrap();
+        let (test_cache, _) = policy(dir.path(), None);
+        test_cache.check_circuit(&spec, 1).unwrap();
     }
 }

@@ -18,8 +18,12 @@ use tower::ServiceExt;
 /// about limits or authentication need.
 fn open_settings() -> (Auth, QuotaLimits, Policy) {
     let limits = QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 };
-    let policy =
-        Policy { enable_test_kinds: true, max_test_job_constraints: 1 << 24, params_dir: std::env::temp_dir() };
+    let policy = Policy {
+        enable_test_kinds: true,
+        max_test_job_constraints: 1 << 24,
+        params_dir: std::env::temp_dir(),
+        published: None,
+    };
     (Auth::Disabled, limits, policy)
 }
 

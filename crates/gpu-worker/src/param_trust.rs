@@ -5,11 +5,11 @@
 //! to the host is found before the first job instead of after it.
 //!
 //! Hashing a 32 GiB PoRep's 47 GB takes most of a minute, so the digest is kept beside the file
-//! ([`digest_cached`]) and reused while the file does not change.
+//! (`manifest::digest_cached`) and reused while the file does not change.
 
 use std::path::Path;
 
-use snarkflow_filecoin::manifest::{digest_cached, Manifest};
+use snarkflow_filecoin::manifest::Manifest;
 
 /// The gpu-worker's [`snarkflow_prover::FileCheck`].
 #[derive(Debug)]
@@ -24,19 +24,12 @@ pub(crate) enum ParamTrust {
 impl snarkflow_prover::FileCheck for ParamTrust {
     fn check(&self, path: &Path) -> Result<(), String> {
         let ParamTrust::Published(manifest) = self else { return Ok(()) };
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(()) };
-        let Some(published) = manifest.get(name) else { return Ok(()) };
-        let found = digest_cached(path).map_err(|e| format!("checking {}: {e}", path.display()))?;
-        if found == published.digest {
-            return Ok(());
-        }
-        Err(format!(
-            "{} is not the file filecoin-proofs publishes under that name (digest {found}, published {}): \
-             a proof made with it would not verify on chain. Replace it with `snarkflow params fetch`, \
-             or start the gpu-worker with --test-params if this directory holds test parameters",
-            path.display(),
-            published.digest
-        ))
+        manifest.check_published(path).map_err(|e| {
+            format!(
+                "{e}: a proof made with it would not verify on chain. Replace it with `snarkflow params fetch`, \
+                 or start the gpu-worker with --test-params if this directory holds test parameters"
+            )
+        })
     }
 }
 
