@@ -160,49 +160,48 @@ impl CircuitSpec {
     }
 
     /// Stable identity of the circuit shape: names shapes, metrics and (for the synthetic
-    /// kinds) parameter files. Filecoin parameter files keep filecoin-proofs' own names.
+    /// kinds) parameter files. Filecoin parameter files keep filecoin-proofs' own names. It is
+    /// the kind's name, a dash, and the spec's own part ([`CircuitSpec::id_params`]).
     pub fn circuit_id(&self) -> String {
+        format!("{}-{}", self.kind().as_str(), self.id_params())
+    }
+
+    /// What follows the kind's name in a circuit id: `b64`, `c1024`, `32GiB`, `synthetic-32GiB`.
+    fn id_params(&self) -> String {
         let size = |b: u64| sector_size_name(b).map(str::to_owned).unwrap_or_else(|| format!("{b}B"));
         match *self {
-            CircuitSpec::Sha256Chain { blocks } => format!("sha256-chain-b{blocks}"),
-            CircuitSpec::DenseChain { constraints } => format!("dense-chain-c{constraints}"),
-            CircuitSpec::PorepC2 { sector_size, synthetic: false } => format!("porep-c2-{}", size(sector_size)),
-            CircuitSpec::PorepC2 { sector_size, synthetic: true } => {
-                format!("porep-c2-synthetic-{}", size(sector_size))
-            }
-            CircuitSpec::SnapUpdate { sector_size } => format!("snap-update-{}", size(sector_size)),
-            CircuitSpec::WindowPost { sector_size } => format!("window-post-{}", size(sector_size)),
-            CircuitSpec::WinningPost { sector_size } => format!("winning-post-{}", size(sector_size)),
+            CircuitSpec::Sha256Chain { blocks } => format!("b{blocks}"),
+            CircuitSpec::DenseChain { constraints } => format!("c{constraints}"),
+            CircuitSpec::PorepC2 { sector_size, synthetic: false } => size(sector_size),
+            CircuitSpec::PorepC2 { sector_size, synthetic: true } => format!("synthetic-{}", size(sector_size)),
+            CircuitSpec::SnapUpdate { sector_size }
+            | CircuitSpec::WindowPost { sector_size }
+            | CircuitSpec::WinningPost { sector_size } => size(sector_size),
         }
+    }
+
+    /// Inverse of [`CircuitSpec::id_params`] for a circuit of `kind`. The match is over every
+    /// kind, so a kind added to [`JobKind`] does not compile until its ids parse.
+    fn from_id_params(kind: JobKind, params: &str) -> Option<CircuitSpec> {
+        Some(match kind {
+            JobKind::Sha256Chain => CircuitSpec::Sha256Chain { blocks: params.strip_prefix('b')?.parse().ok()? },
+            JobKind::DenseChain => CircuitSpec::DenseChain { constraints: params.strip_prefix('c')?.parse().ok()? },
+            JobKind::PorepC2 => match params.strip_prefix("synthetic-") {
+                Some(size) => CircuitSpec::PorepC2 { sector_size: parse_sector_size(size)?, synthetic: true },
+                None => CircuitSpec::PorepC2 { sector_size: parse_sector_size(params)?, synthetic: false },
+            },
+            JobKind::SnapUpdate => CircuitSpec::SnapUpdate { sector_size: parse_sector_size(params)? },
+            JobKind::WindowPost => CircuitSpec::WindowPost { sector_size: parse_sector_size(params)? },
+            JobKind::WinningPost => CircuitSpec::WinningPost { sector_size: parse_sector_size(params)? },
+        })
     }
 
     /// Inverse of [`CircuitSpec::circuit_id`].
     pub fn parse_circuit_id(id: &str) -> Option<CircuitSpec> {
-        if let Some(n) = id.strip_prefix("sha256-chain-b") {
-            let blocks = n.parse().ok()?;
-            return Some(CircuitSpec::Sha256Chain { blocks });
-        }
-        if let Some(n) = id.strip_prefix("dense-chain-c") {
-            let constraints = n.parse().ok()?;
-            return Some(CircuitSpec::DenseChain { constraints });
-        }
-        let sized = |prefix: &str| id.strip_prefix(prefix).and_then(parse_sector_size);
-        if let Some(sector_size) = sized("porep-c2-synthetic-") {
-            return Some(CircuitSpec::PorepC2 { sector_size, synthetic: true });
-        }
-        if let Some(sector_size) = sized("porep-c2-") {
-            return Some(CircuitSpec::PorepC2 { sector_size, synthetic: false });
-        }
-        if let Some(sector_size) = sized("snap-update-") {
-            return Some(CircuitSpec::SnapUpdate { sector_size });
-        }
-        if let Some(sector_size) = sized("window-post-") {
-            return Some(CircuitSpec::WindowPost { sector_size });
-        }
-        if let Some(sector_size) = sized("winning-post-") {
-            return Some(CircuitSpec::WinningPost { sector_size });
-        }
-        None
+        JobKind::ALL.into_iter().find_map(|kind| {
+            let params = id.strip_prefix(kind.as_str())?.strip_prefix('-')?;
+            CircuitSpec::from_id_params(kind, params)
+        })
     }
 }
 
@@ -395,9 +394,51 @@ mod tests {
         assert_eq!(serde_json::to_string(&Priority::High).unwrap(), "\"high\"");
     }
 
+    /// `JobKind::ALL` is a list the compiler does not check; this match is. A kind added to
+    /// the enum needs a position here, and the test fails until `ALL` holds it there.
+    #[test]
+    fn every_kind_is_in_all() {
+        fn position(kind: JobKind) -> usize {
+            match kind {
+                JobKind::Sha256Chain => 0,
+                JobKind::DenseChain => 1,
+                JobKind::PorepC2 => 2,
+                JobKind::SnapUpdate => 3,
+                JobKind::WindowPost => 4,
+                JobKind::WinningPost => 5,
+            }
+        }
+        for (i, kind) in JobKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(kind), i, "{kind:?}");
+            assert_eq!(JobKind::parse(kind.as_str()), Some(kind));
+        }
+        let largest = JobKind::ALL.into_iter().map(position).max().unwrap();
+        assert_eq!(largest + 1, JobKind::ALL.len());
+    }
+
+    #[test]
+    fn circuit_ids_are_the_ones_already_on_disk() {
+        // parameter files, shapes and ledger records name circuits by these ids
+        for (spec, id) in [
+            (CircuitSpec::Sha256Chain { blocks: 64 }, "sha256-chain-b64"),
+            (CircuitSpec::DenseChain { constraints: 1024 }, "dense-chain-c1024"),
+            (CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false }, "porep-c2-32GiB"),
+            (CircuitSpec::PorepC2 { sector_size: 64 << 30, synthetic: true }, "porep-c2-synthetic-64GiB"),
+            (CircuitSpec::SnapUpdate { sector_size: 2048 }, "snap-update-2KiB"),
+            (CircuitSpec::WindowPost { sector_size: 32 << 30 }, "window-post-32GiB"),
+            (CircuitSpec::WinningPost { sector_size: 512 << 20 }, "winning-post-512MiB"),
+        ] {
+            assert_eq!(spec.circuit_id(), id);
+            assert_eq!(CircuitSpec::parse_circuit_id(id), Some(spec));
+        }
+    }
+
     #[test]
     fn unknown_circuit_id_is_rejected() {
         assert_eq!(CircuitSpec::parse_circuit_id("porep-32g"), None);
         assert_eq!(CircuitSpec::parse_circuit_id("dense-chain-cX"), None);
+        assert_eq!(CircuitSpec::parse_circuit_id("porep-c2-3GiB"), None);
+        assert_eq!(CircuitSpec::parse_circuit_id("porep-c2"), None);
+        assert_eq!(CircuitSpec::parse_circuit_id("sha256-chainb1"), None);
     }
 }
