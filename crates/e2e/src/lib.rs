@@ -74,9 +74,16 @@ pub fn add_test_token(
     token
 }
 
-/// The flags that make a test gateway require the test tokens and accept the test kinds.
+/// The flags every test gateway gets: the test tokens required, the test kinds accepted, and the
+/// test parameter cache (verifying keys not checked against the published digests).
 pub fn gateway_auth_flags() -> Vec<String> {
-    vec!["--tokens-file".into(), test_tokens().path.display().to_string(), "--enable-test-kinds".into()]
+    vec![
+        "--tokens-file".into(),
+        test_tokens().path.display().to_string(),
+        "--enable-test-kinds".into(),
+        // random test parameters under filecoin-proofs' names: not the published verifying keys
+        "--test-params".into(),
+    ]
 }
 
 /// An HTTP client that sends `token` with every request.
@@ -133,9 +140,7 @@ async fn launch_gateway(
     filecoin_env();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
-    // random test parameters under filecoin-proofs' names: not the published verifying keys
-    let mut args =
-        vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string(), "--test-params".into()];
+    let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
     args.extend(gateway_auth_flags());
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));
