@@ -76,7 +76,7 @@ pub fn add_test_token(
 
 /// The flags every test gateway gets: the test tokens required, the test kinds accepted, and the
 /// test parameter cache (verifying keys not checked against the published digests).
-pub fn gateway_auth_flags() -> Vec<String> {
+pub fn test_gateway_flags() -> Vec<String> {
     vec![
         "--tokens-file".into(),
         test_tokens().path.display().to_string(),
@@ -141,7 +141,7 @@ async fn launch_gateway(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr: SocketAddr = listener.local_addr()?;
     let mut args = vec!["gateway".to_owned(), "--params-dir".into(), params_dir().display().to_string()];
-    args.extend(gateway_auth_flags());
+    args.extend(test_gateway_flags());
     args.extend(nats_flags(nats_url));
     args.extend(extra.iter().map(|s| s.to_string()));
     let config = snarkflow_gateway::Config::try_parse_from(args)?;

@@ -47,6 +47,11 @@ impl Manifest {
         ))
     }
 
+    /// The manifest an operator named (`--params-manifest`), else [`Manifest::builtin`].
+    pub fn named_or_builtin(path: Option<&Path>) -> Result<Manifest, String> {
+        path.map_or_else(|| Ok(Manifest::builtin()), Manifest::read)
+    }
+
     /// A `parameters.json` of filecoin-proofs' format.
     pub fn parse(json: &str) -> Result<Manifest, serde_json::Error> {
         serde_json::from_str(json).map(Manifest)

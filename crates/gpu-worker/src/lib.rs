@@ -73,11 +73,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         warn!(dir = %params_dir.display(), "test parameter cache: parameter files are not checked against the digests filecoin-proofs publishes");
         param_trust::ParamTrust::TestCache
     } else {
-        let manifest = match &config.params_manifest {
-            Some(path) => snarkflow_filecoin::manifest::Manifest::read(path).map_err(|e| anyhow::anyhow!(e))?,
-            None => snarkflow_filecoin::manifest::Manifest::builtin(),
-        };
-        param_trust::ParamTrust::Published(manifest)
+        let manifest = snarkflow_filecoin::manifest::Manifest::named_or_builtin(config.params_manifest.as_deref());
+        param_trust::ParamTrust::Published(manifest.map_err(|e| anyhow::anyhow!(e))?)
     };
     let params =
         Arc::new(ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog()).with_file_check(Arc::new(trust)));

@@ -21,7 +21,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 use rand::Rng as _;
 use serde_json::{json, Value};
 use snarkflow_bus::{Bus, BusConfig};
-use snarkflow_e2e::{api_client, filecoin_env, gateway_auth_flags, gpu_worker_args, params_dir, verify_job_proof};
+use snarkflow_e2e::{api_client, filecoin_env, gpu_worker_args, params_dir, test_gateway_flags, verify_job_proof};
 use snarkflow_prover::ParamStore;
 use snarkflow_testkit::NatsCluster;
 use snarkflow_wire::{CircuitSpec, JobKind};
@@ -229,7 +229,7 @@ async fn chaos() {
         "--orphan-grace-secs",
         "40",
     ]);
-    gateway_args.extend(gateway_auth_flags());
+    gateway_args.extend(test_gateway_flags());
     let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
     gpu_args.extend(["--nats-replicas", "3"].map(String::from));
     let logs = tempfile::tempdir().unwrap();

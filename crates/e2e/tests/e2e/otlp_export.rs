@@ -69,7 +69,7 @@ async fn run_jobs(protocol: &str, jobs: u64, partitions: u64) -> (Vec<Span>, Has
     let nats_args = vec!["--nats-url".to_owned(), nats.url(), "--ack-wait-secs".into(), TEST_ACK_WAIT_SECS.to_string()];
     let mut gateway_args = vec!["--listen".to_owned(), format!("127.0.0.1:{gateway_port}")];
     gateway_args.extend(nats_args.clone());
-    gateway_args.extend(snarkflow_e2e::gateway_auth_flags());
+    gateway_args.extend(snarkflow_e2e::test_gateway_flags());
     let mut synth_args = vec!["--worker-id".to_owned(), "synth-otlp".into()];
     synth_args.extend(nats_args.clone());
     let gateway = Proc::spawn(env!("CARGO_BIN_EXE_e2e-gateway"), &gateway_args, &otlp, protocol);
