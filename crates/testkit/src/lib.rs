@@ -16,9 +16,14 @@ pub struct NatsServer {
     child: Option<Child>,
     port: u16,
     store: tempfile::TempDir,
-    /// A configuration directory with `nats.conf`, for a server with users, permissions, TLS.
-    config: Option<tempfile::TempDir>,
+    /// The configuration directory with `nats.conf` (JetStream's store and limit; users,
+    /// permissions, TLS where a test gives them).
+    config: tempfile::TempDir,
 }
+
+/// The JetStream storage a test server reserves limits from (nats-server accepts more than
+/// the disk holds; only what is written takes space).
+pub const TEST_MAX_FILE_STORE: u64 = 1 << 40;
 
 fn binary() -> PathBuf {
     std::env::var_os("NATS_SERVER_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("nats-server"))
@@ -30,11 +35,13 @@ fn free_port() -> u16 {
 
 impl NatsServer {
     /// Start a server; panics with install instructions when the binary is missing.
+    ///
+    /// Its JetStream storage is set to [`TEST_MAX_FILE_STORE`] rather than the server's
+    /// default of 75% of the free disk: the services reserve their stream limits (~7 GiB by
+    /// default) from it, and on a machine whose disk the build has nearly filled the default
+    /// refuses them although the tests write a few megabytes.
     pub fn start() -> NatsServer {
-        let store = tempfile::tempdir().expect("temporary store directory");
-        let mut server = NatsServer { child: None, port: free_port(), store, config: None };
-        server.spawn();
-        server
+        NatsServer::start_with_max_store(TEST_MAX_FILE_STORE)
     }
 
     /// Start a server whose JetStream storage is `max_file_store` bytes (the limit the
@@ -47,7 +54,7 @@ impl NatsServer {
             store.path().display().to_string()
         );
         std::fs::write(config.path().join("nats.conf"), text).expect("writing the nats-server configuration");
-        let mut server = NatsServer { child: None, port: free_port(), store, config: Some(config) };
+        let mut server = NatsServer { child: None, port: free_port(), store, config };
         server.spawn();
         server
     }
@@ -60,31 +67,23 @@ impl NatsServer {
         let config = tempfile::tempdir().expect("temporary config directory");
         for (name, text) in files {
             let text = if *name == "nats.conf" {
-                format!("jetstream {{\n  store_dir: {:?}\n}}\n{text}", store.path().display().to_string())
+                let store = store.path().display().to_string();
+                format!("jetstream {{\n  store_dir: {store:?}\n  max_file_store: {TEST_MAX_FILE_STORE}\n}}\n{text}")
             } else {
                 text.clone()
             };
             std::fs::write(config.path().join(name), text).expect("writing the nats-server configuration");
         }
         assert!(config.path().join("nats.conf").exists(), "start_with_config needs a nats.conf");
-        let mut server = NatsServer { child: None, port: free_port(), store, config: Some(config) };
+        let mut server = NatsServer { child: None, port: free_port(), store, config };
         server.spawn();
         server
     }
 
     fn spawn(&mut self) {
         let mut command = Command::new(binary());
-        match &self.config {
-            Some(dir) => command.arg("-c").arg(dir.path().join("nats.conf")).args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-            ]),
-            None => {
-                command.args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"]).arg(self.store.path())
-            }
-        };
+        let config = self.config.path().join("nats.conf");
+        command.arg("-c").arg(config).args(["-a", "127.0.0.1", "-p", &self.port.to_string()]);
         let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| {
             panic!(
                 "cannot start {:?} ({e}); install it with `apt-get install nats-server` or set NATS_SERVER_BIN",
