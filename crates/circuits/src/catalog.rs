@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use snarkflow_synthesis::{CircuitCatalog, ConstraintShape, RecordShape};
+use snarkflow_synthesis::{CircuitCatalog, ConstraintShape};
 use snarkflow_wire::CircuitSpec;
 
 /// Every kind's parameter file names and blank circuits, for `snarkflow_prover::ParamStore`.
@@ -15,10 +15,7 @@ impl CircuitCatalog for Catalog {
     }
 
     fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, String> {
-        let id = spec.circuit_id();
-        crate::visit_blank(spec, RecordShape(&id))
-            .map_err(|e| format!("building the {id} circuit: {e}"))?
-            .map_err(|e| format!("recording the shape of {id}: {e}"))
+        crate::record_shape(spec).map_err(|e| e.to_string())
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
 use snarkflow_filecoin::{JobInput, VerifyFailure};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, RecordShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 /// A problem with a job of some kind, in words meant for whoever sent it.
@@ -57,6 +57,15 @@ pub trait ProofKind {
 
     /// The circuit of `spec` without a witness (parameter generation, constraint shapes).
     fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError>;
+
+    /// The constraint shape of `spec`'s circuit: what recording [`ProofKind::visit_blank`]'s
+    /// circuit gives, made the fastest way the kind knows.
+    fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
+        let id = spec.circuit_id();
+        Self::visit_blank(spec, RecordShape(&id))
+            .map_err(|e| KindError(format!("building the {id} circuit: {e}")))?
+            .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
+    }
 
     /// Partition `partition` of a job, witness included, from the job's seed or input.
     fn visit_partition<V: CircuitVisitor>(

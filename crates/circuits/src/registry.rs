@@ -7,7 +7,7 @@ use std::path::Path;
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
 use snarkflow_filecoin::{JobInput, VerifyFailure};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::kind::{KindError, ParsedRequest, ProofKind};
@@ -79,6 +79,11 @@ pub fn parse_request(kind: JobKind, input: &Map<String, Value>) -> Result<Parsed
 /// The blank (witness-free) circuit of `spec`.
 pub fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
     with_kind!(spec.kind(), K => K::visit_blank(spec, visitor))
+}
+
+/// The constraint shape of `spec`'s circuit ([`ProofKind::record_shape`]).
+pub fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
+    with_kind!(spec.kind(), K => K::record_shape(spec))
 }
 
 /// Partition `partition` of a job with its witness: from the job seed for the synthetic

@@ -36,6 +36,24 @@ fn median_of<I, T>(runs: usize, mut make: impl FnMut() -> I, mut f: impl FnMut(I
     (last.expect("at least one run"), times[times.len() / 2])
 }
 
+/// `snarkflow bench shape`: the kind's way of recording `spec`'s shape against recording its
+/// whole blank circuit (one after the other: at 32 GiB each holds ~9 GB). Whether they agree.
+pub(crate) fn shape(spec: CircuitSpec) -> anyhow::Result<bool> {
+    let id = spec.circuit_id();
+    let (ours, ours_s) = timed(|| snarkflow_circuits::record_shape(&spec));
+    let ours = ours?;
+    let nnz = ours.a.nnz() + ours.b.nnz() + ours.c.nnz();
+    println!("{id}: {} constraints, nnz(A+B+C) {nnz}", ours.num_constraints());
+    println!("the kind's recording: {ours_s:.2} s, hash {}", ours.hash_hex());
+    let ours = ours.hash_hex();
+    let (whole, whole_s) = timed(|| snarkflow_circuits::visit_blank(&spec, RecordShape(&id)));
+    let whole = whole??.hash_hex();
+    println!("the whole blank circuit: {whole_s:.2} s, hash {whole}");
+    let same = ours == whole;
+    println!("{}", if same { "same shape" } else { "DIFFERENT shapes" });
+    Ok(same)
+}
+
 pub(crate) fn hop(
     spec: CircuitSpec,
     input: Option<JobInput>,
@@ -47,8 +65,8 @@ pub(crate) fn hop(
     let seed = 42;
     let threads = rayon::current_num_threads();
     println!("circuit {id}, median of {runs} runs, {threads} threads for rebuild/proving");
-    let (shape, shape_s) = timed(|| snarkflow_circuits::visit_blank(&spec, RecordShape(&id)));
-    let shape = shape??;
+    let (shape, shape_s) = timed(|| snarkflow_circuits::record_shape(&spec));
+    let shape = shape?;
     let nnz = shape.a.nnz() + shape.b.nnz() + shape.c.nnz();
     println!(
         "constraints {}, inputs {}, aux {}, nnz(A+B+C) {nnz}, shape recorded once in {shape_s:.3} s",

@@ -108,6 +108,13 @@ enum BenchCommand {
         #[command(flatten)]
         params: ParamsDir,
     },
+    /// A circuit's constraint shape recorded the kind's way (PoRep: two challenges, copied)
+    /// and recorded whole from its blank circuit: both times and hashes; exit code 1 if they
+    /// differ.
+    Shape {
+        #[command(flatten)]
+        circuit: CircuitArgs,
+    },
     /// Hammer this process's device: many proofs of a few distinct partitions from several
     /// threads at once, every proof verified; exits non-zero if any proof is invalid. By
     /// default the threads take turns on the device as a gpu-worker's slots do; --unlocked
@@ -255,6 +262,11 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let params_dir = params.dir();
             tokio::task::spawn_blocking(move || crate::bench::hop(spec, input, runs, prove, params_dir)).await??;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { command: BenchCommand::Shape { circuit } } => {
+            let (spec, _, _) = circuit.resolve()?;
+            let same = tokio::task::spawn_blocking(move || crate::bench::shape(spec)).await??;
+            Ok(if same { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Bench { command: BenchCommand::Hammer { circuit, proofs, partitions, threads, unlocked, params } } => {
             let (spec, input, available) = circuit.resolve()?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use snarkflow_synthesis::{ConstraintShape, RecordShape};
+use snarkflow_synthesis::ConstraintShape;
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
 
@@ -64,9 +64,7 @@ impl ShapeStore {
         let (shape, source) = match self.read(&id) {
             Some(shape) => (shape, "file"),
             None => {
-                let shape = snarkflow_circuits::visit_blank(spec, RecordShape(&id))
-                    .map_err(|e| format!("building the {id} circuit: {e}"))?
-                    .map_err(|e| format!("recording the shape of {id}: {e}"))?;
+                let shape = snarkflow_circuits::record_shape(spec).map_err(|e| e.to_string())?;
                 self.write(&shape);
                 (shape, "recorded")
             }

@@ -149,6 +149,7 @@ fn write_in_pieces<W: Write + Send>(
     on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let worker = Worker::new();
+    let mut steps = Steps::start();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
     let gamma_inverse: Fr = Option::from(t.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
     let delta_inverse: Fr = Option::from(t.delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
@@ -168,6 +169,7 @@ fn write_in_pieces<W: Write + Send>(
     // Lagrange basis at τ, then the QAP polynomials of every variable at τ
     domain.ifft(&worker, &mut None)?;
     let lagrange = domain.into_coeffs();
+    steps.done("lagrange basis at tau");
     let [at, bt, ct] = shape.column_evaluations(&lagrange);
     drop(lagrange);
     // IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c)/γ or /δ
@@ -179,6 +181,7 @@ fn write_in_pieces<W: Write + Send>(
         return Err(SynthesisError::UnconstrainedVariable);
     }
 
+    steps.done("QAP at tau");
     let digits = digits.unwrap_or(Digits::for_points(n + num_aux));
     let g1 = CombG1::new(t.g1, digits);
     let g2 = CombG2::new(t.g2, digits);
@@ -249,6 +252,7 @@ fn write_in_pieces<W: Write + Send>(
         },
         |ks| points(ks, false, false),
     )?;
+    steps.done("H");
     // L: the aux part of ext
     write_counted(
         out,
@@ -258,14 +262,33 @@ fn write_in_pieces<W: Write + Send>(
         |r| r.map(|i| ext(num_inputs + i)).collect(),
         |ks| points(ks, false, false),
     )?;
+    steps.done("L");
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
     let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
     write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| points(ks, true, false))?;
+    steps.done("A");
     write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, false))?;
+    steps.done("B in G1");
     write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, true))?;
+    steps.done("B in G2");
     Ok(vk)
+}
+
+/// How long each step of parameter generation took, logged as it ends (each section's time
+/// includes writing it).
+struct Steps(std::time::Instant);
+
+impl Steps {
+    fn start() -> Steps {
+        Steps(std::time::Instant::now())
+    }
+
+    fn done(&mut self, step: &str) {
+        tracing::info!(step, seconds = self.0.elapsed().as_secs_f64(), "parameter generation step done");
+        self.0 = std::time::Instant::now();
+    }
 }
 
 /// One section of `count` points made from `scalars` scalars (fewer when `points` drops the

@@ -280,12 +280,17 @@ impl ParamStore {
             .catalog
             .record_shape(spec)
             .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
+        info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), "constraint shape recorded");
         // the shape goes next to the parameters, where the gpu-worker looks before recording it
         // again (minutes at 32 GiB PoRep)
         let shape_path = self.dir.join(format!("{id}.shape"));
         if !shape_path.exists() {
-            if let Err(e) = shape.write_file(&shape_path) {
-                warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape");
+            let writing = Instant::now();
+            match shape.write_file(&shape_path) {
+                Ok(()) => {
+                    info!(path = %shape_path.display(), seconds = writing.elapsed().as_secs_f64(), "constraint shape written")
+                }
+                Err(e) => warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape"),
             }
         }
         let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {

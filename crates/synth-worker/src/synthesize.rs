@@ -8,7 +8,7 @@ use std::time::Instant;
 use prometheus::{IntCounter, IntCounterVec, Opts};
 use snarkflow_circuits::JobInput;
 use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
-use snarkflow_synthesis::{encode_compact, PartitionWitness, RecordShape, Synthesize, SynthesizeWitness};
+use snarkflow_synthesis::{encode_compact, PartitionWitness, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, PartitionEncoding, ProveTask, SynthStats, SynthTask, SCHEMA_VERSION,
 };
@@ -341,10 +341,7 @@ fn record_summary(
     if let Some(found) = known() {
         return Ok(found);
     }
-    let shape = span
-        .in_scope(|| snarkflow_circuits::visit_blank(circuit, RecordShape(&id)))
-        .map_err(|e| format!("building the circuit: {e}"))?
-        .map_err(|e| format!("recording the circuit shape: {e}"))?;
+    let shape = span.in_scope(|| snarkflow_circuits::record_shape(circuit)).map_err(|e| e.to_string())?;
     let summary = ShapeSummary {
         hash: Some(shape.hash),
         constraints: shape.num_constraints() as u64,

@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use crate::{Density, PartitionWitness, SynthesizedPartition};
 
 mod file;
+mod repeat;
 pub use file::ShapeFileError;
+pub use repeat::record_repeated;
 
 /// Rows of a sparse matrix over the witness `[inputs | aux]`, in compressed-row form.
 /// Coefficients are indices into a table of distinct values (most circuits use a handful:
@@ -255,13 +257,25 @@ impl ConstraintSystem<Fr> for ShapeRecorder {
 /// Record the shape of `circuit` (usually its blank, witness-free form), including the
 /// `input_i * 0 = 0` constraints the prover appends.
 pub fn record_shape<C: Circuit<Fr>>(circuit: C, circuit_id: &str) -> Result<ConstraintShape, SynthesisError> {
+    Ok(record_body(circuit)?.finish_with_input_rows(circuit_id))
+}
+
+/// The circuit's own constraints, after the `one` input, before the prover's input rows.
+fn record_body<C: Circuit<Fr>>(circuit: C) -> Result<ShapeRecorder, SynthesisError> {
     let mut cs = ShapeRecorder::default();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
-    for i in 0..cs.num_inputs {
-        cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+    Ok(cs)
+}
+
+impl ShapeRecorder {
+    /// The shape: the recording plus the prover's `input_i * 0 = 0` rows.
+    fn finish_with_input_rows(mut self, circuit_id: &str) -> ConstraintShape {
+        for i in 0..self.num_inputs {
+            self.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        self.finish(circuit_id)
     }
-    Ok(cs.finish(circuit_id))
 }
 
 /// Why a witness does not fit a shape.
@@ -316,11 +330,31 @@ impl ConstraintShape {
     /// τ as `row_values` these are the QAP polynomials evaluated at τ (parameter generation).
     pub fn column_evaluations(&self, row_values: &[Fr]) -> [Vec<Fr>; 3] {
         assert!(row_values.len() >= self.num_constraints(), "one value per constraint");
+        // most coefficients are ±1: an addition instead of a product
+        let (one, minus_one) = (Fr::ONE, -Fr::ONE);
+        let sign: Vec<i8> = self
+            .coeff_table
+            .iter()
+            .map(|k| {
+                if *k == one {
+                    1
+                } else if *k == minus_one {
+                    -1
+                } else {
+                    0
+                }
+            })
+            .collect();
         let columns = |m: &SparseMatrix| {
             let mut out = vec![Fr::ZERO; self.num_inputs + self.num_aux];
             for (r, value) in row_values.iter().enumerate().take(m.rows()) {
                 for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
-                    out[m.cols[k] as usize] += self.coeff_table[m.coeffs[k] as usize] * value;
+                    let (col, coeff) = (m.cols[k] as usize, m.coeffs[k] as usize);
+                    match sign[coeff] {
+                        1 => out[col] += value,
+                        -1 => out[col] -= value,
+                        _ => out[col] += self.coeff_table[coeff] * value,
+                    }
                 }
             }
             out

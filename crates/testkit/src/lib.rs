@@ -1,5 +1,6 @@
 //! Test harness for snarkflow's integration tests: [`NatsServer`] starts a real
-//! `nats-server -js` on a free loopback port with its own store directory and kills it on drop.
+//! `nats-server` with JetStream on a free loopback port, its own store directory and a fixed
+//! storage limit, killed on drop.
 //!
 //! The binary is `$NATS_SERVER_BIN` if set, else `nats-server` on `PATH` (Debian:
 //! `apt-get install nats-server`).
@@ -15,7 +16,8 @@ use std::time::{Duration, Instant};
 pub struct NatsServer {
     child: Option<Child>,
     port: u16,
-    store: tempfile::TempDir,
+    /// The JetStream store (`nats.conf` names it), removed when the server is dropped.
+    _store: tempfile::TempDir,
     /// The configuration directory with `nats.conf` (JetStream's store and limit; users,
     /// permissions, TLS where a test gives them).
     config: tempfile::TempDir,
@@ -54,7 +56,7 @@ impl NatsServer {
             store.path().display().to_string()
         );
         std::fs::write(config.path().join("nats.conf"), text).expect("writing the nats-server configuration");
-        let mut server = NatsServer { child: None, port: free_port(), store, config };
+        let mut server = NatsServer { child: None, port: free_port(), _store: store, config };
         server.spawn();
         server
     }
@@ -75,7 +77,7 @@ impl NatsServer {
             std::fs::write(config.path().join(name), text).expect("writing the nats-server configuration");
         }
         assert!(config.path().join("nats.conf").exists(), "start_with_config needs a nats.conf");
-        let mut server = NatsServer { child: None, port: free_port(), store, config };
+        let mut server = NatsServer { child: None, port: free_port(), _store: store, config };
         server.spawn();
         server
     }

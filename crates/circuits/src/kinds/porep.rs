@@ -6,7 +6,7 @@ use std::path::Path;
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
 use snarkflow_filecoin::{porep, JobInput, VerifyFailure};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::kind::{needs_input, not_mine, KindError, ParsedRequest, ProofKind};
@@ -51,6 +51,14 @@ impl ProofKind for Porep {
     fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
         let (sector_size, synthetic) = shape(spec)?;
         Ok(porep::visit_blank(sector_size, synthetic, visitor)?)
+    }
+
+    /// Recorded from two challenges and copied: 32 GiB's 18 challenges took 135 s whole.
+    fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
+        let (sector_size, synthetic) = shape(spec)?;
+        let id = spec.circuit_id();
+        porep::record_blank_shape(sector_size, synthetic, &id)
+            .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
     }
 
     fn visit_partition<V: CircuitVisitor>(
