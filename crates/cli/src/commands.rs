@@ -112,8 +112,9 @@ enum BenchCommand {
     /// and recorded whole from its blank circuit: both times and hashes; exit code 1 if they
     /// differ.
     Shape {
-        #[command(flatten)]
-        circuit: CircuitArgs,
+        /// The circuit id (`porep-c2-32GiB`, `window-post-32GiB`, `sha256-chain-b64`, …).
+        #[arg(long)]
+        circuit: String,
     },
     /// Hammer this process's device: many proofs of a few distinct partitions from several
     /// threads at once, every proof verified; exits non-zero if any proof is invalid. By
@@ -264,7 +265,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { command: BenchCommand::Shape { circuit } } => {
-            let (spec, _, _) = circuit.resolve()?;
+            let spec = snarkflow_wire::CircuitSpec::parse_circuit_id(&circuit)
+                .with_context(|| format!("unknown circuit id {circuit:?}"))?;
             let same = tokio::task::spawn_blocking(move || crate::bench::shape(spec)).await??;
             Ok(if same { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
