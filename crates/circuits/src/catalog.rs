@@ -14,6 +14,14 @@ impl CircuitCatalog for Catalog {
         crate::param_file_stem(spec).map_err(|e| e.to_string())
     }
 
+    fn filecoin_sector_size(&self, spec: &CircuitSpec) -> Option<u64> {
+        if crate::is_filecoin(spec.kind()) {
+            spec.sector_size()
+        } else {
+            None
+        }
+    }
+
     fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, String> {
         crate::record_shape(spec).map_err(|e| e.to_string())
     }

@@ -48,6 +48,10 @@ pub trait ProofKind {
     const DEFAULT_DEADLINE_SECS: u64;
     /// Whether jobs carry an input object (C1 output, vanilla proofs) that workers fetch.
     const TAKES_INPUT: bool;
+    /// Whether the kind is one of filecoin-proofs' circuits: its parameter files carry
+    /// filecoin-proofs' names and a `.meta`, random ones are marked as such, and none is ever
+    /// generated beside trusted-setup files. snarkflow's own test circuits are not.
+    const FILECOIN: bool;
     /// Whether the gateway checks the assembled proof ([`ProofKind::verify`]) before a job is
     /// `done`; the gpu-workers verify every partition proof of every kind regardless.
     const VERIFIED_WHOLE: bool;

@@ -60,6 +60,11 @@ pub fn takes_input(kind: JobKind) -> bool {
     with_kind!(kind, K => K::TAKES_INPUT)
 }
 
+/// Whether `kind` is one of filecoin-proofs' circuits ([`ProofKind::FILECOIN`]).
+pub fn is_filecoin(kind: JobKind) -> bool {
+    with_kind!(kind, K => K::FILECOIN)
+}
+
 /// Whether the gateway verifies a `kind` job's assembled proof before it is `done`.
 pub fn verified_whole(kind: JobKind) -> bool {
     with_kind!(kind, K => K::VERIFIED_WHOLE)

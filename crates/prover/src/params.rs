@@ -265,8 +265,8 @@ impl ParamStore {
         if path.exists() && !force {
             return Ok(path);
         }
-        let filecoin = spec.sector_size().is_some();
-        if filecoin {
+        let filecoin = self.catalog.filecoin_sector_size(spec);
+        if filecoin.is_some() {
             if let Some(file) = self.trusted_setup_file() {
                 return Err(ParamsError::BesideTrustedSetup { circuit_id: id, dir: self.dir.clone(), file });
             }
@@ -330,10 +330,10 @@ impl ParamStore {
         }
         made?;
         drop(shape);
-        if let Some(meta) = snarkflow_filecoin_meta(spec) {
+        if let Some(sector_size) = filecoin {
+            // the `.meta` file filecoin-proofs writes next to its parameters
+            let meta = format!("{{\"sector_size\":{sector_size}}}");
             write(&self.meta_path(spec), &|out| out.write_all(meta.as_bytes()).map_err(werr(&self.meta_path(spec))))?;
-        }
-        if filecoin {
             let mark = path.with_extension(RANDOM_MARK);
             write(&mark, &|out| {
                 out.write_all(b"random Groth16 parameters made by `snarkflow params generate`: not a trusted setup\n")
@@ -343,11 +343,6 @@ impl ParamStore {
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }
-}
-
-/// The `.meta` file filecoin-proofs writes next to its parameters (`{"sector_size": N}`).
-fn snarkflow_filecoin_meta(spec: &CircuitSpec) -> Option<String> {
-    spec.sector_size().map(|sector_size| format!("{{\"sector_size\":{sector_size}}}"))
 }
 
 #[cfg(test)]

@@ -38,6 +38,10 @@ use blstrs::Scalar as Fr;
 pub trait CircuitCatalog: Send + Sync + std::fmt::Debug {
     /// File name (without extension) of the circuit's parameters and verifying key.
     fn param_file_stem(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<String, String>;
+    /// For one of filecoin-proofs' circuits, its sector size (its files get filecoin-proofs'
+    /// `.meta`, random ones are marked, none is generated beside trusted-setup files); `None`
+    /// for snarkflow's own test circuits.
+    fn filecoin_sector_size(&self, spec: &snarkflow_wire::CircuitSpec) -> Option<u64>;
     /// The circuit's constraint shape, recorded from its blank circuit.
     fn record_shape(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<ConstraintShape, String>;
 }

@@ -16,6 +16,7 @@ macro_rules! synthetic_kind {
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::Normal;
             const DEFAULT_DEADLINE_SECS: u64 = 3600;
             const TAKES_INPUT: bool = false;
+            const FILECOIN: bool = false;
             const VERIFIED_WHOLE: bool = false;
 
             fn parse(

@@ -40,6 +40,7 @@ impl ProofKind for Porep {
     /// Far inside the PreCommit → ProveCommit window; generous for a 32 GiB C2 behind a queue.
     const DEFAULT_DEADLINE_SECS: u64 = 6 * 3600;
     const TAKES_INPUT: bool = true;
+    const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
 
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {

@@ -92,6 +92,7 @@ macro_rules! post_kind {
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::$priority;
             const DEFAULT_DEADLINE_SECS: u64 = $deadline_secs;
             const TAKES_INPUT: bool = true;
+            const FILECOIN: bool = true;
             const VERIFIED_WHOLE: bool = true;
 
             fn parse(

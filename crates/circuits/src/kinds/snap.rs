@@ -38,6 +38,7 @@ impl ProofKind for Snap {
     const DEFAULT_PRIORITY: Priority = Priority::Normal;
     const DEFAULT_DEADLINE_SECS: u64 = 6 * 3600;
     const TAKES_INPUT: bool = true;
+    const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
 
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
