@@ -14,7 +14,7 @@ use filecoin_proofs::{as_safe_commitment, FallbackPoStSectorProof, MerkleTreeTra
 use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use snarkflow_synthesis::{CircuitVisitor, PartitionWitness};
+use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, PartitionWitness};
 use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
@@ -165,6 +165,13 @@ impl PostKind {
     pub fn visit_blank<V: CircuitVisitor>(self, sector_size: u64, visitor: V) -> Result<V::Output, FilecoinError> {
         let registered = self.registered_proof(sector_size)?;
         Ok((|| with_sector_shape!(sector_size, blank_circuit::<V>, registered, self, visitor))()?)
+    }
+
+    /// The blank circuit's shape, the same as recording [`PostKind::visit_blank`]'s, from its
+    /// first two sectors: the others are copies ([`snarkflow_synthesis::record_repeated`]).
+    pub fn record_blank_shape(self, sector_size: u64, circuit_id: &str) -> Result<ConstraintShape, FilecoinError> {
+        let registered = self.registered_proof(sector_size)?;
+        Ok((|| with_sector_shape!(sector_size, record_blank, registered, self, circuit_id))()?)
     }
 
     /// Public inputs of the partition, as filecoin-proofs' verifiers derive them.
@@ -362,6 +369,25 @@ fn blank_circuit<Tree: 'static + MerkleTreeTrait, V: CircuitVisitor>(
         .visit(<Compound<Tree> as CompoundProof<Scheme<'_, Tree>, FallbackPoStCircuit<Tree>>>::blank_circuit(&pp)))
 }
 
+fn record_blank<Tree: 'static + MerkleTreeTrait>(
+    registered: RegisteredPoStProof,
+    kind: PostKind,
+    circuit_id: &str,
+) -> anyhow::Result<ConstraintShape> {
+    let setup = kind.setup(&registered.as_v1_config())?;
+    let pp = <Scheme<'_, Tree> as storage_proofs_core::proof::ProofScheme<'_>>::setup(&setup)?;
+    Ok(snarkflow_synthesis::record_repeated(|m| blank_with_sectors::<Tree>(&pp, m), pp.sector_count, circuit_id)?)
+}
+
+/// The blank circuit with `sectors` sectors instead of the proof's.
+fn blank_with_sectors<Tree: 'static + MerkleTreeTrait>(
+    pp: &fallback::PublicParams,
+    sectors: usize,
+) -> FallbackPoStCircuit<Tree> {
+    let pp = fallback::PublicParams { sector_count: sectors, ..pp.clone() };
+    <Compound<Tree> as CompoundProof<Scheme<'_, Tree>, FallbackPoStCircuit<Tree>>>::blank_circuit(&pp)
+}
+
 fn winning_replicas(input: &PostInput) -> anyhow::Result<BTreeMap<SectorId, PublicReplicaInfo>> {
     fn replicas<Tree: 'static + MerkleTreeTrait>(
         input: &PostInput,
@@ -381,6 +407,20 @@ fn winning_replicas(input: &PostInput) -> anyhow::Result<BTreeMap<SectorId, Publ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 2 KiB WindowPoSt has two sectors per partition, where nothing is copied: five sectors
+    /// copy three.
+    #[test]
+    fn a_shape_copied_from_two_sectors_is_the_whole_recording() {
+        use filecoin_proofs::constants::SectorShape2KiB;
+        let setup = PostKind::Window.setup(&RegisteredPoStProof::StackedDrgWindow2KiBV1_2.as_v1_config()).unwrap();
+        let pp = <Scheme<'_, SectorShape2KiB> as storage_proofs_core::proof::ProofScheme<'_>>::setup(&setup).unwrap();
+        let whole = snarkflow_synthesis::record_shape(blank_with_sectors::<SectorShape2KiB>(&pp, 5), "t").unwrap();
+        let copied =
+            snarkflow_synthesis::record_repeated(|m| blank_with_sectors::<SectorShape2KiB>(&pp, m), 5, "t").unwrap();
+        assert!(whole.num_constraints() > 0);
+        assert!(copied == whole, "the copied shape differs from the whole recording");
+    }
 
     #[test]
     fn parameter_names_match_filecoin_proofs() {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use snarkflow_filecoin::{JobInput, PostInput, PostKind, VerifyFailure};
-use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind};
 
 use crate::kind::{needs_input, not_mine, KindError, ParsedRequest};
@@ -42,6 +42,14 @@ impl Post {
         visitor: V,
     ) -> Result<V::Output, KindError> {
         Ok(self.post.visit_blank(self.sector_size(spec)?, visitor)?)
+    }
+
+    /// From two sectors, copied ([`PostKind::record_blank_shape`]).
+    pub(super) fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
+        let id = spec.circuit_id();
+        self.post
+            .record_blank_shape(self.sector_size(spec)?, &id)
+            .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
     }
 
     pub(super) fn visit_partition<V: CircuitVisitor>(
@@ -106,6 +114,12 @@ macro_rules! post_kind {
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
                 $post.visit_blank(spec, visitor)
+            }
+
+            fn record_shape(
+                spec: &snarkflow_wire::CircuitSpec,
+            ) -> Result<snarkflow_synthesis::ConstraintShape, crate::KindError> {
+                $post.record_shape(spec)
             }
 
             fn visit_partition<V: snarkflow_synthesis::CircuitVisitor>(
