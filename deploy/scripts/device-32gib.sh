@@ -246,7 +246,7 @@ _gen)
     # WinningPoSt first (small), so its job can be submitted early
     w=$(measure "$logs/params-winning.log" "$d/snarkflow-supraseal" params generate --proof winning-post --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
     r=$(measure "$logs/params.log" "$d/snarkflow-supraseal" params generate --proof porep-c2 --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
-    { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; grep -iE "constraints|comb|written|step done|shape recorded|generated" "$logs"/params*.log | tail -16 | cut -c1-220
+    { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; for f in "$logs"/params.log "$logs"/params-winning.log; do grep -iE "constraints|comb|written|step done|shape recorded|generated" "$f" | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^.*INFO //' | cut -c1-160; done
       echo "exit $(echo "$r" | awk '{print $2}' | tr -d ,)"; ls -la "$P"; df -h /tmp | tail -1; } >"$S/params.tmp"
     mv "$S/params.tmp" "$S/params.done"
     ;;
