@@ -20,16 +20,17 @@ use crate::Density;
 /// in the same order, each using the head's variables and its own only. Equal to
 /// [`record_shape`](super::record_shape)`(with_blocks(blocks))`; when the one- and two-block
 /// circuits show that the circuit is not made that way, it is what that records.
-pub fn record_repeated<C: Circuit<Fr>>(
-    with_blocks: impl Fn(usize) -> C,
+pub fn record_repeated<C: Circuit<Fr> + Send>(
+    with_blocks: impl Fn(usize) -> C + Sync,
     blocks: usize,
     circuit_id: &str,
 ) -> Result<ConstraintShape, SynthesisError> {
     if blocks < 3 {
         return super::record_shape(with_blocks(blocks), circuit_id);
     }
-    let one = record_body(with_blocks(1))?;
-    let two = record_body(with_blocks(2))?;
+    // the two recordings at once: the wall time of the longer one
+    let (one, two) = rayon::join(|| record_body(with_blocks(1)), || record_body(with_blocks(2)));
+    let (one, two) = (one?, two?);
     match Block::between(&one, &two) {
         Some(block) if block.repeat(&one, 2).same_as(&two) => {
             Ok(block.repeat(&one, blocks).finish_with_input_rows(circuit_id))
@@ -110,6 +111,10 @@ impl Block {
             || self.repeat_matrix(a, 0, n),
             || rayon::join(|| self.repeat_matrix(b, 1, n), || self.repeat_matrix(c, 2, n)),
         );
+        let (a_aux_density, b_aux_density) = rayon::join(
+            || repeat_density(&one.a_aux_density, self.head_aux, self.aux, n),
+            || repeat_density(&one.b_aux_density, self.head_aux, self.aux, n),
+        );
         ShapeRecorder {
             num_inputs: self.head_inputs + n * self.inputs,
             num_aux: self.head_aux + n * self.aux,
@@ -118,9 +123,9 @@ impl Block {
             c,
             coeff_table: one.coeff_table.clone(),
             coeff_index: one.coeff_index.clone(),
-            a_aux_density: repeat_density(&one.a_aux_density, self.head_aux, self.aux, n),
+            a_aux_density,
             b_input_density: repeat_density(&one.b_input_density, self.head_inputs, self.inputs, n),
-            b_aux_density: repeat_density(&one.b_aux_density, self.head_aux, self.aux, n),
+            b_aux_density,
         }
     }
 
