@@ -136,7 +136,10 @@ fn staged_piece(dir: &Path, proof: RegisteredSealProof, seed: u64) -> anyhow::Re
     Ok((staged, vec![piece]))
 }
 
-/// Seal a sector of random data (derived from `seed`) under `dir` and run C1 on it.
+/// Seal a sector of random data (derived from `seed`) under `dir` and run C1 on it. One seal
+/// at a time per process: filecoin-proofs' sealing shares process-wide state (its thread pool,
+/// the parent cache), and with several tests sealing at once one seal stopped making progress
+/// (every thread idle) in a suite run on 2026-12-04.
 pub fn seal_sector(
     dir: &Path,
     registered_proof: RegisteredSealProof,
@@ -144,6 +147,8 @@ pub fn seal_sector(
     sector_num: u64,
     seed: u64,
 ) -> anyhow::Result<SealedSector> {
+    static ONE_SEAL_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _sealing = ONE_SEAL_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let (staged, pieces) = staged_piece(dir, registered_proof, seed)?;
     let cache_dir = dir.join("cache");
