@@ -9,6 +9,10 @@
 #           concurrency CONC and SYNTH_BUDGET (20GiB) each) and submit JOBS PoRep jobs, so their
 #           partitions are synthesized while the parameters are made ("staged"); wait for the
 #           parameters at most WAIT seconds (default 540)
+#   params  unpack the binaries; the disk's write speed; GPU-made parameters against CPU-made
+#           ones from the same seed on small circuits (the files must be identical); then the
+#           WinningPoSt and PoRep parameters of SIZE made on the GPU with nothing beside them,
+#           timed, with the generator's steps (a later `gen` finds and keeps them)
 #   up      wait for the parameters (at most WAIT), start GPUS gpu-workers (cuda-supraseal,
 #           --prefetch PREFETCH, GPU_BUDGET); once the first partition is on the GPU, submit a
 #           WinningPoSt (WINNING=0 skips it): its latency under a GPU busy with PoRep partitions.
@@ -26,7 +30,7 @@
 # Binaries from BINS (a tar.xz of nats-server, gateway, synth-worker, gpu-worker-supraseal,
 # snarkflow-supraseal); results in ${OUT:-.}. Rehearse at SIZE=2KiB on any machine.
 set -uo pipefail
-step="${1:?usage: device-32gib.sh gen|up|wait|live|stop|stock|prove}"
+step="${1:?usage: device-32gib.sh params|gen|up|wait|live|stop|stock|prove}"
 out="${OUT:-.}"
 S=/tmp/sf32 d=/tmp/sf32/bin P=/tmp/sf32/params
 mkdir -p "$S/logs" "$d"
@@ -137,6 +141,24 @@ gen)
     echo "submitted $(awk '{print $1}' "$S/ids" | xargs): $SYNTH synth-workers x $CONC, ${SYNTH_BUDGET:-20GiB} each"
     wait_params
     ;;
+params)
+    tar xJf "${BINS:-.gpu-carry/bins32.tar.xz}" -C "$d" || exit 1
+    echo "host: $(host)"
+    echo "disk: $(dd if=/dev/zero of=/tmp/dd.test bs=16M count=256 conv=fdatasync 2>&1 | tail -1)"
+    rm -f /tmp/dd.test
+    for c in "--kind dense-chain --constraints 300" "--kind sha256-chain --blocks 64" "--kind porep-c2 --sector-size 2KiB"; do
+        rm -rf "$S/pc" "$S/pg"
+        for dev in cpu gpu; do
+            # shellcheck disable=SC2086
+            "$d/snarkflow-supraseal" params generate $c --seed 5 --force --device $dev --params-dir "$S/p${dev:0:1}" \
+                >"$logs/small-$dev.log" 2>&1 || { echo "FAILED ($dev, $c): $(tail -2 "$logs/small-$dev.log")"; exit 1; }
+        done
+        echo "GPU vs CPU parameters, $c: $(cmp -s "$S"/pc/*.params "$S"/pg/*.params && echo identical || echo DIFFERENT)"
+    done
+    rm -rf "$S/pc" "$S/pg"
+    bash "$0" _gen
+    cat "$S/params.done"
+    ;;
 up)
     # the stack is detached (setsid), so it outlives this command and `wait` picks it up
     wait_params || exit 1
@@ -246,7 +268,7 @@ _gen)
     # WinningPoSt first (small), so its job can be submitted early
     w=$(measure "$logs/params-winning.log" "$d/snarkflow-supraseal" params generate --proof winning-post --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
     r=$(measure "$logs/params.log" "$d/snarkflow-supraseal" params generate --proof porep-c2 --sector-size "$SIZE" --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
-    { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; for f in "$logs"/params.log "$logs"/params-winning.log; do grep -iE "constraints|comb|written|step done|shape recorded|generated" "$f" | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^.*INFO //' | cut -c1-160; done
+    { echo "PoRep parameters: $r"; echo "WinningPoSt parameters: $w"; for f in "$logs"/params.log "$logs"/params-winning.log; do grep -iE "constraints|comb|written|step done|shape recorded|generated" "$f" | sed 's/\x1b\[[0-9;]*m//g' | sed 's/^.*INFO //' | cut -c1-230; done
       echo "exit $(echo "$r" | awk '{print $2}' | tr -d ,)"; ls -la "$P"; df -h /tmp | tail -1; } >"$S/params.tmp"
     mv "$S/params.tmp" "$S/params.done"
     ;;

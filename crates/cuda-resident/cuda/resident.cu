@@ -963,50 +963,73 @@ static __device__ __forceinline__ void fp_to_be48(uint8_t* be, fp_t v)
 // `table` holds d·2^(8w)·G for w < 32, d in 1..=255 (entry w·255 + d − 1), affine. In G2 an
 // Fp2 coordinate is spread over a pair of neighbouring lanes (sppark's fp2_t: the even lane
 // holds c0, the odd lane c1), so DEG lanes make one point; each lane writes its own halves of
-// the encoding (blst's order: c1 before c0). Every lane of a launch must reach the affine
-// conversion (the field inversion exchanges values between lanes), so the grid covers whole
-// warps and the surplus lanes work on a copy of scalar 0.
+// the encoding (blst's order: c1 before c0). Each thread makes FIXED_BASE_BATCH points before
+// it converts them to affine with one field inversion between them (Montgomery's trick: the
+// inversion costs about as much as the 32 additions of a point). Every lane of a launch must
+// reach that inversion (it exchanges values between lanes), so the grid covers whole warps,
+// every thread runs the same number of batches, and the surplus slots work on a copy of
+// scalar 0.
+#define FIXED_BASE_BATCH 8
+
 template<class bucket, class field, int DEG>
 __global__ void fixed_base(uint8_t* out, const scalar_t* scalars, size_t n,
                            const typename bucket::affine_t::mem_t* table)
 {
     const size_t point_bytes = 96 * DEG;
     const int part = threadIdx.x % DEG;             // which component of an Fp2 this lane holds
-    size_t stride = (size_t)gridDim.x * blockDim.x / DEG;
-    size_t rounds = (n + stride - 1) / stride;
-    for (size_t round = 0; round < rounds; round++) {
-        size_t i = round * stride + (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / DEG;
-        bool real = i < n;
-        scalar_t k = scalars[real ? i : 0];
-        k.from();
-        const uint32_t* limb = reinterpret_cast<const uint32_t*>(&k);
-        bucket acc;   // X, Y, ZZZ, ZZ: x = X/ZZ, y = Y/ZZZ
-        acc.inf();
+    const size_t stride = (size_t)gridDim.x * blockDim.x / DEG;
+    const size_t me = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / DEG;
+    const size_t rounds = (n + stride - 1) / stride;
+    for (size_t first = 0; first < rounds; first += FIXED_BASE_BATCH) {
+        bucket acc[FIXED_BASE_BATCH];   // X, Y, ZZZ, ZZ: x = X/ZZ, y = Y/ZZZ
+        field prefix[FIXED_BASE_BATCH]; // products of ZZZ·ZZ (1 for the identity) up to each
         #pragma unroll 1
-        for (int w = 0; w < 32; w++) {
-            uint32_t d = (limb[w / 4] >> (8 * (w % 4))) & 0xff;
-            if (d) {
-                typename bucket::affine_t p = table[w * 255 + d - 1];
-                acc.add(p);
+        for (int j = 0; j < FIXED_BASE_BATCH; j++) {
+            size_t i = (first + j) * stride + me;
+            scalar_t k = scalars[i < n ? i : 0];
+            k.from();
+            const uint32_t* limb = reinterpret_cast<const uint32_t*>(&k);
+            acc[j].inf();
+            #pragma unroll 1
+            for (int w = 0; w < 32; w++) {
+                uint32_t d = (limb[w / 4] >> (8 * (w % 4))) & 0xff;
+                if (d) {
+                    typename bucket::affine_t p = table[w * 255 + d - 1];
+                    acc[j].add(p);
+                }
             }
+            const field* c = reinterpret_cast<const field*>(&acc[j]);
+            field z = c[2] * c[3];
+            if (acc[j].is_inf())
+                z = field::one();
+            prefix[j] = j ? prefix[j - 1] * z : z;
         }
-        bool inf = acc.is_inf();
-        const field* c = reinterpret_cast<const field*>(&acc);
-        field inv = 1 / (c[2] * c[3]);   // 1/(ZZZ·ZZ)
-        field x = c[0] * c[2] * inv;
-        field y = c[1] * c[3] * inv;
-        if (!real)
-            continue;
-        uint8_t* p = out + i * point_bytes;
-        size_t half = (DEG - 1 - part) * 48;        // where this lane's part of x goes
-        if (inf) {
-            for (int j = 0; j < 48; j++) p[half + j] = p[48 * DEG + half + j] = 0;
-            if (half == 0)
-                p[0] = 0x40;
-            continue;
+        field inv = 1 / prefix[FIXED_BASE_BATCH - 1];   // 1/(product of all)
+        #pragma unroll 1
+        for (int j = FIXED_BASE_BATCH - 1; j >= 0; j--) {
+            const field* c = reinterpret_cast<const field*>(&acc[j]);
+            bool inf = acc[j].is_inf();
+            field z = c[2] * c[3];
+            if (inf)
+                z = field::one();
+            field zinv = j ? inv * prefix[j - 1] : inv;  // 1/(ZZZ·ZZ) of this point
+            inv = inv * z;                               // 1/(product up to j − 1)
+            field x = c[0] * c[2] * zinv;
+            field y = c[1] * c[3] * zinv;
+            size_t i = (first + j) * stride + me;
+            if (i >= n)
+                continue;
+            uint8_t* p = out + i * point_bytes;
+            size_t half = (DEG - 1 - part) * 48;        // where this lane's part of x goes
+            if (inf) {
+                for (int b = 0; b < 48; b++) p[half + b] = p[48 * DEG + half + b] = 0;
+                if (half == 0)
+                    p[0] = 0x40;
+                continue;
+            }
+            fp_to_be48(p + half, fp_t(static_cast<const fp_mont&>(x)));
+            fp_to_be48(p + 48 * DEG + half, fp_t(static_cast<const fp_mont&>(y)));
         }
-        fp_to_be48(p + half, fp_t(static_cast<const fp_mont&>(x)));
-        fp_to_be48(p + 48 * DEG + half, fp_t(static_cast<const fp_mont&>(y)));
     }
 }
 

@@ -182,15 +182,20 @@ fn write_in_pieces<W: Write + Send>(
     }
 
     steps.done("QAP at tau");
-    let digits = digits.unwrap_or(Digits::for_points(n + num_aux));
-    let g1 = CombG1::new(t.g1, digits);
-    let g2 = CombG2::new(t.g2, digits);
-    // the device's tables have byte digits whatever the CPU's have
+    // the device's tables have byte digits; the CPU takes 16-bit ones once there are enough
+    // points to repay them (a million G2 points to build)
+    let digits = digits.unwrap_or(match device {
+        ParamDevice::Cpu => Digits::for_points(n + num_aux),
+        #[cfg(feature = "cuda-resident")]
+        ParamDevice::Gpu(_) => Digits::Bits8,
+    });
+    let (g1, g2) = rayon::join(|| CombG1::new(t.g1, digits), || CombG2::new(t.g2, digits));
     #[cfg(feature = "cuda-resident")]
     let gpu_tables = match device {
-        ParamDevice::Gpu(_) if digits == Digits::Bits8 => None,
-        ParamDevice::Gpu(_) => Some((CombG1::new(t.g1, Digits::Bits8), CombG2::new(t.g2, Digits::Bits8))),
-        ParamDevice::Cpu => None,
+        ParamDevice::Gpu(_) if digits != Digits::Bits8 => {
+            Some((CombG1::new(t.g1, Digits::Bits8), CombG2::new(t.g2, Digits::Bits8)))
+        }
+        _ => None,
     };
     // k·G for the scalars of one piece (the zero ones dropped when `skip_zero`), on the device
     // chosen, in G1 or G2
@@ -233,46 +238,34 @@ fn write_in_pieces<W: Write + Send>(
     vk.write(&mut *out)?;
     on_vk(&vk)?;
 
-    // H: τ^i·t(τ)/δ for i < n − 1
-    let h_scalar = |i: usize| t.tau.pow_vartime([i as u64]) * h_coeff;
-    write_counted(
-        out,
-        piece,
-        n - 1,
-        n - 1,
-        |range| {
-            let mut power = h_scalar(range.start);
-            range
-                .map(|_| {
-                    let k = power;
-                    power *= t.tau;
-                    k
-                })
-                .collect()
-        },
-        |ks| points(ks, false, false),
-    )?;
-    steps.done("H");
+    // H: τ^i·t(τ)/δ for i < n − 1, each stretch of 2^14 powers from its own first power
+    let h_scalars = |range: std::ops::Range<usize>| {
+        let mut ks = vec![Fr::ZERO; range.len()];
+        ks.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
+            let mut power = t.tau.pow_vartime([(range.start + (c << 14)) as u64]) * h_coeff;
+            for k in chunk {
+                *k = power;
+                power *= t.tau;
+            }
+        });
+        ks
+    };
+    let h = write_counted(out, piece, n - 1, n - 1, h_scalars, |ks| points(ks, false, false))?;
+    steps.section("H", h);
     // L: the aux part of ext
-    write_counted(
-        out,
-        piece,
-        num_aux,
-        num_aux,
-        |r| r.map(|i| ext(num_inputs + i)).collect(),
-        |ks| points(ks, false, false),
-    )?;
-    steps.done("L");
+    let l_scalars = |r: std::ops::Range<usize>| r.into_par_iter().map(|i| ext(num_inputs + i)).collect();
+    let l = write_counted(out, piece, num_aux, num_aux, l_scalars, |ks| points(ks, false, false))?;
+    steps.section("L", l);
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
     let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
-    write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| points(ks, true, false))?;
-    steps.done("A");
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, false))?;
-    steps.done("B in G1");
-    write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, true))?;
-    steps.done("B in G2");
+    let a = write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| points(ks, true, false))?;
+    steps.section("A", a);
+    let b1 = write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, false))?;
+    steps.section("B in G1", b1);
+    let b2 = write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, true))?;
+    steps.section("B in G2", b2);
     Ok(vk)
 }
 
@@ -289,6 +282,28 @@ impl Steps {
         tracing::info!(step, seconds = self.0.elapsed().as_secs_f64(), "parameter generation step done");
         self.0 = std::time::Instant::now();
     }
+
+    /// A section's step, with how long its scalars, its points and its writing took in all
+    /// (points and writing overlap: the larger of the two is what bounds the section).
+    fn section(&mut self, step: &str, spent: Spent) {
+        tracing::info!(
+            step,
+            seconds = self.0.elapsed().as_secs_f64(),
+            scalars_s = spent.scalars.as_secs_f64(),
+            points_s = spent.points.as_secs_f64(),
+            write_s = spent.write.as_secs_f64(),
+            "parameter generation step done"
+        );
+        self.0 = std::time::Instant::now();
+    }
+}
+
+/// Time a section spent on each of its parts, summed over its pieces.
+#[derive(Default)]
+struct Spent {
+    scalars: std::time::Duration,
+    points: std::time::Duration,
+    write: std::time::Duration,
 }
 
 /// One section of `count` points made from `scalars` scalars (fewer when `points` drops the
@@ -301,21 +316,41 @@ fn write_counted<W: Write + Send>(
     scalars: usize,
     scalars_of: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
     points: impl Fn(&[Fr]) -> Result<Vec<u8>, SynthesisError> + Sync,
-) -> Result<(), SynthesisError> {
+) -> Result<Spent, SynthesisError> {
+    use std::time::{Duration, Instant};
     let count = u32::try_from(count).map_err(|_| SynthesisError::PolynomialDegreeTooLarge)?;
     out.write_all(&count.to_be_bytes())?;
     let pieces = scalars.div_ceil(piece);
-    let make = |p: usize| points(&scalars_of(p * piece..((p + 1) * piece).min(scalars)));
+    let make = |p: usize| -> (Result<Vec<u8>, SynthesisError>, Duration, Duration) {
+        let started = Instant::now();
+        let ks = scalars_of(p * piece..((p + 1) * piece).min(scalars));
+        let scalars_done = Instant::now();
+        let made = points(&ks);
+        (made, scalars_done - started, scalars_done.elapsed())
+    };
+    let mut spent = Spent::default();
     let mut pending: Option<Vec<u8>> = None;
     for p in 0..=pieces {
         let (written, next) = rayon::join(
-            || pending.take().map_or(Ok(()), |bytes| out.write_all(&bytes)),
+            || {
+                let started = Instant::now();
+                let written = pending.take().map_or(Ok(()), |bytes| out.write_all(&bytes));
+                (written, started.elapsed())
+            },
             || (p < pieces).then(|| make(p)),
         );
-        written?;
-        pending = next.transpose()?;
+        spent.write += written.1;
+        written.0?;
+        pending = match next {
+            Some((made, scalars_took, points_took)) => {
+                spent.scalars += scalars_took;
+                spent.points += points_took;
+                Some(made?)
+            }
+            None => None,
+        };
     }
-    Ok(())
+    Ok(spent)
 }
 
 #[cfg(test)]

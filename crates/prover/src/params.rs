@@ -282,9 +282,13 @@ impl ParamStore {
             .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), "constraint shape recorded");
         // the shape goes next to the parameters, where the gpu-worker looks before recording it
-        // again (minutes at 32 GiB PoRep)
+        // again; it is written (9 GB at 32 GiB PoRep) beside the QAP evaluation, which does
+        // not touch the disk
         let shape_path = self.dir.join(format!("{id}.shape"));
-        if !shape_path.exists() {
+        let keep_shape = || {
+            if shape_path.exists() {
+                return;
+            }
             let writing = Instant::now();
             match shape.write_file(&shape_path) {
                 Ok(()) => {
@@ -292,7 +296,7 @@ impl ParamStore {
                 }
                 Err(e) => warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape"),
             }
-        }
+        };
         let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {
             // `<file>.tmp`: the .params and .vk files are written at the same time
             let mut tmp = target.as_os_str().to_owned();
@@ -313,16 +317,19 @@ impl ParamStore {
         // the verifying key is known first and written at once, so a gateway can take jobs
         // (which wait for a gpu-worker) while the sections are made (minutes at 32 GiB)
         let vk_path = self.vk_path(spec);
-        let made = write(&path, &|out| {
-            crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk| {
-                write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
-                    .map_err(|e| std::io::Error::other(e.to_string()))
+        let made = std::thread::scope(|scope| {
+            scope.spawn(keep_shape);
+            write(&path, &|out| {
+                crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk| {
+                    write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
+                        .map_err(|e| std::io::Error::other(e.to_string()))
+                })
+                .map_err(|source| match source {
+                    bellperson::SynthesisError::IoError(source) => ParamsError::Write { path: path.clone(), source },
+                    source => ParamsError::Generate { circuit_id: id.clone(), source },
+                })
+                .map(drop)
             })
-            .map_err(|source| match source {
-                bellperson::SynthesisError::IoError(source) => ParamsError::Write { path: path.clone(), source },
-                source => ParamsError::Generate { circuit_id: id.clone(), source },
-            })
-            .map(drop)
         });
         if made.is_err() {
             // a key without its parameters would let a gateway take jobs nobody can prove

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{Density, PartitionWitness, SynthesizedPartition};
 
+mod columns;
 mod file;
 mod repeat;
 pub use file::ShapeFileError;
@@ -335,44 +336,6 @@ impl ConstraintShape {
                 acc
             })
             .collect()
-    }
-
-    /// Mᵀ·v for M in {A, B, C}: per variable (inputs first, then aux), the sum over constraints
-    /// of the variable's coefficient times `row_values[constraint]`. With the Lagrange basis at
-    /// τ as `row_values` these are the QAP polynomials evaluated at τ (parameter generation).
-    pub fn column_evaluations(&self, row_values: &[Fr]) -> [Vec<Fr>; 3] {
-        assert!(row_values.len() >= self.num_constraints(), "one value per constraint");
-        // most coefficients are ±1: an addition instead of a product
-        let (one, minus_one) = (Fr::ONE, -Fr::ONE);
-        let sign: Vec<i8> = self
-            .coeff_table
-            .iter()
-            .map(|k| {
-                if *k == one {
-                    1
-                } else if *k == minus_one {
-                    -1
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let columns = |m: &SparseMatrix| {
-            let mut out = vec![Fr::ZERO; self.num_inputs + self.num_aux];
-            for (r, value) in row_values.iter().enumerate().take(m.rows()) {
-                for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
-                    let (col, coeff) = (m.cols[k] as usize, m.coeffs[k] as usize);
-                    match sign[coeff] {
-                        1 => out[col] += value,
-                        -1 => out[col] -= value,
-                        _ => out[col] += self.coeff_table[coeff] * value,
-                    }
-                }
-            }
-            out
-        };
-        let (a, (b, c)) = rayon::join(|| columns(&self.a), || rayon::join(|| columns(&self.b), || columns(&self.c)));
-        [a, b, c]
     }
 
     /// a = A·w, b = B·w, c = C·w: the synthesized partition, without re-running the circuit.
