@@ -92,6 +92,11 @@ impl PinnedBuffer {
         self.len == 0
     }
 
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len` bytes we own
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `len` bytes we own, borrowed mutably
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
@@ -394,22 +399,42 @@ fn check_table(len: usize) -> Result<(), Error> {
 /// bytes each, big-endian coordinates, 0x40 flag for the identity), computed on `device` from
 /// `table`, the comb table of G.
 pub fn fixed_base_g1(device: &Device, table: &[G1Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
-    check_table(table.len())?;
     let mut out = vec![0u8; scalars.len() * 96];
+    fixed_base_g1_into(device, table, scalars, &mut out)?;
+    Ok(out)
+}
+
+/// [`fixed_base_g1`] into the first `scalars.len()` · 96 bytes of `out` (a [`PinnedBuffer`]
+/// reused piece after piece spares the copy through pageable memory and its page faults).
+pub fn fixed_base_g1_into(device: &Device, table: &[G1Affine], scalars: &[Fr], out: &mut [u8]) -> Result<(), Error> {
+    check_table(table.len())?;
+    check_room(out.len(), scalars.len() * 96)?;
     // SAFETY: table has COMB_ENTRIES points, out room for one 96-byte point per scalar
     result(unsafe {
         ffi::sf_fixed_base_g1(device.raw.as_ptr(), table.as_ptr(), scalars.as_ptr(), scalars.len(), out.as_mut_ptr())
-    })?;
-    Ok(out)
+    })
 }
 
 /// [`fixed_base_g1`] in G2: 192 bytes per point (x.c1, x.c0, y.c1, y.c0, as blst writes them).
 pub fn fixed_base_g2(device: &Device, table: &[G2Affine], scalars: &[Fr]) -> Result<Vec<u8>, Error> {
-    check_table(table.len())?;
     let mut out = vec![0u8; scalars.len() * 192];
+    fixed_base_g2_into(device, table, scalars, &mut out)?;
+    Ok(out)
+}
+
+/// [`fixed_base_g2`] into the first `scalars.len()` · 192 bytes of `out`.
+pub fn fixed_base_g2_into(device: &Device, table: &[G2Affine], scalars: &[Fr], out: &mut [u8]) -> Result<(), Error> {
+    check_table(table.len())?;
+    check_room(out.len(), scalars.len() * 192)?;
     // SAFETY: table has COMB_ENTRIES points, out room for one 192-byte point per scalar
     result(unsafe {
         ffi::sf_fixed_base_g2(device.raw.as_ptr(), table.as_ptr(), scalars.as_ptr(), scalars.len(), out.as_mut_ptr())
-    })?;
-    Ok(out)
+    })
+}
+
+fn check_room(have: usize, need: usize) -> Result<(), Error> {
+    if have >= need {
+        return Ok(());
+    }
+    Err(Error { code: -1, message: format!("{need} bytes of points do not fit in {have}") })
 }

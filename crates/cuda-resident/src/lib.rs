@@ -18,8 +18,8 @@ mod ffi;
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    fixed_base_g1, fixed_base_g2, msm_sums, Csr, Device, DeviceWitness, PinnedBuffer, Section, Shape, ShapeDesc, Srs,
-    Sums, Timings, COMB_ENTRIES,
+    fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, msm_sums, Csr, Device, DeviceWitness,
+    PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
 };
 
 /// A CUDA failure, with the message the device code gave.

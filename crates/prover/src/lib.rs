@@ -10,6 +10,7 @@ pub mod backend;
 mod comb;
 pub mod device;
 mod groth16;
+mod lagrange;
 mod loaded;
 mod param_file;
 mod paramgen;

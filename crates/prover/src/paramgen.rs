@@ -13,11 +13,9 @@
 
 use std::io::Write;
 
-use bellperson::domain::EvaluationDomain;
 use bellperson::groth16::{Parameters, VerifyingKey};
 use bellperson::{Circuit, SynthesisError};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar as Fr};
-use ec_gpu_gen::threadpool::Worker;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -148,27 +146,17 @@ fn write_in_pieces<W: Write + Send>(
     device: &ParamDevice,
     on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
-    let worker = Worker::new();
     let mut steps = Steps::start();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
     let gamma_inverse: Fr = Option::from(t.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
     let delta_inverse: Fr = Option::from(t.delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
 
-    // powers of τ over the evaluation domain (padded to a power of two, as the prover pads)
-    let mut domain = EvaluationDomain::<Fr>::from_coeffs(vec![Fr::ZERO; shape.num_constraints()])?;
-    let n = domain.as_ref().len();
-    domain.as_mut().par_chunks_mut(1 << 14).enumerate().for_each(|(i, chunk)| {
-        let mut power = t.tau.pow_vartime([(i << 14) as u64]);
-        for p in chunk {
-            *p = power;
-            power *= t.tau;
-        }
-    });
-    // H's scalars τ^i·t(τ)/δ are remade per piece from τ, so the powers can go to the FFT
-    let h_coeff = domain.z(&t.tau) * delta_inverse;
-    // Lagrange basis at τ, then the QAP polynomials of every variable at τ
-    domain.ifft(&worker, &mut None)?;
-    let lagrange = domain.into_coeffs();
+    // the evaluation domain (padded to a power of two, as the prover pads), the Lagrange basis
+    // at τ over it, then the QAP polynomials of every variable at τ
+    let n = crate::lagrange::domain_size(shape.num_constraints())?;
+    // H's scalars τ^i·t(τ)/δ, with t(τ) = τ^n − 1
+    let h_coeff = (t.tau.pow_vartime([n as u64]) - Fr::ONE) * delta_inverse;
+    let lagrange = crate::lagrange::basis_at(t.tau, n)?;
     steps.done("lagrange basis at tau");
     let [at, bt, ct] = shape.column_evaluations(&lagrange);
     drop(lagrange);
@@ -197,12 +185,15 @@ fn write_in_pieces<W: Write + Send>(
         }
         _ => None,
     };
+    // the device writes its points into pinned buffers, reused piece after piece
+    #[cfg(feature = "cuda-resident")]
+    let pool = std::sync::Arc::new(PinnedPool::default());
     // k·G for the scalars of one piece (the zero ones dropped when `skip_zero`), on the device
     // chosen, in G1 or G2
-    let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| -> Result<Vec<u8>, SynthesisError> {
+    let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| -> Result<Piece, SynthesisError> {
         match device {
-            ParamDevice::Cpu if in_g2 => Ok(g2.bytes(ks, skip_zero)),
-            ParamDevice::Cpu => Ok(g1.bytes(ks, skip_zero)),
+            ParamDevice::Cpu if in_g2 => Ok(Piece::Bytes(g2.bytes(ks, skip_zero))),
+            ParamDevice::Cpu => Ok(Piece::Bytes(g1.bytes(ks, skip_zero))),
             #[cfg(feature = "cuda-resident")]
             ParamDevice::Gpu(d) => {
                 let kept: Vec<Fr>;
@@ -213,12 +204,16 @@ fn write_in_pieces<W: Write + Send>(
                     ks
                 };
                 let (t1, t2) = gpu_tables.as_ref().map_or((&g1.table, &g2.table), |(a, b)| (&a.table, &b.table));
+                let len = ks.len() * if in_g2 { 192 } else { 96 };
+                let mut buffer = pool.take(len)?;
+                let out = &mut buffer.as_mut_slice()[..len];
                 if in_g2 {
-                    snarkflow_cuda_resident::fixed_base_g2(d, t2, ks)
+                    snarkflow_cuda_resident::fixed_base_g2_into(d, t2, ks, out)
                 } else {
-                    snarkflow_cuda_resident::fixed_base_g1(d, t1, ks)
+                    snarkflow_cuda_resident::fixed_base_g1_into(d, t1, ks, out)
                 }
-                .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))
+                .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))?;
+                Ok(Piece::Pinned { buffer: Some(buffer), len, pool: pool.clone() })
             }
         }
     };
@@ -298,6 +293,62 @@ impl Steps {
     }
 }
 
+/// A piece's points, as the file stores them: made on the CPU, or by the device into a
+/// pinned buffer that goes back to its pool once written.
+enum Piece {
+    Bytes(Vec<u8>),
+    #[cfg(feature = "cuda-resident")]
+    Pinned {
+        buffer: Option<snarkflow_cuda_resident::PinnedBuffer>,
+        len: usize,
+        pool: std::sync::Arc<PinnedPool>,
+    },
+}
+
+impl AsRef<[u8]> for Piece {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Piece::Bytes(bytes) => bytes,
+            #[cfg(feature = "cuda-resident")]
+            Piece::Pinned { buffer, len, .. } => &buffer.as_ref().expect("held until dropped").as_slice()[..*len],
+        }
+    }
+}
+
+#[cfg(feature = "cuda-resident")]
+impl Drop for Piece {
+    fn drop(&mut self) {
+        if let Piece::Pinned { buffer, pool, .. } = self {
+            pool.give_back(buffer.take());
+        }
+    }
+}
+
+/// Pinned host buffers of one piece's points each (768 MB for 4 M points of G2): one is
+/// written to the file while the device fills the next, so two are made in all.
+#[cfg(feature = "cuda-resident")]
+#[derive(Default)]
+struct PinnedPool(std::sync::Mutex<Vec<snarkflow_cuda_resident::PinnedBuffer>>);
+
+#[cfg(feature = "cuda-resident")]
+impl PinnedPool {
+    fn take(&self, len: usize) -> Result<snarkflow_cuda_resident::PinnedBuffer, SynthesisError> {
+        let mut free = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = free.iter().position(|b| b.len() >= len) {
+            return Ok(free.swap_remove(i));
+        }
+        drop(free);
+        snarkflow_cuda_resident::PinnedBuffer::new(len.max(GPU_PIECE * 192))
+            .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))
+    }
+
+    fn give_back(&self, buffer: Option<snarkflow_cuda_resident::PinnedBuffer>) {
+        if let Some(b) = buffer {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(b);
+        }
+    }
+}
+
 /// Time a section spent on each of its parts, summed over its pieces.
 #[derive(Default)]
 struct Spent {
@@ -309,19 +360,19 @@ struct Spent {
 /// One section of `count` points made from `scalars` scalars (fewer when `points` drops the
 /// zero ones): its length, then its points, a piece at a time; piece i + 1 is made
 /// while piece i is written.
-fn write_counted<W: Write + Send>(
+fn write_counted<W: Write + Send, B: AsRef<[u8]> + Send>(
     out: &mut W,
     piece: usize,
     count: usize,
     scalars: usize,
     scalars_of: impl Fn(std::ops::Range<usize>) -> Vec<Fr> + Sync,
-    points: impl Fn(&[Fr]) -> Result<Vec<u8>, SynthesisError> + Sync,
+    points: impl Fn(&[Fr]) -> Result<B, SynthesisError> + Sync,
 ) -> Result<Spent, SynthesisError> {
     use std::time::{Duration, Instant};
     let count = u32::try_from(count).map_err(|_| SynthesisError::PolynomialDegreeTooLarge)?;
     out.write_all(&count.to_be_bytes())?;
     let pieces = scalars.div_ceil(piece);
-    let make = |p: usize| -> (Result<Vec<u8>, SynthesisError>, Duration, Duration) {
+    let make = |p: usize| -> (Result<B, SynthesisError>, Duration, Duration) {
         let started = Instant::now();
         let ks = scalars_of(p * piece..((p + 1) * piece).min(scalars));
         let scalars_done = Instant::now();
@@ -329,12 +380,12 @@ fn write_counted<W: Write + Send>(
         (made, scalars_done - started, scalars_done.elapsed())
     };
     let mut spent = Spent::default();
-    let mut pending: Option<Vec<u8>> = None;
+    let mut pending: Option<B> = None;
     for p in 0..=pieces {
         let (written, next) = rayon::join(
             || {
                 let started = Instant::now();
-                let written = pending.take().map_or(Ok(()), |bytes| out.write_all(&bytes));
+                let written = pending.take().map_or(Ok(()), |bytes| out.write_all(bytes.as_ref()));
                 (written, started.elapsed())
             },
             || (p < pieces).then(|| make(p)),
