@@ -42,7 +42,7 @@ pub(crate) async fn verify_and_finish(
             tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
                 let input = match fetched {
-                    Some(f) => Some(snarkflow_circuits::JobInput::from_json(&f.data).map_err(|e| e.to_string())?),
+                    Some(f) => Some(snarkflow_circuits::JobInput::from_bytes(&f.data).map_err(|e| e.to_string())?),
                     None => None,
                 };
                 let verdict =

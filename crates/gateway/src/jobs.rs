@@ -131,7 +131,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         Some(input) => {
             let object = wire::input_object(&id);
             let input = input.clone();
-            let bytes = tokio::task::spawn_blocking(move || input.to_json())
+            let bytes = tokio::task::spawn_blocking(move || input.to_bytes())
                 .await
                 .map_err(|e| ApiError::Internal(anyhow::anyhow!("encoding the input panicked: {e}")))?;
             let stored = state.bus.put_object(&object, &bytes).await.map_err(|e| match e {
