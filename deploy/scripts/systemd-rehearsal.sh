@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The units of deploy/systemd under a real systemd: a Debian 12 root (debootstrap, cached in
+# ~/.cache/snarkflow/systemd-root) booted with systemd-nspawn (systemd 252 as the container's
+# PID 1, loopback-only network), set up as docs/operations.md says (a `snarkflow` user, units in
+# /etc/systemd/system, env files in /etc/snarkflow, NATS passwords through LoadCredential=),
+# with nats-server on deploy/nats/nats.conf (a user per role). Then:
+#   1. every unit reaches `active` through Type=notify (READY=1 sent by the service itself);
+#   2. a dense-chain job of 2 partitions submitted with the CLI is proved and `done`;
+#   3. a synth-worker killed with SIGKILL is started again by Restart=on-failure;
+#   4. `systemctl stop` drains each service and it exits cleanly (not killed at TimeoutStopSec).
+# The gpu-worker is the CPU build here (no GPU in the container): its unit runs as written,
+# `--gpu 0` included. Needs root (debootstrap, nspawn) and the binaries in BIN (default
+# target/debug: `cargo build -p snarkflow-gateway -p snarkflow-synth-worker -p
+# snarkflow-gpu-worker -p snarkflow-cli`). Not in CI: ~2 minutes plus a first debootstrap.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN="${BIN:-target/debug}"
+for b in gateway synth-worker gpu-worker snarkflow; do
+    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build it first)" >&2; exit 1; }
+done
+command -v nats-server >/dev/null || bash deploy/scripts/install-deps.sh
+if ! command -v debootstrap >/dev/null || ! command -v systemd-nspawn >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap systemd-container >/dev/null
+fi
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/snarkflow/systemd-root"
+if [ ! -f "$cache.done" ]; then
+    rm -rf "$cache"; mkdir -p "$cache"
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,ca-certificates,procps \
+        bookworm "$cache" http://deb.debian.org/debian >/dev/null
+    touch "$cache.done"
+fi
+root=$(mktemp -d /var/tmp/sf-systemd.XXXXXX)
+leader="" nspawn=""
+cleanup() {
+    if [ -n "$nspawn" ]; then
+        # power the container off (SIGRTMIN+4 to its systemd), then make sure nspawn has gone:
+        # its second SIGTERM ends the container at once
+        [ -n "$leader" ] && kill -s RTMIN+4 "$leader" 2>/dev/null
+        for _ in $(seq 40); do kill -0 "$nspawn" 2>/dev/null || break; sleep 0.5; done
+        kill -TERM "$nspawn" 2>/dev/null && sleep 0.5 && kill -TERM "$nspawn" 2>/dev/null
+        wait "$nspawn" 2>/dev/null || true
+    fi
+    rm -rf "$root" "$root.boot.log" "$root.token"
+}
+trap cleanup EXIT
+cp -a "$cache/." "$root/"
+in_root() { chroot "$root" "$@"; }
+
+# --- install, as docs/operations.md "Deploying on bare metal" says
+in_root useradd --system --home /var/lib/snarkflow --shell /usr/sbin/nologin snarkflow
+in_root groupadd -f render
+install -m 755 "$BIN/gateway" "$BIN/synth-worker" "$BIN/gpu-worker" "$BIN/snarkflow" "$(command -v nats-server)" \
+    "$root/usr/local/bin/"
+install -d -m 750 -o root -g "$(in_root getent group snarkflow | cut -d: -f3)" \
+    "$root/etc/snarkflow" "$root/etc/snarkflow/credentials"
+install -m 644 deploy/systemd/*.service "$root/etc/systemd/system/"
+# the example env files, adapted to one host without TLS or a trace collector
+cat >"$root/etc/snarkflow/snarkflow.env" <<'EOF'
+SNARKFLOW_NATS_URL=nats://127.0.0.1:4222
+SNARKFLOW_PARAMS_DIR=/var/lib/snarkflow/params
+RUST_LOG=info
+EOF
+cat >"$root/etc/snarkflow/gateway.env" <<'EOF'
+SNARKFLOW_GATEWAY_LISTEN=127.0.0.1:8080
+SNARKFLOW_GRPC_LISTEN=unix:///run/snarkflow/cuzk.sock
+SNARKFLOW_NATS_REPLICAS=1
+SNARKFLOW_NATS_MAX_LEDGER_BYTES=256MiB
+SNARKFLOW_ENABLE_TEST_KINDS=true
+EOF
+cat >"$root/etc/snarkflow/synth-worker.env" <<'EOF'
+SNARKFLOW_SYNTH_CONCURRENCY=2
+SNARKFLOW_MEMORY_BUDGET=2GiB
+EOF
+cat >"$root/etc/snarkflow/gpu-worker.env" <<'EOF'
+SNARKFLOW_GENERATE_MISSING_PARAMS=true
+SNARKFLOW_TEST_PARAMS=true
+EOF
+chmod 640 "$root"/etc/snarkflow/*.env
+in_root chgrp snarkflow /etc/snarkflow/snarkflow.env /etc/snarkflow/gateway.env /etc/snarkflow/synth-worker.env \
+    /etc/snarkflow/gpu-worker.env
+# NATS: the repository's configuration, a password per role
+install -d -m 700 "$root/etc/nats"
+cp deploy/nats/nats.conf deploy/nats/permissions.conf "$root/etc/nats/"
+bash deploy/scripts/nats-credentials.sh "$root/etc/nats/creds" >/dev/null
+cp "$root/etc/nats/creds/auth.conf" "$root/etc/nats/"
+for role in gateway synth-worker gpu-worker; do
+    install -m 600 "$root/etc/nats/creds/$role.password" "$root/etc/snarkflow/credentials/$role.nats-password"
+done
+cat >"$root/etc/systemd/system/nats-server.service" <<'EOF'
+[Unit]
+Description=NATS with JetStream (deploy/nats/nats.conf)
+[Service]
+WorkingDirectory=/var/lib/nats
+StateDirectory=nats
+ExecStart=/usr/local/bin/nats-server -c /etc/nats/nats.conf
+[Install]
+WantedBy=multi-user.target
+EOF
+install -d -m 750 "$root/var/lib/snarkflow" "$root/var/lib/snarkflow/params"
+in_root chown -R snarkflow:snarkflow /var/lib/snarkflow
+in_root systemctl enable nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0 2>/dev/null
+
+# --- boot it
+systemd-nspawn -D "$root" -b --register=no --keep-unit --private-network --console=passive \
+    -M sf-rehearsal >"$root.boot.log" 2>&1 &
+nspawn=$!
+# the container's PID 1 is nspawn's child once that child runs systemd (before, it is nspawn's
+# own set-up process)
+for _ in $(seq 100); do
+    leader=$(ps --ppid "$nspawn" -o pid=,comm= | awk '$2 == "systemd" {print $1}' | head -1 || true)
+    [ -n "$leader" ] && break
+    sleep 0.2
+done
+[ -n "$leader" ] || { cat "$root.boot.log"; exit 1; }
+run() { nsenter -t "$leader" -m -u -i -n -p -- "$@"; }
+units=(nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0)
+state=""
+for _ in $(seq 120); do
+    state=$(run /bin/systemctl is-system-running 2>/dev/null || true)
+    case "$state" in running | degraded) break ;; esac
+    sleep 1
+done
+echo "PID 1: $(run /bin/systemctl --version | head -1); system $state"
+failed=0
+for u in "${units[@]}"; do
+    s=$(run /bin/systemctl show -p ActiveState,SubState,Type,NRestarts --value "$u" | xargs)
+    echo "UNIT $u: $s"
+    [ "$(run /bin/systemctl is-active "$u")" = active ] || failed=1
+done
+if [ "$failed" = 1 ]; then
+    run /bin/journalctl --no-pager -n 60 -u snarkflow-gateway -u snarkflow-synth-worker -u snarkflow-gpu-worker@0 | tail -60
+    echo "FAILED: a unit did not become active"; exit 1
+fi
+
+# what systemd itself said about the units (unknown settings, devices it could not find, ...)
+pid1_log=$(run /bin/journalctl --no-pager -o cat _PID=1)
+said=$(echo "$pid1_log" | grep -iE "snarkflow|nats-server" | grep -iE "warn|fail|ignor|couldn|unknown" | sort | uniq -c || true)
+echo "SYSTEMD SAID about the units, of $(echo "$pid1_log" | wc -l) lines from PID 1: ${said:-nothing amiss}"
+
+# --- a job through the units
+run /usr/local/bin/snarkflow admin token create --tenant ops --scopes admin \
+    --tokens-file /var/lib/snarkflow/tokens.json >"$root.token" 2>/dev/null
+run /bin/chown snarkflow:snarkflow /var/lib/snarkflow/tokens.json
+token=$(tail -1 "$root.token")
+sleep 1.5   # the gateway rereads its tokens file each second
+t=$(date +%s.%N)
+answer=$(run /usr/bin/env SNARKFLOW_API_TOKEN="$token" /usr/local/bin/snarkflow submit --kind dense-chain \
+    --constraints 1024 --partitions 2 --wait 2>&1 || true)
+echo "JOB $(echo "$answer" | grep -E '^job |state|done|failed' | head -3 | xargs) ($(python3 -c "print(f'{$(date +%s.%N) - $t:.1f}')") s)"
+echo "$answer" | grep -q "done" || { echo "$answer" | tail -5; echo "FAILED: the job did not finish"; exit 1; }
+
+# --- Restart=on-failure
+pid=$(run /bin/systemctl show -p MainPID --value snarkflow-synth-worker)
+run /bin/kill -KILL "$pid"
+for _ in $(seq 30); do
+    sleep 1
+    [ "$(run /bin/systemctl is-active snarkflow-synth-worker)" = active ] \
+        && [ "$(run /bin/systemctl show -p MainPID --value snarkflow-synth-worker)" != "$pid" ] && break
+done
+echo "RESTART synth-worker after SIGKILL: $(run /bin/systemctl show -p ActiveState,NRestarts --value snarkflow-synth-worker | xargs)"
+[ "$(run /bin/systemctl show -p NRestarts --value snarkflow-synth-worker)" -ge 1 ] || { echo "FAILED: not restarted"; exit 1; }
+
+# --- stop: each service drains and exits by itself
+for u in snarkflow-gpu-worker@0 snarkflow-synth-worker snarkflow-gateway; do
+    t=$(date +%s.%N)
+    run /bin/systemctl stop "$u"
+    result="$(run /bin/systemctl show -p ActiveState --value "$u") $(run /bin/systemctl show -p Result --value "$u")"
+    echo "STOP $u: $result in $(python3 -c "print(f'{$(date +%s.%N) - $t:.2f}')") s"
+    [ "$result" = "inactive success" ] || { echo "FAILED: $u did not stop cleanly"; exit 1; }
+done
+echo "systemd rehearsal: OK"
+exit 0
