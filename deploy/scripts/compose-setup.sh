@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup for `docker compose`: NATS passwords per role (deploy/nats/auth.conf and
-# deploy/nats/<role>.password, git-ignored) and an admin API token for the gateway
+# deploy/nats/<role>.password, git-ignored; the services' copies in .state/compose-secrets)
+# and an admin API token for the gateway
 # (.state/compose-tokens/tokens.json; the token itself in .state/api-token, which the CLI
 # reads). Safe to run again: what exists is kept.
 set -euo pipefail
@@ -8,6 +9,18 @@ cd "$(dirname "$0")/../.."
 if [ ! -f deploy/nats/auth.conf ]; then
     bash deploy/scripts/nats-credentials.sh deploy/nats
 fi
+# The services' copies of their passwords, as compose secrets: compose bind-mounts a secret
+# file with its host owner and mode, and the images run as uid 10001, which cannot read a
+# mode-600 file of the host user. So the copies are mode 644 inside a directory only the host
+# user may enter (700): other users of the host cannot reach them, the containers can read them.
+secrets=.state/compose-secrets
+mkdir -p "$secrets"
+chmod 700 "$secrets"
+for role in gateway synth-worker gpu-worker; do
+    if [ ! -f "$secrets/$role.password" ] || ! cmp -s "deploy/nats/$role.password" "$secrets/$role.password"; then
+        install -m 644 "deploy/nats/$role.password" "$secrets/$role.password"
+    fi
+done
 mkdir -p .state/compose-tokens
 if [ ! -s .state/api-token ] || [ ! -s .state/compose-tokens/tokens.json ]; then
     cli=target/debug/snarkflow
