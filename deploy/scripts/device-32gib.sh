@@ -13,7 +13,8 @@
 #           ones from the same seed on small circuits (the files must be identical); then the
 #           WinningPoSt and PoRep parameters of SIZE made on the GPU with nothing beside them,
 #           timed, with the generator's steps (a later `gen` finds and keeps them)
-#   up      wait for the parameters (at most WAIT), start GPUS gpu-workers (cuda-supraseal,
+#   up      wait for the parameters (at most WAIT) and, with STAGED=N, for N synthesized
+#           partitions; start GPUS gpu-workers (cuda-supraseal,
 #           --prefetch PREFETCH, GPU_BUDGET); once the first partition is on the GPU, submit a
 #           WinningPoSt (WINNING=0 skips it): its latency under a GPU busy with PoRep partitions.
 #           (WinningPoSt parameters are made first: a WinningPoSt submitted during the 17 minutes
@@ -162,6 +163,12 @@ params)
 up)
     # the stack is detached (setsid), so it outlives this command and `wait` picks it up
     wait_params || exit 1
+    if [ -n "${STAGED:-}" ]; then
+        # staged: the gpu-workers start once STAGED partitions are synthesized (at most WAIT)
+        synthesized() { cat "$logs"/synth-*.log | grep -c "partition synthesized"; }
+        until [ "$(synthesized)" -ge "$STAGED" ] || [ "$(elapsed)" -ge "$WAIT" ]; do sleep 2; done
+        echo "partitions synthesized before the gpu-workers start: $(synthesized) after $(elapsed) s"
+    fi
     t=$(date +%s.%N)
     for g in $(seq 0 $((GPUS - 1))); do
         cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE,winning-post-$SIZE"

@@ -7,19 +7,23 @@ use rayon::prelude::*;
 
 use super::{ConstraintShape, SparseMatrix};
 
+/// Rows per run: the unit in which the QAP evaluation notes which columns rows touch.
+const ROWS: usize = 1 << 12;
+
 impl ConstraintShape {
     /// Mᵀ·v for M in {A, B, C}: per variable (inputs first, then aux), the sum over constraints
     /// of the variable's coefficient times `row_values[constraint]`. With the Lagrange basis at
     /// τ as `row_values` these are the QAP polynomials evaluated at τ (parameter generation).
     pub fn column_evaluations(&self, row_values: &[Fr]) -> [Vec<Fr>; 3] {
         let width = self.num_inputs + self.num_aux;
-        let tasks = 4 * rayon::current_num_threads().max(1);
-        self.column_evaluations_in(row_values, width.div_ceil(tasks).max(1 << 16))
+        let threads = rayon::current_num_threads().max(1);
+        let runs = self.num_constraints().div_ceil(ROWS);
+        self.column_evaluations_in(row_values, width.div_ceil(4 * threads).max(1 << 16), runs.div_ceil(threads))
     }
 
     /// [`column_evaluations`](Self::column_evaluations) with the columns cut into stretches
-    /// of `stretch`.
-    fn column_evaluations_in(&self, row_values: &[Fr], stretch: usize) -> [Vec<Fr>; 3] {
+    /// of `stretch`, and a stretch's runs of rows split into parts of at most `most_runs`.
+    fn column_evaluations_in(&self, row_values: &[Fr], stretch: usize, most_runs: usize) -> [Vec<Fr>; 3] {
         assert!(row_values.len() >= self.num_constraints(), "one value per constraint");
         // most coefficients are ±1: an addition instead of a product
         let (one, minus_one) = (Fr::ONE, -Fr::ONE);
@@ -42,7 +46,6 @@ impl ConstraintShape {
         // touch, and a task reads only the runs that touch its own: in a circuit made of
         // blocks (PoRep's challenges) a block's rows touch few stretches besides the first
         // (inputs and the head's variables).
-        const ROWS: usize = 1 << 12;
         let (width, stretch) = (self.num_inputs + self.num_aux, stretch.max(1));
         let group = width.div_ceil(stretch).div_ceil(64).max(1);
         let bit = |col: u32| 1u64 << ((col as usize / stretch) / group);
@@ -55,11 +58,10 @@ impl ConstraintShape {
                     m.cols[entries].iter().fold(0, |mask, &c| mask | bit(c))
                 })
                 .collect();
-            let mut out = vec![Fr::ZERO; width];
-            out.par_chunks_mut(stretch).enumerate().for_each(|(s, out)| {
-                let (first, mine) = (s * stretch, 1u64 << (s / group));
-                let runs = touched.iter().enumerate().filter(|(_, &mask)| mask & mine != 0);
-                for (run, _) in runs {
+            // the entries of `runs` that fall in the stretch starting at column `first`, added
+            // into `out` (that stretch's values)
+            let add = |out: &mut [Fr], first: usize, runs: &[usize]| {
+                for &run in runs {
                     let rows = run * ROWS..((run + 1) * ROWS).min(m.rows());
                     for (r, value) in rows.clone().zip(&row_values[rows]) {
                         for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
@@ -75,6 +77,30 @@ impl ConstraintShape {
                             }
                         }
                     }
+                }
+            };
+            // A stretch that many runs touch (the first one: every block uses the inputs) would
+            // be one long task: its runs are split into parts, each adding into a vector of its
+            // own, summed at the end.
+            let most = most_runs.max(1);
+            let mut out = vec![Fr::ZERO; width];
+            out.par_chunks_mut(stretch).enumerate().for_each(|(s, out)| {
+                let (first, mine) = (s * stretch, 1u64 << (s / group));
+                let runs: Vec<usize> =
+                    touched.iter().enumerate().filter(|(_, &mask)| mask & mine != 0).map(|(run, _)| run).collect();
+                if runs.len() <= most {
+                    return add(out, first, &runs);
+                }
+                let parts: Vec<Vec<Fr>> = runs
+                    .par_chunks(most)
+                    .map(|part| {
+                        let mut sums = vec![Fr::ZERO; out.len()];
+                        add(&mut sums, first, part);
+                        sums
+                    })
+                    .collect();
+                for part in parts {
+                    out.par_iter_mut().zip(part).for_each(|(o, v)| *o += v);
                 }
             });
             out
@@ -109,12 +135,16 @@ mod tests {
     fn every_cut_of_the_columns_gives_the_same_evaluations() {
         let shape = record_shape(Chain(10_000), "chain").unwrap();
         let rows: Vec<Fr> = (0..shape.num_constraints() as u64).map(|i| Fr::from(i * i + 7)).collect();
-        let whole = shape.column_evaluations_in(&rows, usize::MAX);
+        let whole = shape.column_evaluations_in(&rows, usize::MAX, usize::MAX);
         assert!(whole.iter().all(|m| m.iter().any(|v| !bool::from(v.is_zero()))));
         // 1, 3, 64: more stretches than the first pass has groups (several per group); three
         // runs of rows, which most stretches skip
         for stretch in [1, 3, 64, 199, 5000] {
-            assert_eq!(shape.column_evaluations_in(&rows, stretch), whole, "stretch {stretch}");
+            assert_eq!(shape.column_evaluations_in(&rows, stretch, usize::MAX), whole, "stretch {stretch}");
+        }
+        // the runs of a stretch split into parts summed at the end: one run per part, two
+        for (stretch, most) in [(usize::MAX, 1), (5000, 1), (usize::MAX, 2)] {
+            assert_eq!(shape.column_evaluations_in(&rows, stretch, most), whole, "stretch {stretch}, parts of {most}");
         }
     }
 }
