@@ -17,22 +17,10 @@
 # keep the host's). Needs root. Not in CI (~3 minutes after the first image builds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN="${BIN:-target/debug}"
-for b in gateway synth-worker gpu-worker snarkflow; do
-    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build it first)" >&2; exit 1; }
-done
-command -v nats-server >/dev/null || bash deploy/scripts/install-deps.sh
-if ! command -v podman-compose >/dev/null || ! command -v runc >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman podman-compose runc >/dev/null
-fi
-root="${XDG_CACHE_HOME:-$HOME/.cache}/snarkflow/systemd-root"
-if [ ! -f "$root.done" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-    rm -rf "$root"; mkdir -p "$root"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,ca-certificates,procps \
-        bookworm "$root" http://deb.debian.org/debian >/dev/null
-    touch "$root.done"
-fi
+source deploy/scripts/rehearsal-common.sh
+need_binaries
+need_packages podman:podman podman-compose:podman-compose runc:runc
+root=$(debian_root)
 work=$(mktemp -d)
 # podman's settings for this run only: cgroupfs (PID 1 is not systemd), runc through the wrapper
 cat >"$work/runc-keep-rlimits" <<'EOF'

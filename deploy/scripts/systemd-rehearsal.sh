@@ -14,21 +14,10 @@
 # snarkflow-gpu-worker -p snarkflow-cli`). Not in CI: ~2 minutes plus a first debootstrap.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN="${BIN:-target/debug}"
-for b in gateway synth-worker gpu-worker snarkflow; do
-    [ -x "$BIN/$b" ] || { echo "missing $BIN/$b (build it first)" >&2; exit 1; }
-done
-command -v nats-server >/dev/null || bash deploy/scripts/install-deps.sh
-if ! command -v debootstrap >/dev/null || ! command -v systemd-nspawn >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap systemd-container >/dev/null
-fi
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/snarkflow/systemd-root"
-if [ ! -f "$cache.done" ]; then
-    rm -rf "$cache"; mkdir -p "$cache"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,ca-certificates,procps \
-        bookworm "$cache" http://deb.debian.org/debian >/dev/null
-    touch "$cache.done"
-fi
+source deploy/scripts/rehearsal-common.sh
+need_binaries
+need_packages systemd-nspawn:systemd-container
+cache=$(debian_root)
 root=$(mktemp -d /var/tmp/sf-systemd.XXXXXX)
 leader="" nspawn=""
 cleanup() {
