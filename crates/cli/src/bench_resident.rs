@@ -117,12 +117,19 @@ pub(crate) fn run(
         let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
         let public = part.public_inputs().to_vec();
         let mut times = Vec::new();
-        let mut resident = None;
+        let mut resident: Option<bellperson::groth16::Proof<blstrs::Bls12>> = None;
         eprintln!("bench resident: partition {i} synthesized, proving");
-        for _ in 0..runs.max(1) {
+        for run in 0..runs.max(1) {
             let (proof, t) = key.prove(&vk, &part.input_assignment, &part.aux_assignment, r, s)?;
+            // the same r and s every run (a device setting such as SNARKFLOW_MSM_WBITS may change
+            // between runs): each run's proof must equal the first's
+            let same = resident.as_ref().is_none_or(|first| proof_bytes(first) == proof_bytes(&proof));
+            if runs > 1 {
+                println!("RUN {id} partition {i} run {run} {} | same as run 0: {same}", row(&t));
+            }
+            all_good &= same;
             times.push(t);
-            resident = Some(proof);
+            resident.get_or_insert(proof);
         }
         let resident = resident.expect("one run at least");
         times.sort_by(|a, b| a.total.total_cmp(&b.total));

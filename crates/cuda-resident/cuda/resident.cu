@@ -81,6 +81,15 @@ template<typename F> static RustError guarded(F f)
     }
 }
 
+// SNARKFLOW_RESIDENT_TRACE=1 prints each step of a prove to stderr (for debugging the device
+// code; the timings come back to the caller either way)
+static bool tracing_on()
+{
+    static const bool on = getenv("SNARKFLOW_RESIDENT_TRACE") != nullptr;
+    return on;
+}
+#define TRACE(...) do { if (tracing_on()) { fprintf(stderr, "resident: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
 // ---------------------------------------------------------------------------------------------
 // device buffers
 
@@ -113,6 +122,8 @@ struct scoped_dbuf : dbuf {
     scoped_dbuf& operator=(const scoped_dbuf&) = delete;
     ~scoped_dbuf() { release(); }
 };
+
+#include "msm_one_pass.cuh"
 
 // One query's scalars split three ways: the indices of those that are 1 (`ones`), of those
 // that are neither 0 nor 1 (`tail`), and how many of each (`counts`, on the device: [ones,
@@ -152,7 +163,9 @@ struct sf_device {
     // a, b, c and h (SpMV, the NTTs, the quotient) on a stream of their own, so that the tail
     // MSMs of L, A and B, which need only the witness, run beside them; events time its phases
     stream_t* prep = nullptr;
-    cudaEvent_t marks[3] = {nullptr, nullptr, nullptr};
+    cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};
+    // the H MSM's buffers (msm_one_pass.cuh), queued on `prep` right behind h
+    one_pass_work h_msm;
     // recorded on `side` once the three splits are written (the sums of the ones come after)
     cudaEvent_t split_ready = nullptr;
 
@@ -162,6 +175,7 @@ struct sf_device {
         for (auto& sp : split) sp.release();
         for (auto& o : ones) o.sums.release();
         tail_points.release();
+        h_msm.release();
     }
 };
 
@@ -224,10 +238,11 @@ struct sf_msm_sums {
     point2_t b_g2;
 };
 
-// milliseconds per phase of one prove: `spmv` and `ntt` from events on the prep stream (device
-// time, beside the tail MSMs), the MSMs by the host clock around their synchronised work,
-// `wait_h` how long h kept the H MSM waiting once the tails were done, `wait_ones` how long the
-// sums of the ones on `side` took past the H MSM
+// milliseconds per phase of one prove: `spmv`, `ntt` and `msm_h` from events on the prep stream
+// (device time, beside the tail MSMs; `msm_h` plus its few host milliseconds at the end), the
+// tail MSMs by the host clock around their synchronised work, `wait_h` how long the host waited
+// for the prep stream (h and the H MSM) once the tails were done, `wait_ones` how long the sums
+// of the ones on `side` took past that
 struct sf_timings {
     double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, wait_h, wait_ones, total;
 };
@@ -402,15 +417,6 @@ static void upload(dbuf& dst, const void* src, size_t bytes, const char* what, s
 }
 
 static size_t point_bytes(uint32_t section) { return section == SEC_B2 ? sizeof(g2_mem_t) : sizeof(g1_mem_t); }
-
-// SNARKFLOW_RESIDENT_TRACE=1 prints each step of a prove to stderr (for debugging the device
-// code; the timings come back to the caller either way)
-static bool tracing_on()
-{
-    static const bool on = getenv("SNARKFLOW_RESIDENT_TRACE") != nullptr;
-    return on;
-}
-#define TRACE(...) do { if (tracing_on()) { fprintf(stderr, "resident: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 using clock_type = std::chrono::steady_clock;
 static double ms_since(clock_type::time_point t)
@@ -868,9 +874,9 @@ static double event_ms(cudaEvent_t from, cudaEvent_t to)
 
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
 // uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars, then the
-// sums of the points whose scalar is 1 (`side`); a, b, c and h (`prep`); and the MSMs on
-// sppark's streams — as soon as the splits are known the tails of L, A, B-G1 and B-G2, which
-// need only the witness and so run beside the other two, then H once h is there.
+// sums of the points whose scalar is 1 (`side`); a, b, c, h and the H MSM right behind them
+// (`prep`); and the tail MSMs of L, A, B-G1 and B-G2 on sppark's streams as soon as the splits
+// are known (they need only the witness, so they run beside the other two).
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
                                     const sf_witness* wit, sf_msm_sums* out, sf_timings* t)
 {
@@ -903,6 +909,15 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         sum_ones_async<bucket_t>(gpu, d->side, d->ones[2], srs->points[SEC_B1].as<g1_mem_t>(), d->split[2]);
         sum_ones_async<bucket2_t>(gpu, d->side, d->ones[3], srs->points[SEC_B2].as<g2_mem_t>(), d->split[2]);
         queue_h(d, sh, wit);
+        // deg h ≤ m − 2, so the H query has m − 1 points
+        const int wbits = h_msm_wbits();
+        const bool one_pass = wbits >= 0;
+        one_pass_plan h_plan;
+        if (one_pass) {
+            h_plan = one_pass_plan_for(gpu, m - 1, (uint32_t)wbits);
+            one_pass_queue(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>());
+        }
+        check(cudaEventRecord(d->marks[3], *d->prep), "timing the H MSM");
         splits_known(d);
 
         auto phase = clock_type::now();
@@ -928,11 +943,15 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         t->wait_h = ms_since(phase);
         t->spmv = event_ms(d->marks[0], d->marks[1]);
         t->ntt = event_ms(d->marks[1], d->marks[2]);
-        TRACE("h computed");
-        // deg h ≤ m − 2, so the H query has m − 1 points
         phase = clock_type::now();
-        msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1, "the H MSM");
-        t->msm_h = ms_since(phase);
+        if (one_pass) {
+            one_pass_collect(gpu, *d->prep, d->h_msm, h_plan, out->h);
+            t->msm_h = event_ms(d->marks[2], d->marks[3]) + ms_since(phase);
+        } else {
+            msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1,
+                                             "the H MSM");
+            t->msm_h = ms_since(phase);
+        }
         phase = clock_type::now();
         check(cudaStreamSynchronize(d->side), "the sums of the ones");
         t->wait_ones = ms_since(phase);

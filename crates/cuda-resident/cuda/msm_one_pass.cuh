@@ -1,0 +1,241 @@
+// A Pippenger MSM for one large query whose points and scalars are both on the device (the H
+// query): sppark's kernels — digit breakdown, radix sort, bucket accumulation, batch addition —
+// scheduled here as one pass over all points on the caller's stream, with a bucket reduction of
+// our own. Included by resident.cu (it uses its dbuf, check and TRACE).
+//
+// Why not sppark's msm_t::invoke for H: at 2^27 points it picks 18-bit windows and cuts the
+// points into 8 batches; after each batch the host waits for `integrate` (one block per window,
+// 15 of the H200's 132 SMs busy) and a copy back, ~19 ms a batch, and nothing of H can be queued
+// before h exists on the host's side. Here:
+//   - one batch: the digits of all points stay in device memory (4 bytes per point and window);
+//   - wider windows when the points are many (fewer windows, fewer bucket additions: the
+//     accumulation is ~85 % of the MSM), chosen by `one_pass_plan`;
+//   - the buckets reduced by `reduce_runs`, one thread per run of RUN buckets over all SMs;
+//   - every kernel queued on one stream with no host wait, so the MSM runs right behind the
+//     NTTs that make h; the host reads back a few thousand run sums at the end.
+//
+// The layout the kernels agree on (sppark's sort): in window y a digit d ≥ 1 lands in a bucket
+// x ∈ [(d−1)·2^shift, d·2^shift); shift is 0 except in the top window, which has fewer bits and
+// spreads each digit over 2^shift buckets (shift = wbits − its bits). Bucket 0 of window 0 is
+// left empty by `accumulate` and its points summed by `batch_addition` (the "ones"). So window
+// y's sum is Σ_x ((x >> shift) + 1)·B_x, and the MSM is Σ_y 2^(y·wbits)·W_y + ones.
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+static const uint32_t RUN_BITS = 9;
+static const uint32_t RUN = 1u << RUN_BITS;
+
+// One thread per run of RUN buckets starting at x0: out[2g] = Σ_k B_{x0+k}·#{j ∈ [x0, x0+k] :
+// j ≡ 0 mod 2^shift}, out[2g+1] = Σ_k B_{x0+k}. The part of each bucket's weight that comes from
+// below x0 is the same for the whole run and is added on the host (`window_sum`).
+__launch_bounds__(256) __global__
+void reduce_runs(bucket_t::mem_t* out, const bucket_t::mem_t* buckets, uint32_t nwins, uint32_t row_bits,
+                 uint32_t top_shift)
+{
+    const uint32_t run_bits_of_row = row_bits - RUN_BITS;
+    size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= ((size_t)nwins << run_bits_of_row))
+        return;
+    uint32_t y = (uint32_t)(g >> run_bits_of_row);
+    uint32_t x0 = (uint32_t)(g & ((1u << run_bits_of_row) - 1)) << RUN_BITS;
+    uint32_t mask = y == nwins - 1 ? (1u << top_shift) - 1 : 0;
+    const bucket_t::mem_t* row = buckets + ((size_t)y << row_bits);
+    bucket_t acc, res;
+    acc.inf();
+    res.inf();
+    #pragma unroll 1
+    for (uint32_t k = RUN; k-- > 0;) {
+        bucket_t b = row[x0 + k];
+        acc.add(b);
+        if (((x0 + k) & mask) == 0)
+            res.add(acc);
+    }
+    out[2 * g] = res;
+    out[2 * g + 1] = acc;
+}
+
+struct one_pass_plan {
+    size_t n = 0, stride = 0;
+    uint32_t wbits = 0, nwins = 0, top_bits = 0;
+    size_t row = 0, runs_per_row = 0;
+    uint32_t sort_grid = 0;
+
+    uint32_t top_shift() const { return wbits - top_bits; }
+    size_t runs() const { return (size_t)nwins * runs_per_row; }
+};
+
+// SNARKFLOW_MSM_WBITS, for measuring: a comma-separated list of window widths taken in turn by
+// successive H MSMs of the process, `sppark` for sppark's msm_t after h (the path before this
+// file); 0 (and unset) is `one_pass_plan_for`'s own choice, -1 sppark's.
+static int h_msm_wbits()
+{
+    static const std::vector<int> list = [] {
+        std::vector<int> v;
+        const char* env = getenv("SNARKFLOW_MSM_WBITS");
+        std::string s = env ? env : "";
+        for (size_t at = 0; at <= s.size();) {
+            size_t end = s.find(',', at);
+            if (end == std::string::npos)
+                end = s.size();
+            std::string item = s.substr(at, end - at);
+            if (!item.empty())
+                v.push_back(item == "sppark" ? -1 : atoi(item.c_str()));
+            at = end + 1;
+        }
+        return v;
+    }();
+    static std::atomic<size_t> next{0};
+    return list.empty() ? 0 : list[next++ % list.size()];
+}
+
+// Window width: `wbits` when not 0, else 21 bits from 2^25 points up (13 windows instead of
+// sppark's 15 at 18 bits; 2^20 buckets a window), else sppark's own choice for that many points.
+static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbits)
+{
+    one_pass_plan p;
+    p.n = n;
+    p.stride = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
+    uint32_t lg = 0;
+    for (size_t v = n + n / 2; v >>= 1;)
+        lg++;
+    if (wbits == 0)
+        wbits = n >= ((size_t)1 << 25) ? 21 : std::min<uint32_t>(std::max<uint32_t>(lg, 18) - 8, 18);
+    // a row must hold at least one run; the sort handles keys of up to 2·DIGIT_BITS bits
+    if (wbits < RUN_BITS + 1 || wbits - 1 > 2 * DIGIT_BITS)
+        throw sf_error(-1, "MSM window width out of range: " + std::to_string(wbits));
+    p.wbits = wbits;
+    const uint32_t nbits = (uint32_t)scalar_t::bit_length();
+    p.nwins = (nbits - 1) / p.wbits + 1;
+    p.top_bits = nbits - p.wbits * (p.nwins - 1);
+    p.row = (size_t)1 << (p.wbits - 1);
+    p.runs_per_row = p.row >> RUN_BITS;
+    // the sort runs best on about a third of the SMs, in a power of two of blocks (at most a
+    // warp's worth: the sort's own limit)
+    p.sort_grid = 1;
+    while (p.sort_grid * 2 <= (uint32_t)gpu.sm_count() / 3 && p.sort_grid * 2 <= WARP_SZ)
+        p.sort_grid *= 2;
+    return p;
+}
+
+// Device buffers of the one-pass MSM, kept between proves (sized by the largest n seen).
+struct one_pass_work {
+    dbuf digits, temps, hist, buckets, ones, runs;
+
+    void release()
+    {
+        digits.release(); temps.release(); hist.release();
+        buckets.release(); ones.release(); runs.release();
+    }
+};
+
+static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
+
+// Queue Σ scalars[i]·points[i], i < n, on `s` (scalars in Montgomery form). Nothing is waited
+// for; `one_pass_collect` reads the result once `s` is done.
+static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
+                           const g1_mem_t* points, const scalar_t* scalars)
+{
+    typedef bucket_t::mem_t bucket_h;
+    if (p.n == 0)
+        return;
+    if (p.n >= (size_t)1 << 31)
+        throw sf_error(-1, "an MSM of 2^31 points or more");
+    TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
+          p.top_bits, p.runs());
+    w.digits.ensure((size_t)p.nwins * p.stride * sizeof(uint32_t), "allocating the MSM digits");
+    w.temps.ensure(2 * p.stride * sizeof(uint2), "allocating the MSM sort space");
+    w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
+    w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
+    w.ones.ensure(ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
+    w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
+
+    vec2d_t<uint32_t> digits{w.digits.ptr, (uint32_t)p.stride};
+    vec2d_t<uint2> temps{w.temps.ptr, (uint32_t)p.stride};
+    vec2d_t<uint32_t> hist{w.hist.ptr, (uint32_t)p.row};
+    uint32_t nwins = p.nwins, wbits = p.wbits, row_bits = p.wbits - 1;
+    size_t len = p.n;
+
+    breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
+    check(cudaGetLastError(), "the MSM digits");
+    // windows sorted two at a time (one per grid row), the top one with its own width
+    const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
+    const uint32_t top = p.top_bits - 1;
+    uint32_t win = 0;
+    for (; win + 1 < nwins; win += 2)
+        s.launch_coop(sort, {dim3(p.sort_grid, 2), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, win, temps, hist,
+                      row_bits, row_bits, win + 2 == nwins ? top : row_bits);
+    if (win < nwins)
+        s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, win, temps, hist,
+                      row_bits, top, 0u);
+
+    void (*ones)(bucket_h*, const g1_mem_t*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket_t, g1_mem_t>;
+    // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the device)
+    ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(w.ones.as<bucket_h>(), points, len, &digits[0][0], hist[0][0]);
+    check(cudaGetLastError(), "the MSM's first bucket");
+    // its own work counter (sppark's msm_t uses 0 and 1), so that it may run beside theirs
+    const uint32_t counter = MSM_NSTREAMS - 1;
+    s.launch_coop(accumulate<bucket_t, g1_mem_t>, {gpu.sm_count(), 0}, w.buckets.as<bucket_h>(), nwins, wbits,
+                  const_cast<g1_mem_t*>(points), digits, hist, counter);
+    uint32_t blocks = (uint32_t)((p.runs() + 255) / 256);
+    reduce_runs<<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), nwins, row_bits, p.top_shift());
+    check(cudaGetLastError(), "reducing the MSM buckets");
+}
+
+// Window y's Σ_x ((x >> shift) + 1)·B_x from its runs: Σ_s res_s + Σ_s c_s·acc_s with
+// c_s = ⌈x0_s / 2^shift⌉, the weight run s inherits from below its first bucket. c grows by
+// Δ = RUN >> shift at every run (shift ≤ RUN_BITS) or by 0 or 1 (wider shifts), so
+// Σ_s c_s·acc_s = d·Σ_{s: Δ_s ≠ 0} (Σ_{s' ≥ s} acc_s'), d = max(1, RUN >> shift).
+static point_t window_sum(const bucket_t* runs, size_t nruns, uint32_t shift)
+{
+    bucket_t total, suffix, raised;
+    total.inf(); suffix.inf(); raised.inf();
+    auto c = [shift](size_t s) { return ((s << RUN_BITS) + ((size_t)1 << shift) - 1) >> shift; };
+    for (size_t s = nruns; s-- > 0;) {
+        total.add(runs[2 * s]);
+        suffix.add(runs[2 * s + 1]);
+        if (s > 0 && c(s) != c(s - 1))
+            raised.add(suffix);
+    }
+    point_t r = raised;
+    for (uint32_t i = shift; i < RUN_BITS; i++)
+        r.dbl();
+    point_t w = total;
+    w.add(r);
+    return w;
+}
+
+// Wait for `s`, read the run sums back and finish on the host: each window's sum (one thread a
+// window), then Horner over the windows, then the ones.
+static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work& w, const one_pass_plan& p, point_t& out)
+{
+    typedef bucket_t::mem_t bucket_h;
+    out.inf();
+    if (p.n == 0)
+        return;
+    check(cudaStreamSynchronize(s), "the one-pass MSM");
+    std::vector<bucket_t> runs(2 * p.runs());
+    std::vector<bucket_t> ones(ones_slots(gpu));
+    static_assert(sizeof(bucket_t) == sizeof(bucket_h), "buckets cross as they are");
+    check(cudaMemcpy(runs.data(), w.runs.ptr, runs.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
+    check(cudaMemcpy(ones.data(), w.ones.ptr, ones.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
+    std::vector<point_t> wins(p.nwins);
+    std::vector<std::thread> threads;
+    for (uint32_t y = 0; y < p.nwins; y++)
+        threads.emplace_back([&, y] {
+            uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
+            wins[y] = window_sum(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
+        });
+    for (auto& t : threads)
+        t.join();
+    out = wins[p.nwins - 1];
+    for (uint32_t y = p.nwins - 1; y-- > 0;) {
+        for (uint32_t i = 0; i < p.wbits; i++)
+            out.dbl();
+        out.add(wins[y]);
+    }
+    point_t first = sum_up(ones);
+    out.add(first);
+}
