@@ -3,7 +3,8 @@
 # sparse C1 fixture made from FIXTURE_SEED, random parameters from PARAMS_SEED made on the GPU,
 # then `bench resident`: one partition proved by the resident prover, the CPU prover (bellperson,
 # the host's cores; NO_CPU=1 skips it) and supraseal-c2 with the same r and s, each proof
-# verified and compared byte for byte.
+# verified and compared byte for byte. RUNS proves each partition that many times (with
+# SNARKFLOW_MSM_WBITS a list, each run its own H-MSM window width); every run must equal the first.
 #
 #   SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/pack-gpu.sh   # here
 #   (device, carry .gpu-carry) bash deploy/scripts/device-resident-porep.sh
@@ -25,7 +26,7 @@ for size in ${SIZES:-8MiB 512MiB}; do
         >"$out/params-$size.log" 2>&1 || { echo "params $size failed: $(tail -3 "$out/params-$size.log")"; continue; }
     echo "== $size: fixture seed ${FIXTURE_SEED:-7}, parameters seed ${PARAMS_SEED:-3} ($(tail -1 "$out/params-$size.log" | grep -o '([0-9.]* s)'))"
     timeout "${CASE_LIMIT:-300}" "$sf" bench resident --kind porep-c2 --c1 "$fx/c1.json" --miner-id 1000 \
-        --partitions "${PARTITIONS:-1}" ${NO_CPU:+--no-cpu} --supraseal >"$out/bench-$size.log" 2>&1
+        --partitions "${PARTITIONS:-1}" --runs "${RUNS:-1}" ${NO_CPU:+--no-cpu} --supraseal >"$out/bench-$size.log" 2>&1
     echo "exit $?" >>"$out/bench-$size.log"
-    grep -E "^(RESIDENT|PROOF|COMPARE|shape|exit)" "$out/bench-$size.log" | tee -a "$out/porep-table.txt"
+    grep -E "^(RUN|RESIDENT|PROOF|COMPARE|shape|exit)" "$out/bench-$size.log" | tee -a "$out/porep-table.txt"
 done
