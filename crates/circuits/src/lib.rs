@@ -20,11 +20,11 @@ pub use kind::{KindError, ParsedRequest, ProofKind};
 pub use kinds::dense_chain::DenseChain;
 pub use kinds::sha256_chain::Sha256Chain;
 pub use registry::{
-    default_deadline_secs, default_priority, is_filecoin, native_witness, param_file_stem, parse_request,
-    public_inputs, record_shape, takes_input, test_constraints, verified_whole, verify_job, visit_blank,
+    default_deadline_secs, default_priority, is_filecoin, native_witness, param_file_stem, parse_filecoin_request,
+    parse_request, public_inputs, record_shape, takes_input, test_constraints, verified_whole, verify_job, visit_blank,
     visit_with_witness,
 };
-pub use snarkflow_filecoin::{JobInput, VerifyFailure};
+pub use snarkflow_filecoin::{FilecoinRequest, JobInput, VerifyFailure};
 use snarkflow_wire::CircuitSpec;
 
 /// A buildable partition circuit: one of the kinds snarkflow knows.

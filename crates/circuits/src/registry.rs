@@ -81,6 +81,13 @@ pub fn parse_request(kind: JobKind, input: &Map<String, Value>) -> Result<Parsed
     with_kind!(kind, K => K::parse(input))
 }
 
+/// Check a Filecoin job's input whose fields are already binary (the cuzk gRPC interface's
+/// request): the same checks as [`parse_request`] after its JSON is read.
+pub fn parse_filecoin_request(request: snarkflow_filecoin::FilecoinRequest) -> Result<ParsedRequest, KindError> {
+    let parsed = request.check()?;
+    Ok(ParsedRequest { spec: parsed.spec, partitions: parsed.partitions, seed: 0, input: Some(parsed.input) })
+}
+
 /// The blank (witness-free) circuit of `spec`.
 pub fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
     with_kind!(spec.kind(), K => K::visit_blank(spec, visitor))

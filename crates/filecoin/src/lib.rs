@@ -26,6 +26,7 @@ pub mod porep;
 pub mod post;
 #[cfg(feature = "fixtures")]
 pub mod random_snap;
+mod request;
 pub mod snap;
 pub mod sparse;
 pub mod sparse_post;
@@ -37,6 +38,7 @@ pub use fields::prover_id;
 pub use input::JobInput;
 pub use porep::PorepInput;
 pub use post::{PostInput, PostKind};
+pub use request::FilecoinRequest;
 pub use snap::SnapInput;
 pub use verify::VerifyFailure;
 

@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use base64::Engine as _;
 use blstrs::Scalar as Fr;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::constants::DefaultPieceHasher;
@@ -21,8 +20,11 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::fields::{by_name, err, only_fields, prover_id, registered_name, sector_size_of, size_name, u64_field};
+
+mod c1;
 use crate::verify::{verdict, verify_partitions, VerifyFailure};
 use crate::{FilecoinError, Parsed};
+pub use c1::c1_envelope;
 
 type Porep<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
 type PorepCompound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -52,67 +54,6 @@ pub fn param_file_stem(sector_size: u64, synthetic: bool) -> Result<String, File
     Ok(crate::fields::param_file_stem(&registered_proof(sector_size, synthetic)?.circuit_identifier()?))
 }
 
-/// A C1 output as Curio and lotus-bench wrap it: `{"SectorNum", "Phase1Out", "SectorSize"}`,
-/// `Phase1Out` being the base64 of the C1 JSON.
-pub fn c1_envelope(c1: &SealCommitPhase1Output, sector_num: u64) -> Value {
-    let json = serde_json::to_vec(c1).expect("C1 output serializes");
-    serde_json::json!({
-        "SectorNum": sector_num,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
-        "SectorSize": u64::from(c1.registered_proof.sector_size()),
-    })
-}
-
-/// The C1 data of a request: the Curio/lotus-bench envelope `{SectorNum, Phase1Out,
-/// SectorSize}` or the raw C1 JSON with `sector_num`.
-struct C1Data {
-    json: Vec<u8>,
-    sector_id: u64,
-    envelope_size: Option<u64>,
-}
-
-fn c1_data(input: &Map<String, Value>) -> Result<C1Data, FilecoinError> {
-    match (input.get("c1"), input.get("c1_raw")) {
-        (Some(Value::Object(env)), None) => {
-            for key in env.keys() {
-                if !["SectorNum", "Phase1Out", "SectorSize"].contains(&key.as_str()) {
-                    return Err(err(format!(
-                        "input.c1.{key} is not a field of the C1 envelope (SectorNum, Phase1Out, SectorSize)"
-                    )));
-                }
-            }
-            if input.contains_key("sector_num") {
-                return Err(err("input.sector_num goes with c1_raw; the envelope carries SectorNum"));
-            }
-            let sector_id = u64_field(env, "input.c1", "SectorNum")?;
-            let size = u64_field(env, "input.c1", "SectorSize")?;
-            let b64 = match env.get("Phase1Out") {
-                Some(Value::String(s)) => s,
-                None | Some(Value::Null) => return Err(err("input.c1.Phase1Out is required")),
-                Some(_) => return Err(err("input.c1.Phase1Out must be a base64 string")),
-            };
-            let json = base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| err(format!("input.c1.Phase1Out is not base64: {e}")))?;
-            Ok(C1Data { json, sector_id, envelope_size: Some(size) })
-        }
-        (Some(_), None) => Err(err("input.c1 must be an object {SectorNum, Phase1Out, SectorSize}")),
-        (None, Some(raw)) => {
-            let sector_id = u64_field(input, "input", "sector_num")?;
-            let json = match raw {
-                Value::String(s) => s.clone().into_bytes(),
-                Value::Object(_) => serde_json::to_vec(raw).expect("a JSON value serializes"),
-                _ => return Err(err("input.c1_raw must be the C1 output as a JSON object or string")),
-            };
-            Ok(C1Data { json, sector_id, envelope_size: None })
-        }
-        (Some(_), Some(_)) => Err(err("give either input.c1 (the envelope) or input.c1_raw, not both")),
-        (None, None) => {
-            Err(err("input.c1 is required: {\"SectorNum\": n, \"Phase1Out\": \"<base64 C1>\", \"SectorSize\": bytes}"))
-        }
-    }
-}
-
 /// Interactive (false) or Synthetic (true) PoRep; older and newer variants are refused.
 fn synthetic(name: &str) -> Result<bool, FilecoinError> {
     match name {
@@ -138,7 +79,18 @@ fn vanilla_shape(proofs: &VanillaSealProof) -> (usize, u64) {
 pub fn parse(input: &Map<String, Value>) -> Result<Parsed<PorepInput>, FilecoinError> {
     only_fields(input, "porep-c2", &["miner_id", "c1", "c1_raw", "sector_num"])?;
     let miner_id = u64_field(input, "input", "miner_id")?;
-    let C1Data { json, sector_id, envelope_size } = c1_data(input)?;
+    checked(miner_id, c1::c1_data(input)?)
+}
+
+/// [`parse`] for the envelope's bytes as the cuzk gRPC interface carries them
+/// (`vanilla_proof`), read straight into its fields.
+pub fn parse_envelope(miner_id: u64, envelope: &[u8]) -> Result<Parsed<PorepInput>, FilecoinError> {
+    checked(miner_id, c1::envelope_data(envelope)?)
+}
+
+/// Everything [`parse`] checks once the C1 data is out of its wrapping.
+fn checked(miner_id: u64, data: c1::C1Data) -> Result<Parsed<PorepInput>, FilecoinError> {
+    let c1::C1Data { json, sector_id, envelope_size } = data;
     let c1: SealCommitPhase1Output = serde_json::from_slice(&json)
         .map_err(|e| err(format!("the C1 data is not a C1 output (SealCommitPhase1Output JSON): {e}")))?;
     let proof = c1.registered_proof;

@@ -93,6 +93,29 @@ impl PostKind {
         };
         only_fields(input, self.name(), fields)?;
         let registered_proof: RegisteredPoStProof = registered(input, "input", "PoSt")?;
+        let miner_id = u64_field(input, "input", "miner_id")?;
+        let partition_index = match (self, input.get("partition_index")) {
+            (PostKind::Winning, _) | (PostKind::Window, None | Some(Value::Null)) => 0,
+            (PostKind::Window, Some(v)) => v
+                .as_u64()
+                .filter(|p| *p < 1 << 20)
+                .ok_or_else(|| err("input.partition_index must be a small non-negative integer"))?
+                as u32,
+        };
+        self.checked(PostInput {
+            miner_id,
+            prover_id: prover_id(miner_id),
+            registered_proof,
+            randomness: bytes32(input, "input", "randomness")?,
+            partition_index,
+            vanilla_proofs: base64_list(input, "input", "vanilla_proofs")?,
+        })
+    }
+
+    /// Everything [`PostKind::parse`] checks once the fields are read (the cuzk gRPC
+    /// interface's request starts here, its bytes already binary).
+    pub fn checked(self, parsed: PostInput) -> Result<Parsed<PostInput>, FilecoinError> {
+        let registered_proof = parsed.registered_proof;
         let name = registered_name(registered_proof);
         match self {
             PostKind::Window if !(name.starts_with("StackedDrgWindow") && name.ends_with("V1_2")) => {
@@ -106,23 +129,12 @@ impl PostKind {
             PostKind::Window | PostKind::Winning => {}
         }
         let sector_size = sector_size_of(u64::from(registered_proof.sector_size()))?;
-        let miner_id = u64_field(input, "input", "miner_id")?;
-        let partition_index = match (self, input.get("partition_index")) {
-            (PostKind::Winning, _) | (PostKind::Window, None | Some(Value::Null)) => 0,
-            (PostKind::Window, Some(v)) => v
-                .as_u64()
-                .filter(|p| *p < 1 << 20)
-                .ok_or_else(|| err("input.partition_index must be a small non-negative integer"))?
-                as u32,
-        };
-        let parsed = PostInput {
-            miner_id,
-            prover_id: prover_id(miner_id),
-            registered_proof,
-            randomness: bytes32(input, "input", "randomness")?,
-            partition_index,
-            vanilla_proofs: base64_list(input, "input", "vanilla_proofs")?,
-        };
+        if parsed.prover_id != prover_id(parsed.miner_id) {
+            return Err(err("the prover id is not the miner's"));
+        }
+        if parsed.partition_index >= 1 << 20 || (self == PostKind::Winning && parsed.partition_index != 0) {
+            return Err(err("input.partition_index must be a small non-negative integer (0 for WinningPoSt)"));
+        }
         // the vanilla proofs must deserialize and partition as filecoin-proofs would
         (|| with_sector_shape!(sector_size, check, &parsed, self))()?;
         let spec = match self {

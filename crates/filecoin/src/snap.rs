@@ -44,14 +44,20 @@ pub fn parse(input: &Map<String, Value>) -> Result<Parsed<SnapInput>, FilecoinEr
         &["registered_proof", "comm_r_old", "comm_r_new", "comm_d_new", "vanilla_proofs"],
     )?;
     let registered_proof: RegisteredUpdateProof = registered(input, "input", "update")?;
-    let sector_size = sector_size_of(u64::from(registered_proof.sector_size()))?;
-    let parsed = SnapInput {
+    checked(SnapInput {
         registered_proof,
         comm_r_old: bytes32(input, "input", "comm_r_old")?,
         comm_r_new: bytes32(input, "input", "comm_r_new")?,
         comm_d_new: bytes32(input, "input", "comm_d_new")?,
         vanilla_proofs: base64_list(input, "input", "vanilla_proofs")?,
-    };
+    })
+}
+
+/// Everything [`parse`] checks once the fields are read (the cuzk gRPC interface's request
+/// starts here, its bytes already binary).
+pub fn checked(parsed: SnapInput) -> Result<Parsed<SnapInput>, FilecoinError> {
+    let registered_proof = parsed.registered_proof;
+    let sector_size = sector_size_of(u64::from(registered_proof.sector_size()))?;
     let partitions = usize::from(registered_proof.partitions());
     if parsed.vanilla_proofs.len() != partitions {
         return Err(err(format!(

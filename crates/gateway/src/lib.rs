@@ -49,7 +49,7 @@ pub use services::serve;
 use snarkflow_bus::{Bus, Ledger};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-pub use validate::{validate, Policy, ValidJob};
+pub use validate::{validate, JobRequest, Policy, RequestInput, ValidJob};
 pub use view::JobView;
 
 /// Shared by every handler.

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-use snarkflow_circuits::JobInput;
+use serde_json::{Map, Value};
+use snarkflow_circuits::{FilecoinRequest, JobInput};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::ApiError;
@@ -105,50 +105,119 @@ fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::Invalid(msg.into())
 }
 
-/// Validate a `POST /v1/jobs` body: the envelope here, the `input` by its kind's module.
-pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
-    let obj = body.as_object().ok_or_else(|| ApiError::BadRequest("request body must be a JSON object".into()))?;
-    for key in obj.keys() {
-        if !REQUEST_FIELDS.contains(&key.as_str()) {
-            return Err(invalid(format!("unknown field {key:?}")));
+/// A job request before validation, whichever door it came through: the JSON body of
+/// `POST /v1/jobs` ([`JobRequest::from_json`]) or a cuzk `SubmitProofRequest` (`grpc::request`,
+/// with its bytes kept binary). [`validate`] checks both the same way.
+#[derive(Debug, Clone)]
+pub struct JobRequest {
+    pub kind: JobKind,
+    pub input: RequestInput,
+    pub priority: Option<Priority>,
+    pub idempotency_key: Option<String>,
+    pub deadline_secs: Option<u64>,
+}
+
+/// A request's input: the JSON object of `POST /v1/jobs`, read by the kind's module, or a
+/// Filecoin input whose fields are already binary.
+#[derive(Debug, Clone)]
+pub enum RequestInput {
+    Json(Map<String, Value>),
+    Filecoin(FilecoinRequest),
+}
+
+impl JobRequest {
+    /// A Filecoin job of `request`'s kind with the kind's default priority and deadline.
+    pub fn filecoin(request: FilecoinRequest) -> Self {
+        JobRequest {
+            kind: request.kind(),
+            input: RequestInput::Filecoin(request),
+            priority: None,
+            idempotency_key: None,
+            deadline_secs: None,
         }
     }
-    let kind_name = match obj.get("kind") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(invalid("kind must be a string")),
-        None => return Err(invalid("kind is required")),
+
+    /// Read a `POST /v1/jobs` body: the envelope's fields and their types (the values' ranges
+    /// and the input are [`validate`]'s).
+    pub fn from_json(body: Value) -> Result<Self, ApiError> {
+        let Value::Object(mut obj) = body else {
+            return Err(ApiError::BadRequest("request body must be a JSON object".into()));
+        };
+        for key in obj.keys() {
+            if !REQUEST_FIELDS.contains(&key.as_str()) {
+                return Err(invalid(format!("unknown field {key:?}")));
+            }
+        }
+        let kind_name = match obj.get("kind") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err(invalid("kind must be a string")),
+            None => return Err(invalid("kind is required")),
+        };
+        let kind = JobKind::parse(kind_name).ok_or_else(|| {
+            let known: Vec<_> = JobKind::ALL.iter().map(|k| k.as_str()).collect();
+            invalid(format!("unknown kind {kind_name:?}; known kinds: {}", known.join(", ")))
+        })?;
+        let input = match obj.remove("input") {
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(invalid("input must be an object")),
+            None => return Err(invalid("input is required")),
+        };
+        let priority =
+            match obj.get("priority") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(Priority::parse(s).ok_or_else(|| {
+                    invalid(format!("priority must be one of low, normal, high, critical; got {s:?}"))
+                })?),
+                Some(_) => return Err(invalid("priority must be a string")),
+            };
+        let idempotency_key = match obj.get("idempotency_key") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(bad_idempotency_key()),
+        };
+        let deadline_secs = match obj.get("deadline_secs") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(bad_deadline)?),
+        };
+        Ok(JobRequest { kind, input: RequestInput::Json(input), priority, idempotency_key, deadline_secs })
+    }
+}
+
+fn bad_idempotency_key() -> ApiError {
+    invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes"))
+}
+
+fn bad_deadline() -> ApiError {
+    invalid(format!("deadline_secs must be an integer from 1 to {MAX_DEADLINE_SECS}"))
+}
+
+/// Validate a job request: the envelope here, the input by its kind's module.
+pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
+    let JobRequest { kind, input, priority, idempotency_key, deadline_secs } = request;
+    let priority = priority.unwrap_or_else(|| snarkflow_circuits::default_priority(kind));
+    if idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY) {
+        return Err(bad_idempotency_key());
+    }
+    let deadline_secs = match deadline_secs {
+        None => snarkflow_circuits::default_deadline_secs(kind),
+        Some(n) if (1..=MAX_DEADLINE_SECS).contains(&n) => n,
+        Some(_) => return Err(bad_deadline()),
     };
-    let kind = JobKind::parse(kind_name).ok_or_else(|| {
-        let known: Vec<_> = JobKind::ALL.iter().map(|k| k.as_str()).collect();
-        invalid(format!("unknown kind {kind_name:?}; known kinds: {}", known.join(", ")))
-    })?;
-    let input = match obj.get("input") {
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(invalid("input must be an object")),
-        None => return Err(invalid("input is required")),
-    };
-    let priority = match obj.get("priority") {
-        None | Some(Value::Null) => snarkflow_circuits::default_priority(kind),
-        Some(Value::String(s)) => Priority::parse(s)
-            .ok_or_else(|| invalid(format!("priority must be one of low, normal, high, critical; got {s:?}")))?,
-        Some(_) => return Err(invalid("priority must be a string")),
-    };
-    let idempotency_key = match obj.get("idempotency_key") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_IDEMPOTENCY_KEY => Some(s.clone()),
-        Some(_) => {
-            return Err(invalid(format!("idempotency_key must be a string of 1 to {MAX_IDEMPOTENCY_KEY} bytes")))
+    let (parsed, fingerprint) = match input {
+        RequestInput::Json(input) => {
+            let parsed = snarkflow_circuits::parse_request(kind, &input).map_err(|e| invalid(e.to_string()))?;
+            (parsed, request_fingerprint(kind, &input))
+        }
+        RequestInput::Filecoin(request) => {
+            if request.kind() != kind {
+                return Err(invalid(format!("a {} input for a {} job", request.kind().as_str(), kind.as_str())));
+            }
+            // of the binary fields: a retry through the same door repeats it
+            let fingerprint = request.fingerprint();
+            let parsed = snarkflow_circuits::parse_filecoin_request(request).map_err(|e| invalid(e.to_string()))?;
+            (parsed, fingerprint)
         }
     };
-    let deadline_secs = match obj.get("deadline_secs") {
-        None | Some(Value::Null) => snarkflow_circuits::default_deadline_secs(kind),
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=MAX_DEADLINE_SECS).contains(&n) => n,
-            _ => return Err(invalid(format!("deadline_secs must be an integer from 1 to {MAX_DEADLINE_SECS}"))),
-        },
-    };
-    let parsed = snarkflow_circuits::parse_request(kind, input).map_err(|e| invalid(e.to_string()))?;
-    let fingerprint = request_fingerprint(kind, input);
     Ok(ValidJob {
         circuit: parsed.spec,
         partitions: parsed.partitions,
@@ -162,7 +231,7 @@ pub fn validate(body: &Value) -> Result<ValidJob, ApiError> {
 }
 
 /// SHA-256 of `{"input": ..., "kind": ...}` serialized with sorted keys.
-fn request_fingerprint(kind: JobKind, input: &serde_json::Map<String, Value>) -> String {
+fn request_fingerprint(kind: JobKind, input: &Map<String, Value>) -> String {
     use sha2::Digest as _;
     let canonical = serde_json::json!({ "kind": kind.as_str(), "input": input });
     hex::encode(sha2::Sha256::digest(serde_json::to_vec(&canonical).expect("JSON values serialize")))
@@ -173,8 +242,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn check(body: Value) -> Result<ValidJob, ApiError> {
+        validate(JobRequest::from_json(body)?)
+    }
+
     fn err(body: Value) -> String {
-        match validate(&body) {
+        match check(body) {
             Err(ApiError::Invalid(m) | ApiError::BadRequest(m)) => m,
             other => panic!("expected a validation error, got {other:?}"),
         }
@@ -182,7 +255,7 @@ mod tests {
 
     #[test]
     fn accepts_a_full_request() {
-        let job = validate(&json!({
+        let job = check(json!({
             "kind": "dense-chain", "input": {"constraints": 1024, "partitions": 3, "seed": 5},
             "priority": "high", "idempotency_key": "k1"
         }))
@@ -194,17 +267,17 @@ mod tests {
 
     #[test]
     fn the_fingerprint_is_the_kind_and_input_whatever_the_key_order_or_priority() {
-        let a = validate(&json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 1}})).unwrap();
-        let b = validate(&json!({"input": {"seed": 1, "constraints": 8}, "kind": "dense-chain", "priority": "low"}))
-            .unwrap();
-        let c = validate(&json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 2}})).unwrap();
+        let a = check(json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 1}})).unwrap();
+        let b =
+            check(json!({"input": {"seed": 1, "constraints": 8}, "kind": "dense-chain", "priority": "low"})).unwrap();
+        let c = check(json!({"kind": "dense-chain", "input": {"constraints": 8, "seed": 2}})).unwrap();
         assert_eq!(a.fingerprint, b.fingerprint);
         assert_ne!(a.fingerprint, c.fingerprint);
     }
 
     #[test]
     fn defaults_partitions_and_priority() {
-        let job = validate(&json!({"kind": "sha256-chain", "input": {"blocks": 2}})).unwrap();
+        let job = check(json!({"kind": "sha256-chain", "input": {"blocks": 2}})).unwrap();
         assert_eq!((job.partitions, job.priority), (1, Priority::Normal));
     }
 
@@ -212,7 +285,7 @@ mod tests {
     fn errors_name_the_field() {
         let too_late =
             serde_json::json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 7 * 24 * 3600});
-        let e = validate(&too_late).unwrap_err().to_string();
+        let e = check(too_late).unwrap_err().to_string();
         assert!(e.contains("deadline_secs must be an integer from 1 to 518400"), "{e}");
         assert!(err(json!({"input": {}})).contains("kind is required"));
         assert!(err(json!({"kind": "porep-9000", "input": {}})).contains("unknown kind \"porep-9000\""));

@@ -89,9 +89,11 @@ impl Engine {
             let _slot =
                 self.state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
             let job = tokio::task::spawn_blocking(move || {
-                let (body, explicit_priority) = request::job_body(&req)?;
-                let job = crate::validate(&body)?;
-                request::check_porep_circuit(&req, &job.circuit)?;
+                let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
+                let request = request::job_request(req)?;
+                let explicit_priority = request.priority.is_some();
+                let job = crate::validate(request)?;
+                request::check_porep_job(registered_proof, sector_number, &job)?;
                 Ok::<_, ApiError>((job, explicit_priority))
             })
             .await

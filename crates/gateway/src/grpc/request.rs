@@ -1,46 +1,40 @@
-//! A cuzk `SubmitProofRequest` as the HTTP API's job request: the same JSON `validate` takes,
-//! so both interfaces check a job the same way and say the same things about bad input.
-//! Registered proofs arrive as go-state-types ABI numbers and become filecoin-proofs-api names.
+//! A cuzk `SubmitProofRequest` as a typed job request ([`JobRequest`]): its bytes stay binary
+//! (no hex or base64 on the way to the checks), and `validate` checks it as it checks the HTTP
+//! API's JSON, so both interfaces say the same things about bad input. Registered proofs arrive
+//! as go-state-types ABI numbers and become filecoin-proofs-api names.
 
-use base64::Engine as _;
-use serde_json::{json, Value};
-use snarkflow_wire::{sector_size_name, CircuitSpec, SECTOR_SIZES};
+use snarkflow_circuits::{FilecoinRequest, JobInput};
+use snarkflow_wire::{sector_size_name, CircuitSpec, Priority, SECTOR_SIZES};
 
 use super::pb::{self, ProofKind};
-use crate::ApiError;
+use crate::{ApiError, JobRequest, ValidJob};
 
 fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::Invalid(msg.into())
 }
 
-/// The request body `validate` takes for `req`, and whether it named a priority.
-pub(super) fn job_body(req: &pb::SubmitProofRequest) -> Result<(Value, bool), ApiError> {
+/// The job request `req` makes (its byte fields moved, not copied).
+pub(super) fn job_request(req: pb::SubmitProofRequest) -> Result<JobRequest, ApiError> {
     let kind =
         ProofKind::try_from(req.proof_kind).map_err(|_| invalid(format!("unknown proof_kind {}", req.proof_kind)))?;
-    let (name, input) = match kind {
-        ProofKind::Unspecified => return Err(invalid("proof_kind is required")),
-        ProofKind::PorepSealCommit => ("porep-c2", porep_input(req)?),
-        ProofKind::SnapDealsUpdate => ("snap-update", snap_input(req)?),
-        ProofKind::WindowPostPartition => ("window-post", post_input(req, true)?),
-        ProofKind::WinningPost => ("winning-post", post_input(req, false)?),
-    };
-    let mut body = json!({ "kind": name, "input": input });
-    if !req.request_id.is_empty() {
-        body["idempotency_key"] = req.request_id.clone().into();
-    }
     let priority =
         pb::Priority::try_from(req.priority).map_err(|_| invalid(format!("unknown priority {}", req.priority)))?;
     let priority = match priority {
         pb::Priority::Unspecified => None,
-        pb::Priority::Low => Some("low"),
-        pb::Priority::Normal => Some("normal"),
-        pb::Priority::High => Some("high"),
-        pb::Priority::Critical => Some("critical"),
+        pb::Priority::Low => Some(Priority::Low),
+        pb::Priority::Normal => Some(Priority::Normal),
+        pb::Priority::High => Some(Priority::High),
+        pb::Priority::Critical => Some(Priority::Critical),
     };
-    if let Some(p) = priority {
-        body["priority"] = p.into();
-    }
-    Ok((body, priority.is_some()))
+    let idempotency_key = (!req.request_id.is_empty()).then(|| req.request_id.clone());
+    let input = match kind {
+        ProofKind::Unspecified => return Err(invalid("proof_kind is required")),
+        ProofKind::PorepSealCommit => porep_input(req)?,
+        ProofKind::SnapDealsUpdate => snap_input(req)?,
+        ProofKind::WindowPostPartition => post_input(req, true)?,
+        ProofKind::WinningPost => post_input(req, false)?,
+    };
+    Ok(JobRequest { priority, idempotency_key, ..JobRequest::filecoin(input) })
 }
 
 /// `2KiB`, ... for the sector size at `index` (0..5) of an ABI number's size group.
@@ -93,76 +87,68 @@ fn check_sector_size(req: &pb::SubmitProofRequest, abi_size: u64) -> Result<(), 
     Ok(())
 }
 
-fn bytes32(field: &str, bytes: &[u8]) -> Result<String, ApiError> {
-    if bytes.len() != 32 {
-        return Err(invalid(format!("{field} must be 32 bytes; got {}", bytes.len())));
-    }
-    Ok(hex::encode(bytes))
+fn bytes32(field: &str, bytes: &[u8]) -> Result<[u8; 32], ApiError> {
+    bytes.try_into().map_err(|_| invalid(format!("{field} must be 32 bytes; got {}", bytes.len())))
 }
 
-fn base64_list(field: &str, items: &[Vec<u8>]) -> Result<Vec<String>, ApiError> {
+fn proof_list(field: &str, items: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, ApiError> {
     if items.is_empty() {
         return Err(invalid(format!("{field} must hold at least one proof")));
     }
-    let b64 = base64::engine::general_purpose::STANDARD;
-    Ok(items.iter().map(|p| b64.encode(p)).collect())
+    Ok(items)
 }
 
-fn porep_input(req: &pb::SubmitProofRequest) -> Result<Value, ApiError> {
+fn porep_input(req: pb::SubmitProofRequest) -> Result<FilecoinRequest, ApiError> {
     let (size, _) = seal_abi(req.registered_proof)?;
-    check_sector_size(req, size)?;
-    let envelope: Value = serde_json::from_slice(&req.vanilla_proof).map_err(|e| {
-        invalid(format!("vanilla_proof is not the C1 envelope JSON ({{SectorNum, Phase1Out, SectorSize}}): {e}"))
-    })?;
-    if let Some(num) = envelope.get("SectorNum").and_then(Value::as_u64) {
-        if num != req.sector_number {
+    check_sector_size(&req, size)?;
+    Ok(FilecoinRequest::PorepC2 { miner_id: req.miner_id, envelope: req.vanilla_proof })
+}
+
+fn snap_input(req: pb::SubmitProofRequest) -> Result<FilecoinRequest, ApiError> {
+    let registered_proof = update_name(req.registered_proof)?;
+    check_sector_size(&req, SECTOR_SIZES[(req.registered_proof % 5) as usize].0)?;
+    Ok(FilecoinRequest::SnapUpdate {
+        registered_proof,
+        comm_r_old: bytes32("comm_r_old", &req.comm_r_old)?,
+        comm_r_new: bytes32("comm_r_new", &req.comm_r_new)?,
+        comm_d_new: bytes32("comm_d_new", &req.comm_d_new)?,
+        vanilla_proofs: proof_list("vanilla_proofs", req.vanilla_proofs)?,
+    })
+}
+
+fn post_input(req: pb::SubmitProofRequest, window: bool) -> Result<FilecoinRequest, ApiError> {
+    let registered_proof = post_name(req.registered_proof)?;
+    check_sector_size(&req, SECTOR_SIZES[(req.registered_proof % 5) as usize].0)?;
+    let randomness = bytes32("randomness", &req.randomness)?;
+    let vanilla_proofs = proof_list("vanilla_proofs", req.vanilla_proofs)?;
+    let miner_id = req.miner_id;
+    Ok(if window {
+        let partition_index = req.partition_index;
+        FilecoinRequest::WindowPost { registered_proof, miner_id, randomness, partition_index, vanilla_proofs }
+    } else {
+        FilecoinRequest::WinningPost { registered_proof, miner_id, randomness, vanilla_proofs }
+    })
+}
+
+/// A PoRep job must be what the request says besides its C1 output: the circuit the ABI number
+/// names (the C1 output carries its own registered proof; a request that disagrees with it is
+/// refused), and the sector number the C1 envelope names.
+pub(super) fn check_porep_job(registered_proof: u64, sector_number: u64, job: &ValidJob) -> Result<(), ApiError> {
+    if let CircuitSpec::PorepC2 { sector_size, synthetic } = job.circuit {
+        let (abi_size, abi_synthetic) = seal_abi(registered_proof)?;
+        if (abi_size, abi_synthetic) != (sector_size, synthetic) {
             return Err(invalid(format!(
-                "sector_number {} differs from the C1 envelope's SectorNum {num}",
-                req.sector_number
+                "registered_proof {registered_proof} does not match the C1 output, which is a {}{} proof",
+                sector_size_name(sector_size).unwrap_or("?"),
+                if synthetic { " Synthetic PoRep" } else { "" }
             )));
         }
     }
-    Ok(json!({ "miner_id": req.miner_id, "c1": envelope }))
-}
-
-fn snap_input(req: &pb::SubmitProofRequest) -> Result<Value, ApiError> {
-    let name = update_name(req.registered_proof)?;
-    check_sector_size(req, SECTOR_SIZES[(req.registered_proof % 5) as usize].0)?;
-    Ok(json!({
-        "registered_proof": name,
-        "comm_r_old": bytes32("comm_r_old", &req.comm_r_old)?,
-        "comm_r_new": bytes32("comm_r_new", &req.comm_r_new)?,
-        "comm_d_new": bytes32("comm_d_new", &req.comm_d_new)?,
-        "vanilla_proofs": base64_list("vanilla_proofs", &req.vanilla_proofs)?,
-    }))
-}
-
-fn post_input(req: &pb::SubmitProofRequest, window: bool) -> Result<Value, ApiError> {
-    let name = post_name(req.registered_proof)?;
-    check_sector_size(req, SECTOR_SIZES[(req.registered_proof % 5) as usize].0)?;
-    let mut input = json!({
-        "registered_proof": name,
-        "miner_id": req.miner_id,
-        "randomness": bytes32("randomness", &req.randomness)?,
-        "vanilla_proofs": base64_list("vanilla_proofs", &req.vanilla_proofs)?,
-    });
-    if window {
-        input["partition_index"] = req.partition_index.into();
-    }
-    Ok(input)
-}
-
-/// A PoRep job's circuit must be the one the request's ABI number names (the C1 output
-/// carries its own registered proof; a request that disagrees with it is refused).
-pub(super) fn check_porep_circuit(req: &pb::SubmitProofRequest, circuit: &CircuitSpec) -> Result<(), ApiError> {
-    if let CircuitSpec::PorepC2 { sector_size, synthetic } = *circuit {
-        let (abi_size, abi_synthetic) = seal_abi(req.registered_proof)?;
-        if (abi_size, abi_synthetic) != (sector_size, synthetic) {
+    if let Some(JobInput::PorepC2(input)) = job.input.as_deref() {
+        if input.sector_id != sector_number {
             return Err(invalid(format!(
-                "registered_proof {} does not match the C1 output, which is a {}{} proof",
-                req.registered_proof,
-                sector_size_name(sector_size).unwrap_or("?"),
-                if synthetic { " Synthetic PoRep" } else { "" }
+                "sector_number {sector_number} differs from the C1 envelope's SectorNum {}",
+                input.sector_id
             )));
         }
     }
@@ -236,6 +222,39 @@ mod tests {
     }
 
     #[test]
+    fn a_request_keeps_its_bytes_binary_and_its_priority_typed() {
+        let req = pb::SubmitProofRequest {
+            proof_kind: ProofKind::WindowPostPartition as i32,
+            registered_proof: 13, // StackedDrgWindow32GiBV1_1 on chain: filecoin-proofs' V1_2
+            miner_id: 1000,
+            randomness: vec![7; 32],
+            partition_index: 3,
+            vanilla_proofs: vec![vec![1, 2, 3], vec![4]],
+            priority: pb::Priority::Critical as i32,
+            request_id: "r-1".into(),
+            ..Default::default()
+        };
+        let request = job_request(req).unwrap();
+        assert_eq!(request.kind, snarkflow_wire::JobKind::WindowPost);
+        assert_eq!(request.priority, Some(Priority::Critical));
+        assert_eq!(request.idempotency_key.as_deref(), Some("r-1"));
+        match request.input {
+            crate::RequestInput::Filecoin(FilecoinRequest::WindowPost {
+                registered_proof,
+                miner_id,
+                randomness,
+                partition_index,
+                vanilla_proofs,
+            }) => {
+                assert_eq!(registered_proof, "StackedDrgWindow32GiBV1_2");
+                assert_eq!((miner_id, randomness, partition_index), (1000, [7; 32], 3));
+                assert_eq!(vanilla_proofs, vec![vec![1, 2, 3], vec![4]]);
+            }
+            other => panic!("not a typed WindowPoSt input: {other:?}"),
+        }
+    }
+
+    #[test]
     fn bad_fields_are_named() {
         let req = pb::SubmitProofRequest {
             proof_kind: ProofKind::SnapDealsUpdate as i32,
@@ -243,15 +262,15 @@ mod tests {
             comm_r_old: vec![1; 31],
             ..Default::default()
         };
-        assert!(message(job_body(&req).unwrap_err()).contains("comm_r_old must be 32 bytes; got 31"));
+        assert!(message(job_request(req).unwrap_err()).contains("comm_r_old must be 32 bytes; got 31"));
         let req = pb::SubmitProofRequest {
             proof_kind: ProofKind::PorepSealCommit as i32,
             registered_proof: 5,
             sector_size: 32 << 30,
             ..Default::default()
         };
-        assert!(message(job_body(&req).unwrap_err()).contains("sector_size 34359738368 does not match"));
+        assert!(message(job_request(req).unwrap_err()).contains("sector_size 34359738368 does not match"));
         let req = pb::SubmitProofRequest { proof_kind: 0, ..Default::default() };
-        assert!(message(job_body(&req).unwrap_err()).contains("proof_kind is required"));
+        assert!(message(job_request(req).unwrap_err()).contains("proof_kind is required"));
     }
 }

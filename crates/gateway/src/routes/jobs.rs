@@ -12,7 +12,7 @@ use tracing::{info_span, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::auth::Caller;
-use crate::validate::validate;
+use crate::validate::{validate, JobRequest};
 use crate::view::JobView;
 use crate::{ApiError, AppState};
 
@@ -39,8 +39,9 @@ async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<(crate::Val
     tokio::task::spawn_blocking(move || {
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
-        let explicit_priority = value.get("priority").is_some_and(|p| !p.is_null());
-        Ok((validate(&value)?, explicit_priority))
+        let request = JobRequest::from_json(value)?;
+        let explicit_priority = request.priority.is_some();
+        Ok((validate(request)?, explicit_priority))
     })
     .await
     .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
