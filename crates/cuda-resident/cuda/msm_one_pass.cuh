@@ -27,6 +27,11 @@
 
 static const uint32_t RUN_BITS = 9;
 static const uint32_t RUN = 1u << RUN_BITS;
+// windows sorted by one launch (one grid row each): sppark's msm_t sorts two at a time, beside
+// its other batches' work; here the sort runs alone before the accumulation, so more rows keep
+// more SMs busy. The top window is always sorted alone (a launch gives rows past the first one
+// width between them).
+static const uint32_t SORT_ROWS = 4;
 
 // One thread per run of RUN buckets starting at x0: out[2g] = Σ_k B_{x0+k}·#{j ∈ [x0, x0+k] :
 // j ≡ 0 mod 2^shift}, out[2g+1] = Σ_k B_{x0+k}. The part of each bucket's weight that comes from
@@ -146,7 +151,7 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
     TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
           p.top_bits, p.runs());
     w.digits.ensure((size_t)p.nwins * p.stride * sizeof(uint32_t), "allocating the MSM digits");
-    w.temps.ensure(2 * p.stride * sizeof(uint2), "allocating the MSM sort space");
+    w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
     w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
     w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
     w.ones.ensure(ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
@@ -160,16 +165,18 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
 
     breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
     check(cudaGetLastError(), "the MSM digits");
-    // windows sorted two at a time (one per grid row), the top one with its own width
+    // the full-width windows SORT_ROWS at a time (one per grid row), then the top one alone
+    // with its own width
     const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
     const uint32_t top = p.top_bits - 1;
-    uint32_t win = 0;
-    for (; win + 1 < nwins; win += 2)
-        s.launch_coop(sort, {dim3(p.sort_grid, 2), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, win, temps, hist,
-                      row_bits, row_bits, win + 2 == nwins ? top : row_bits);
-    if (win < nwins)
-        s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, win, temps, hist,
-                      row_bits, top, 0u);
+    for (uint32_t win = 0; win + 1 < nwins; win += SORT_ROWS) {
+        uint32_t rows = std::min(SORT_ROWS, nwins - 1 - win);
+        s.launch_coop(sort, {dim3(p.sort_grid, rows), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, win, temps,
+                      hist, row_bits, row_bits, row_bits);
+    }
+    uint32_t last = nwins - 1;
+    s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, last, temps, hist,
+                  row_bits, top, 0u);
 
     void (*ones)(bucket_h*, const g1_mem_t*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket_t, g1_mem_t>;
     // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the device)
