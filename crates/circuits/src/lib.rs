@@ -13,8 +13,6 @@ mod kind;
 mod kinds;
 mod registry;
 
-use bellperson::{Circuit, ConstraintSystem, SynthesisError};
-use blstrs::Scalar as Fr;
 pub use catalog::{catalog, Catalog};
 pub use kind::{KindError, ParsedRequest, ProofKind};
 pub use kinds::dense_chain::DenseChain;
@@ -25,67 +23,6 @@ pub use registry::{
     visit_with_witness,
 };
 pub use snarkflow_filecoin::{FilecoinRequest, JobInput, VerifyFailure};
-use snarkflow_wire::CircuitSpec;
-
-/// A buildable partition circuit: one of the kinds snarkflow knows.
-#[derive(Debug, Clone)]
-pub enum PartitionCircuit {
-    Sha256Chain(Sha256Chain),
-    DenseChain(DenseChain),
-}
-
-impl PartitionCircuit {
-    /// The circuit for partition `partition` of a job with `seed`, witness included.
-    pub fn with_witness(spec: CircuitSpec, seed: u64, partition: u32) -> Self {
-        match spec {
-            CircuitSpec::Sha256Chain { blocks } => {
-                PartitionCircuit::Sha256Chain(Sha256Chain::with_witness(blocks, seed, partition))
-            }
-            CircuitSpec::DenseChain { constraints } => {
-                PartitionCircuit::DenseChain(DenseChain::with_witness(constraints, seed, partition))
-            }
-            other @ (CircuitSpec::PorepC2 { .. }
-            | CircuitSpec::SnapUpdate { .. }
-            | CircuitSpec::WindowPost { .. }
-            | CircuitSpec::WinningPost { .. }) => {
-                panic!("{} is built by visit_with_witness, not PartitionCircuit", other.circuit_id())
-            }
-        }
-    }
-
-    /// The circuit's shape without a witness, for parameter generation.
-    pub fn blank(spec: CircuitSpec) -> Self {
-        match spec {
-            CircuitSpec::Sha256Chain { blocks } => PartitionCircuit::Sha256Chain(Sha256Chain::blank(blocks)),
-            CircuitSpec::DenseChain { constraints } => PartitionCircuit::DenseChain(DenseChain::blank(constraints)),
-            other @ (CircuitSpec::PorepC2 { .. }
-            | CircuitSpec::SnapUpdate { .. }
-            | CircuitSpec::WindowPost { .. }
-            | CircuitSpec::WinningPost { .. }) => {
-                panic!("{} is built by visit_blank, not PartitionCircuit", other.circuit_id())
-            }
-        }
-    }
-
-    /// Public inputs (without the leading ONE) computed natively, outside any constraint
-    /// system; `None` for a blank circuit. Lets a verifier check a proof without trusting
-    /// the prover's copy of the inputs.
-    pub fn public_inputs(&self) -> Option<Vec<Fr>> {
-        match self {
-            PartitionCircuit::Sha256Chain(c) => c.public_inputs(),
-            PartitionCircuit::DenseChain(c) => c.public_inputs(),
-        }
-    }
-}
-
-impl Circuit<Fr> for PartitionCircuit {
-    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        match self {
-            PartitionCircuit::Sha256Chain(c) => c.synthesize(cs),
-            PartitionCircuit::DenseChain(c) => c.synthesize(cs),
-        }
-    }
-}
 
 /// Deterministic per-partition randomness: the witness of partition `p` of job seed `s` is the
 /// same on every synth-worker, so a redelivered partition re-synthesizes identically.

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use serde_json::Value;
-use snarkflow_circuits::PartitionCircuit;
 use snarkflow_prover::ParamStore;
 use snarkflow_testkit::NatsServer;
 use snarkflow_wire::CircuitSpec;
@@ -382,10 +381,10 @@ pub fn verify_job_proof(job: &Value, proof: &[u8]) -> anyhow::Result<()> {
         bail!("proof has {} bytes, expected {} partitions × 192", proof.len(), total);
     }
     let params = ParamStore::new(params_dir(), snarkflow_circuits::catalog()).get(&spec, false)?;
-    for (i, chunk) in proof.chunks(192).enumerate() {
+    let inputs = snarkflow_circuits::public_inputs(&spec, seed, total as u32, None)?;
+    for (i, (chunk, inputs)) in proof.chunks(192).zip(&inputs).enumerate() {
         let p = bellperson::groth16::Proof::<blstrs::Bls12>::read(chunk)?;
-        let inputs = PartitionCircuit::with_witness(spec, seed, i as u32).public_inputs().context("inputs")?;
-        if !snarkflow_prover::verify(&params.pvk, &p, &inputs) {
+        if !snarkflow_prover::verify(&params.pvk, &p, inputs) {
             bail!("partition {i} does not verify");
         }
     }

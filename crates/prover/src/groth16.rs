@@ -290,19 +290,27 @@ pub fn verify(pvk: &PreparedVerifyingKey<Bls12>, proof: &Proof<Bls12>, public_in
 mod tests {
     use super::*;
     use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key};
+    use bellperson::Circuit;
     use rand::SeedableRng;
-    use snarkflow_circuits::PartitionCircuit;
+    use snarkflow_circuits::{DenseChain, Sha256Chain};
     use snarkflow_synthesis::synthesize;
     use snarkflow_wire::CircuitSpec;
 
-    fn check_identical(spec: CircuitSpec) {
+    /// Partitions 0 and 1 (`circuit(p)`, with public inputs `public(&circuit)`) proved by us and
+    /// by bellperson with the same r and s: the same bytes, and they verify.
+    fn check_identical<C: Circuit<Fr> + Clone + Send>(
+        spec: CircuitSpec,
+        blank: C,
+        circuit: impl Fn(u32) -> C,
+        public: impl Fn(&C) -> Vec<Fr>,
+    ) {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
-        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let params = generate_random_parameters::<Bls12, _, _>(blank, &mut rng).unwrap();
         let pvk = prepare_verifying_key(&params.vk);
         for partition in 0..2 {
             let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-            let circuit = PartitionCircuit::with_witness(spec, 9, partition);
-            let public = circuit.public_inputs().unwrap();
+            let circuit = circuit(partition);
+            let public = public(&circuit);
             let stock = create_proof_batch(vec![circuit.clone()], &params, vec![r], vec![s]).unwrap().remove(0);
             let synthesized = synthesize(circuit, &spec.circuit_id(), partition).unwrap();
             let ours = prove(synthesized, &params, r, s).unwrap();
@@ -318,14 +326,13 @@ mod tests {
     #[test]
     fn compact_path_proofs_are_byte_identical_to_full_synthesis() {
         use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize_witness};
-        let spec = CircuitSpec::Sha256Chain { blocks: 1 };
-        let id = spec.circuit_id();
+        let id = CircuitSpec::Sha256Chain { blocks: 1 }.circuit_id();
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
-        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let params = generate_random_parameters::<Bls12, _, _>(Sha256Chain::blank(1), &mut rng).unwrap();
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        let full = synthesize(PartitionCircuit::with_witness(spec, 3, 1), &id, 1).unwrap();
-        let shape = record_shape(PartitionCircuit::blank(spec), &id).unwrap();
-        let witness = synthesize_witness(PartitionCircuit::with_witness(spec, 3, 1), &id, 1).unwrap();
+        let full = synthesize(Sha256Chain::with_witness(1, 3, 1), &id, 1).unwrap();
+        let shape = record_shape(Sha256Chain::blank(1), &id).unwrap();
+        let witness = synthesize_witness(Sha256Chain::with_witness(1, 3, 1), &id, 1).unwrap();
         let (witness, _) = decode_compact(&encode_compact(&witness, shape.hash)).unwrap();
         let rebuilt = shape.rebuild(witness).unwrap();
         let (mut a, mut b) = (vec![], vec![]);
@@ -336,21 +343,30 @@ mod tests {
 
     #[test]
     fn proofs_are_byte_identical_to_bellperson_dense_chain() {
-        check_identical(CircuitSpec::DenseChain { constraints: 300 });
+        check_identical(
+            CircuitSpec::DenseChain { constraints: 300 },
+            DenseChain::blank(300),
+            |p| DenseChain::with_witness(300, 9, p),
+            |c| c.public_inputs().unwrap(),
+        );
     }
 
     #[test]
     fn proofs_are_byte_identical_to_bellperson_sha256_chain() {
-        check_identical(CircuitSpec::Sha256Chain { blocks: 1 });
+        check_identical(
+            CircuitSpec::Sha256Chain { blocks: 1 },
+            Sha256Chain::blank(1),
+            |p| Sha256Chain::with_witness(1, 9, p),
+            |c| c.public_inputs().unwrap(),
+        );
     }
 
     #[test]
     fn wrong_public_input_fails_verification() {
-        let spec = CircuitSpec::DenseChain { constraints: 16 };
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let params = generate_random_parameters::<Bls12, _, _>(DenseChain::blank(16), &mut rng).unwrap();
         let pvk = prepare_verifying_key(&params.vk);
-        let p = synthesize(PartitionCircuit::with_witness(spec, 1, 0), "x", 0).unwrap();
+        let p = synthesize(DenseChain::with_witness(16, 1, 0), "x", 0).unwrap();
         let public = p.public_inputs().to_vec();
         let proof = prove_with_rng(p, &params, &mut rng).unwrap();
         assert!(verify(&pvk, &proof, &public));
@@ -359,11 +375,10 @@ mod tests {
 
     #[test]
     fn tampered_witness_gives_a_proof_that_does_not_verify() {
-        let spec = CircuitSpec::DenseChain { constraints: 16 };
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2);
-        let params = generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng).unwrap();
+        let params = generate_random_parameters::<Bls12, _, _>(DenseChain::blank(16), &mut rng).unwrap();
         let pvk = prepare_verifying_key(&params.vk);
-        let mut p = synthesize(PartitionCircuit::with_witness(spec, 1, 0), "x", 0).unwrap();
+        let mut p = synthesize(DenseChain::with_witness(16, 1, 0), "x", 0).unwrap();
         let public = p.public_inputs().to_vec();
         p.c[3] += Fr::ONE;
         let proof = prove_with_rng(p, &params, &mut rng).unwrap();

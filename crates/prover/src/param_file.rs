@@ -90,14 +90,14 @@ impl FileSections {
 mod tests {
     use super::*;
     use rand::SeedableRng;
-    use snarkflow_circuits::PartitionCircuit;
+    use snarkflow_circuits::DenseChain;
     use snarkflow_synthesis::synthesize;
     use snarkflow_wire::CircuitSpec;
 
-    fn written(spec: CircuitSpec) -> (tempfile::TempDir, std::path::PathBuf) {
+    fn written(constraints: u32) -> (tempfile::TempDir, std::path::PathBuf) {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
         let params =
-            bellperson::groth16::generate_random_parameters::<Bls12, _, _>(PartitionCircuit::blank(spec), &mut rng)
+            bellperson::groth16::generate_random_parameters::<Bls12, _, _>(DenseChain::blank(constraints), &mut rng)
                 .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.params");
@@ -109,14 +109,14 @@ mod tests {
     #[test]
     fn a_partition_of_the_circuit_fits_and_a_changed_one_does_not() {
         let spec = CircuitSpec::DenseChain { constraints: 40 };
-        let (_dir, path) = written(spec);
+        let (_dir, path) = written(40);
         let (vk, sections) = read_sections(&path).unwrap();
         let id = spec.circuit_id();
-        let good = synthesize(PartitionCircuit::with_witness(spec, 1, 0), &id, 0).unwrap();
+        let good = synthesize(DenseChain::with_witness(40, 1, 0), &id, 0).unwrap();
         sections.check(&good, &vk).unwrap();
 
         let other = CircuitSpec::DenseChain { constraints: 300 };
-        let bigger = synthesize(PartitionCircuit::with_witness(other, 1, 0), &other.circuit_id(), 0).unwrap();
+        let bigger = synthesize(DenseChain::with_witness(300, 1, 0), &other.circuit_id(), 0).unwrap();
         assert!(matches!(sections.check(&bigger, &vk), Err(ProveError::Mismatch(_))));
 
         let mut short_c = good.clone();

@@ -273,9 +273,9 @@ fn write_in_pieces<W: Write + Send>(
 mod tests {
     use super::*;
     use bellperson::groth16::{create_random_proof, generate_parameters, prepare_verifying_key, verify_proof};
+    use bellperson::Circuit;
     use rand::SeedableRng;
-    use snarkflow_circuits::PartitionCircuit;
-    use snarkflow_wire::CircuitSpec;
+    use snarkflow_circuits::{DenseChain, Sha256Chain};
 
     fn bytes(p: &Parameters<Bls12>) -> Vec<u8> {
         let mut out = Vec::new();
@@ -283,43 +283,38 @@ mod tests {
         out
     }
 
+    /// Parameters from `blank`'s recorded shape and bellperson's from the circuit itself, with
+    /// the same toxic waste: the same bytes, whole, in small pieces and with 16-bit digits.
+    fn same_as_bellpersons<C: Circuit<Fr> + Clone>(name: &str, blank: C, rng: &mut rand_chacha::ChaCha20Rng) {
+        let t = ToxicWaste::random(rng);
+        let shape = record_shape(blank.clone(), "t").unwrap();
+        let ours = generate_from_shape(&shape, &t).unwrap();
+        let theirs =
+            generate_parameters::<Bls12, _>(blank, t.g1, t.g2, t.alpha, t.beta, t.gamma, t.delta, t.tau).unwrap();
+        assert!(!ours.b_g2.is_empty() && !ours.h.is_empty());
+        assert!(bytes(&ours) == bytes(&theirs), "{name}: parameters differ");
+        // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
+        let mut pieces = Vec::new();
+        write_in_pieces(&shape, &t, &mut pieces, 1000, None, &ParamDevice::Cpu, |_| Ok(())).unwrap();
+        assert!(pieces == bytes(&theirs), "{name}: parameters written in pieces differ");
+        // with the 16-bit digits that circuits of millions of points get: the same
+        let mut wide = Vec::new();
+        write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), &ParamDevice::Cpu, |_| Ok(())).unwrap();
+        assert!(wide == bytes(&theirs), "{name}: parameters from 16-bit digits differ");
+    }
+
     #[test]
     fn same_toxic_waste_gives_bellpersons_parameters_byte_for_byte() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
-        for spec in [CircuitSpec::Sha256Chain { blocks: 1 }, CircuitSpec::DenseChain { constraints: 300 }] {
-            let t = ToxicWaste::random(&mut rng);
-            let ours = generate_from_shape(&record_shape(PartitionCircuit::blank(spec), "t").unwrap(), &t).unwrap();
-            let theirs = generate_parameters::<Bls12, _>(
-                PartitionCircuit::blank(spec),
-                t.g1,
-                t.g2,
-                t.alpha,
-                t.beta,
-                t.gamma,
-                t.delta,
-                t.tau,
-            )
-            .unwrap();
-            assert!(!ours.b_g2.is_empty() && !ours.h.is_empty());
-            assert!(bytes(&ours) == bytes(&theirs), "{spec:?}: parameters differ");
-            // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
-            let mut pieces = Vec::new();
-            let shape = record_shape(PartitionCircuit::blank(spec), "t").unwrap();
-            write_in_pieces(&shape, &t, &mut pieces, 1000, None, &ParamDevice::Cpu, |_| Ok(())).unwrap();
-            assert!(pieces == bytes(&theirs), "{spec:?}: parameters written in pieces differ");
-            // with the 16-bit digits that circuits of millions of points get: the same
-            let mut wide = Vec::new();
-            write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), &ParamDevice::Cpu, |_| Ok(())).unwrap();
-            assert!(wide == bytes(&theirs), "{spec:?}: parameters from 16-bit digits differ");
-        }
+        same_as_bellpersons("sha256-chain-b1", Sha256Chain::blank(1), &mut rng);
+        same_as_bellpersons("dense-chain-c300", DenseChain::blank(300), &mut rng);
     }
 
     #[test]
     fn proofs_with_generated_parameters_verify() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
-        let spec = CircuitSpec::Sha256Chain { blocks: 1 };
-        let params = generate_random(PartitionCircuit::blank(spec), &mut rng).unwrap();
-        let circuit = PartitionCircuit::with_witness(spec, 3, 0);
+        let params = generate_random(Sha256Chain::blank(1), &mut rng).unwrap();
+        let circuit = Sha256Chain::with_witness(1, 3, 0);
         let inputs = circuit.public_inputs().unwrap();
         let proof = create_random_proof(circuit, &params, &mut rng).unwrap();
         let pvk = prepare_verifying_key(&params.vk);

@@ -124,12 +124,12 @@ mod tests {
     use super::*;
     use crate::synthesize;
     use proptest::prelude::*;
-    use snarkflow_circuits::PartitionCircuit;
+    use snarkflow_circuits::DenseChain;
     use snarkflow_wire::CircuitSpec;
 
     fn sample(constraints: u32, seed: u64) -> SynthesizedPartition {
         let spec = CircuitSpec::DenseChain { constraints };
-        synthesize(PartitionCircuit::with_witness(spec, seed, 3), &spec.circuit_id(), 3).unwrap()
+        synthesize(DenseChain::with_witness(constraints, seed, 3), &spec.circuit_id(), 3).unwrap()
     }
 
     proptest! {

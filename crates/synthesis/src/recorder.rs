@@ -152,13 +152,13 @@ pub fn synthesize<C: Circuit<Fr>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use snarkflow_circuits::PartitionCircuit;
+    use snarkflow_circuits::{DenseChain, Sha256Chain};
     use snarkflow_wire::CircuitSpec;
 
     #[test]
     fn satisfied_circuit_has_a_times_b_equal_c() {
         let spec = CircuitSpec::Sha256Chain { blocks: 1 };
-        let circuit = PartitionCircuit::with_witness(spec, 1, 0);
+        let circuit = Sha256Chain::with_witness(1, 1, 0);
         let expected_inputs = circuit.public_inputs().unwrap();
         let p = synthesize(circuit, &spec.circuit_id(), 0).unwrap();
         p.check_shape().unwrap();
@@ -173,8 +173,7 @@ mod tests {
 
     #[test]
     fn densities_mark_only_used_variables() {
-        let spec = CircuitSpec::DenseChain { constraints: 8 };
-        let p = synthesize(PartitionCircuit::with_witness(spec, 1, 0), "d", 0).unwrap();
+        let p = synthesize(DenseChain::with_witness(8, 1, 0), "d", 0).unwrap();
         // x0..x7 are aux and each appears in A and B; the ONE input appears in B of every step
         assert_eq!(p.aux_assignment.len(), 8);
         assert_eq!(p.a_aux_density.popcount(), 8);

@@ -73,8 +73,10 @@ macro_rules! synthetic_kind {
                 partitions: u32,
                 _input: Option<&crate::JobInput>,
             ) -> Result<Vec<Vec<blstrs::Scalar>>, crate::KindError> {
-                super::synthetic_size(spec, Self::KIND)?;
-                Ok(super::synthetic_public_inputs(spec, seed, partitions))
+                let $field = super::synthetic_size(spec, Self::KIND)?;
+                Ok((0..partitions)
+                    .map(|p| $Circuit::with_witness($field, seed, p).public_inputs().expect("a witness has inputs"))
+                    .collect())
             }
         }
     };
@@ -163,15 +165,4 @@ pub(crate) fn synthetic_size(
             | CircuitSpec::WinningPost { .. },
         ) => Err(crate::kind::not_mine(kind, spec)),
     }
-}
-
-/// Public inputs of every partition of a synthetic job, computed natively.
-pub(crate) fn synthetic_public_inputs(
-    spec: &snarkflow_wire::CircuitSpec,
-    seed: u64,
-    partitions: u32,
-) -> Vec<Vec<blstrs::Scalar>> {
-    (0..partitions)
-        .map(|p| crate::PartitionCircuit::with_witness(*spec, seed, p).public_inputs().expect("a witness has inputs"))
-        .collect()
 }
