@@ -128,18 +128,54 @@ static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbit
 // Device buffers of the one-pass MSM, kept between proves (sized by the largest n seen).
 struct one_pass_work {
     dbuf digits, temps, hist, buckets, ones, runs;
+    // a point count whose buffers did not fit on the device (0: none), not tried again
+    size_t refused_n = 0;
 
     void release()
     {
         digits.release(); temps.release(); hist.release();
         buckets.release(); ones.release(); runs.release();
+        refused_n = 0;   // after an eviction there may be room again
     }
 };
 
 static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
-// Queue Σ scalars[i]·points[i], i < n, on `s` (scalars in Montgomery form). Nothing is waited
-// for; `one_pass_collect` reads the result once `s` is done.
+// Allocate `p`'s buffers (kept for later proves). False, with nothing kept, when the device has
+// no room for them (~13.6 GiB at 2^27 points and 21-bit windows): the caller then runs sppark's
+// batched MSM, which needs ~1.6 GiB — an 80 GB device holding a 32 GiB PoRep key (53 GiB) and
+// the other per-proof buffers has room for that one only.
+static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_plan& p)
+{
+    typedef bucket_t::mem_t bucket_h;
+    if (p.n == 0)
+        return true;
+    if (w.refused_n == p.n)
+        return false;
+    try {
+        w.digits.ensure((size_t)p.nwins * p.stride * sizeof(uint32_t), "allocating the MSM digits");
+        w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
+        w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
+        w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
+        w.ones.ensure(ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
+        w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
+        return true;
+    } catch (const sf_error& e) {
+        if (e.code != cudaErrorMemoryAllocation)
+            throw;
+        (void)cudaGetLastError();   // not sticky: clear it
+        w.release();
+        w.refused_n = p.n;
+        fprintf(stderr,
+                "resident: no device memory for the one-pass MSM of %zu points (%s); using sppark's batched MSM for it\n",
+                p.n, e.what());
+        return false;
+    }
+}
+
+// Queue Σ scalars[i]·points[i], i < n, on `s` (scalars in Montgomery form), into buffers
+// `one_pass_reserve` made. Nothing is waited for; `one_pass_collect` reads the result once `s`
+// is done.
 static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
                            const g1_mem_t* points, const scalar_t* scalars)
 {
@@ -150,12 +186,6 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
         throw sf_error(-1, "an MSM of 2^31 points or more");
     TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
           p.top_bits, p.runs());
-    w.digits.ensure((size_t)p.nwins * p.stride * sizeof(uint32_t), "allocating the MSM digits");
-    w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
-    w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
-    w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
-    w.ones.ensure(ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
-    w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
 
     vec2d_t<uint32_t> digits{w.digits.ptr, (uint32_t)p.stride};
     vec2d_t<uint2> temps{w.temps.ptr, (uint32_t)p.stride};

@@ -911,12 +911,14 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         queue_h(d, sh, wit);
         // deg h ≤ m − 2, so the H query has m − 1 points
         const int wbits = h_msm_wbits();
-        const bool one_pass = wbits >= 0;
+        bool one_pass = wbits >= 0;
         one_pass_plan h_plan;
         if (one_pass) {
             h_plan = one_pass_plan_for(gpu, m - 1, (uint32_t)wbits);
-            one_pass_queue(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>());
+            one_pass = one_pass_reserve(gpu, d->h_msm, h_plan);
         }
+        if (one_pass)
+            one_pass_queue(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>());
         check(cudaEventRecord(d->marks[3], *d->prep), "timing the H MSM");
         splits_known(d);
 
