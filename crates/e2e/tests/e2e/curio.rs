@@ -208,8 +208,18 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
         assert_eq!(result.proof.len() % 192, 0, "{what}");
     }
 
-    // GetStatus: the CPU gpu-worker, the parameters it holds, the finished jobs
-    let status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    // GetStatus: the CPU gpu-worker, the parameters it holds, the finished jobs. Its counts
+    // come from the gateway's ledger index, which follows the ledger through a KV watch: the
+    // last job's `done` may reach it a moment after Prove has answered.
+    let mut status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    for _ in 0..50 {
+        let in_queue: u32 = status.queues.iter().map(|q| q.pending + q.in_progress).sum();
+        if status.total_proofs_completed == 4 && in_queue == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        status = client.get_status(cuzk::GetStatusRequest {}).await.unwrap().into_inner();
+    }
     assert!(status.gpus.iter().any(|g| g.name.contains("gpu-1")), "{status:?}");
     assert!(status.loaded_srs.iter().any(|s| s.circuit_id == "porep-c2-2KiB" && s.size_bytes > 0), "{status:?}");
     assert_eq!(status.total_proofs_completed, 4, "{status:?}");
