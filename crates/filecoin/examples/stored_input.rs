@@ -1,6 +1,11 @@
-//! A PoRep job input stored as JSON (what gateways stored before) against the binary form
-//! (`JobInput::to_bytes`): bytes, and seconds to write and to read each, for a sparse C1 output
-//! of the given sector size.
+//! For a sparse C1 output of the given sector size:
+//! - a PoRep job input stored as JSON (what gateways stored before) against the binary form
+//!   (`JobInput::to_bytes`): bytes, and seconds to write and to read each;
+//! - a submit through cuzk's gRPC interface: the C1 envelope's bytes (Curio's `vanilla_proof`)
+//!   checked the way the gateway did before `FilecoinRequest` (a JSON tree, wrapped as the HTTP
+//!   API's `input`, parsed, fingerprinted over that JSON) and the way it does now (read straight
+//!   into its fields, fingerprinted over the binary fields). Both include the C1 JSON parse and
+//!   filecoin-proofs' vanilla check, which are the same work.
 //!
 //! ```text
 //! cargo run --release -p snarkflow-filecoin --example stored_input -- 32GiB
@@ -9,7 +14,8 @@
 use std::time::Instant;
 
 use rand::SeedableRng;
-use snarkflow_filecoin::{porep, JobInput, PorepInput};
+use sha2::Digest as _;
+use snarkflow_filecoin::{porep, FilecoinRequest, JobInput, PorepInput};
 
 fn main() -> anyhow::Result<()> {
     let size = std::env::args().nth(1).unwrap_or_else(|| "2KiB".into());
@@ -18,6 +24,7 @@ fn main() -> anyhow::Result<()> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let prover_id = snarkflow_filecoin::prover_id(1000);
     let c1 = snarkflow_filecoin::sparse::porep_c1(porep::registered_proof(bytes, false)?, prover_id, 7, &mut rng)?;
+    let envelope = serde_json::to_vec(&porep::c1_envelope(&c1, 7))?;
     let input = JobInput::PorepC2(PorepInput { miner_id: 1000, sector_id: 7, prover_id, c1 });
     let timed = |f: &dyn Fn() -> usize| {
         let started = Instant::now();
@@ -33,6 +40,29 @@ fn main() -> anyhow::Result<()> {
     println!(
         "STORED_INPUT porep-c2 {size}: binary {} B, write {binary_write:.3} s, read {binary_read:.3} s",
         binary.len()
+    );
+    submit(&size, envelope)
+}
+
+/// The gRPC submit both ways (module docs).
+fn submit(size: &str, envelope: Vec<u8>) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let tree: serde_json::Value = serde_json::from_slice(&envelope)?;
+    let input = serde_json::json!({ "miner_id": 1000, "c1": tree });
+    let before = porep::parse(input.as_object().expect("an object"))?;
+    let canonical = serde_json::json!({ "kind": "porep-c2", "input": input });
+    let _fingerprint = hex::encode(sha2::Sha256::digest(serde_json::to_vec(&canonical)?));
+    let json_s = started.elapsed().as_secs_f64();
+
+    let envelope_bytes = envelope.len();
+    let started = Instant::now();
+    let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope };
+    let _fingerprint = request.fingerprint();
+    let now = request.check()?;
+    let typed_s = started.elapsed().as_secs_f64();
+    anyhow::ensure!(before.partitions == now.partitions && before.spec == now.spec, "the two paths differ");
+    println!(
+        "SUBMIT_INPUT porep-c2 {size}: envelope {envelope_bytes} B | JSON tree, JSON input, JSON fingerprint {json_s:.3} s | FilecoinRequest {typed_s:.3} s"
     );
     Ok(())
 }
