@@ -15,11 +15,7 @@ impl CircuitCatalog for Catalog {
     }
 
     fn filecoin_sector_size(&self, spec: &CircuitSpec) -> Option<u64> {
-        if crate::is_filecoin(spec.kind()) {
-            spec.sector_size()
-        } else {
-            None
-        }
+        crate::filecoin_sector_size(spec)
     }
 
     fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, String> {

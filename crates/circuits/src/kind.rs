@@ -4,9 +4,11 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::{JobInput, VerifyFailure};
+use snarkflow_filecoin::VerifyFailure;
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, RecordShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+
+use crate::JobInput;
 
 /// A problem with a job of some kind, in words meant for whoever sent it.
 #[derive(Debug, thiserror::Error)]
@@ -36,10 +38,18 @@ pub struct ParsedRequest {
     pub input: Option<JobInput>,
 }
 
-/// One proof kind. Each is a module of `crate::kinds`, registered in `crate::registry`;
-/// nothing else matches on kinds to decide what a kind does.
+/// One proof kind. Each is a module of `crate::kinds`, registered by one line in
+/// `crate::registry`; nothing else names kinds. The kind owns its spec's type and rendering and
+/// its input's type: everything else sees a [`CircuitSpec`] (the kind's name and its rendered
+/// spec) and a [`JobInput`] (its input behind one type).
 pub trait ProofKind {
+    /// The kind's name: in requests, on the wire, first in its circuit ids.
     const KIND: JobKind;
+    /// What tells two circuits of this kind apart (a size, a sector size).
+    type Spec: std::fmt::Debug + Clone + PartialEq;
+    /// What its jobs carry besides the spec (a C1 output, vanilla proofs); [`NoInput`] for a
+    /// kind whose jobs carry none. Stored with the job in bincode ([`JobInput::to_bytes`]).
+    type Input: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static;
     /// The priority of a job whose request names none.
     const DEFAULT_PRIORITY: Priority;
     /// Seconds after submission by which a job whose request names no deadline must finish;
@@ -55,6 +65,22 @@ pub trait ProofKind {
     /// Whether the gateway checks the assembled proof ([`ProofKind::verify`]) before a job is
     /// `done`; the gpu-workers verify every partition proof of every kind regardless.
     const VERIFIED_WHOLE: bool;
+
+    /// Whether the API description (docs/openapi.json) lists the kind: false for a kind compiled
+    /// into test builds only.
+    const DOCUMENTED: bool = true;
+
+    /// `spec` as the tail of a circuit id (`32GiB`, `c1024`): letters, digits, `-` and `_`, one
+    /// rendering per spec, read back by [`ProofKind::parse_spec`].
+    fn render_spec(spec: &Self::Spec) -> String;
+
+    /// Inverse of [`ProofKind::render_spec`]; `None` for what it never renders.
+    fn parse_spec(params: &str) -> Option<Self::Spec>;
+
+    /// The sector size of a Filecoin kind's circuit; `None` for the others.
+    fn sector_size(_spec: &Self::Spec) -> Option<u64> {
+        None
+    }
 
     /// Check a request's `input` object completely and turn it into a job.
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError>;
@@ -119,13 +145,26 @@ pub trait ProofKind {
     ) -> Result<Vec<Vec<Fr>>, KindError>;
 }
 
-/// The error for a spec or input handed to a kind it does not belong to (a registry bug, or a
-/// stored job whose input is of another kind).
-pub(crate) fn not_mine(kind: JobKind, what: impl std::fmt::Debug) -> KindError {
-    KindError(format!("{what:?} does not belong to a {} job", kind.as_str()))
+/// The input of a kind whose jobs carry none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NoInput;
+
+/// `spec` as `K` reads it: an error when it is another kind's, or not a rendering `K` makes.
+pub fn spec_of<K: ProofKind>(spec: &CircuitSpec) -> Result<K::Spec, KindError> {
+    if spec.kind() != K::KIND {
+        return Err(KindError(format!("{spec:?} does not belong to a {} job", K::KIND)));
+    }
+    K::parse_spec(spec.params())
+        .ok_or_else(|| KindError(format!("{spec:?} is not a {} circuit this build knows", K::KIND)))
 }
 
-/// The input a kind that takes one needs.
-pub(crate) fn needs_input(kind: JobKind, input: Option<&JobInput>) -> Result<&JobInput, KindError> {
-    input.ok_or_else(|| KindError(format!("a {} job needs its input", kind.as_str())))
+/// The circuit spec of `K`'s `spec`.
+pub fn circuit_spec<K: ProofKind>(spec: &K::Spec) -> CircuitSpec {
+    CircuitSpec::new(K::KIND, &K::render_spec(spec)).expect("a kind renders its specs as the wire takes them")
+}
+
+/// `K`'s input in `input`: an error when there is none or it is another kind's.
+pub fn input_of<K: ProofKind>(input: Option<&JobInput>) -> Result<&K::Input, KindError> {
+    let input = input.ok_or_else(|| KindError(format!("a {} job needs its input", K::KIND)))?;
+    input.get::<K>().ok_or_else(|| KindError(format!("{input:?} does not belong to a {} job", K::KIND)))
 }

@@ -2,27 +2,37 @@
 //! parsing a request's input, the circuit for partition k (and the blank one), public
 //! inputs, verification of the assembled proof, the parameter file name and the default
 //! priority. The registry ([`parse_request`], [`visit_blank`], [`visit_with_witness`], ...)
-//! is the one place that maps a [`snarkflow_wire::JobKind`] to its module.
+//! is the one place that maps a [`snarkflow_wire::JobKind`] to its module, and the only
+//! list of kinds.
 //!
 //! The synthetic kinds (`sha256-chain`, `dense-chain`) are bellperson circuits defined here;
 //! the Filecoin kinds build filecoin-proofs' own circuits through `snarkflow-filecoin`.
 //! This crate knows nothing of NATS, HTTP or tokio.
 
 mod catalog;
+mod input;
 mod kind;
 mod kinds;
 mod registry;
 
 pub use catalog::{catalog, Catalog};
-pub use kind::{KindError, ParsedRequest, ProofKind};
-pub use kinds::dense_chain::DenseChain;
-pub use kinds::sha256_chain::Sha256Chain;
+pub use input::JobInput;
+pub use kind::{circuit_spec, input_of, spec_of, KindError, NoInput, ParsedRequest, ProofKind};
+pub use kinds::dense_chain::{DenseChain, MAX_CONSTRAINTS as MAX_DENSE_CONSTRAINTS};
+/// The Filecoin kinds, for what maps other software's names onto them (the cuzk interface).
+pub mod filecoin_kinds {
+    pub use crate::kinds::porep::Porep;
+    pub use crate::kinds::snap::Snap;
+    pub use crate::kinds::window_post::WindowPost;
+    pub use crate::kinds::winning_post::WinningPost;
+}
+pub use kinds::sha256_chain::{Sha256Chain, MAX_BLOCKS as MAX_SHA256_BLOCKS};
 pub use registry::{
-    default_deadline_secs, default_priority, is_filecoin, native_witness, param_file_stem, parse_filecoin_request,
-    parse_request, public_inputs, record_shape, takes_input, test_constraints, verified_whole, verify_job, visit_blank,
-    visit_with_witness,
+    check_spec, circuit, documented_kinds, filecoin_sector_size, kind_info, kind_named, known_kind, native_witness,
+    param_file_stem, parse_circuit_id, parse_filecoin_request, parse_request, public_inputs, record_shape, takes_input,
+    test_constraints, verified_whole, verify_job, visit_blank, visit_with_witness, KindInfo, KINDS,
 };
-pub use snarkflow_filecoin::{FilecoinRequest, JobInput, VerifyFailure};
+pub use snarkflow_filecoin::{FilecoinRequest, VerifyFailure};
 
 /// Deterministic per-partition randomness: the witness of partition `p` of job seed `s` is the
 /// same on every synth-worker, so a redelivered partition re-synthesizes identically.

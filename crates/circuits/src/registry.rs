@@ -1,101 +1,191 @@
-//! The registry: every proof kind, one line each. `with_kind!` is the only match over
-//! [`JobKind`] that decides what a kind does; adding a kind is a module in `crate::kinds` and a
-//! line here (the compiler then names every other place that must decide something).
+//! The registry: every proof kind, one line each, and the only place that joins the kinds.
+//! Adding a kind is a module in `crate::kinds` and a line in `registry!` below; nothing else in
+//! snarkflow names a kind (the wire carries a kind's name and its rendered spec, a job's input
+//! is the kind's own type behind [`JobInput`]).
 
 use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::{JobInput, VerifyFailure};
+use snarkflow_filecoin::VerifyFailure;
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
+use crate::input::{self, JobInput};
 use crate::kind::{KindError, ParsedRequest, ProofKind};
 use crate::kinds;
 
-/// Run `$body` with `$K` bound to the [`ProofKind`] of `$kind`.
-macro_rules! with_kind {
-    ($kind:expr, $K:ident => $body:expr) => {
-        match $kind {
-            JobKind::Sha256Chain => {
-                type $K = kinds::sha256_chain::Sha256ChainKind;
-                $body
-            }
-            JobKind::DenseChain => {
-                type $K = kinds::dense_chain::DenseChainKind;
-                $body
-            }
-            JobKind::PorepC2 => {
-                type $K = kinds::porep::Porep;
-                $body
-            }
-            JobKind::SnapUpdate => {
-                type $K = kinds::snap::Snap;
-                $body
-            }
-            JobKind::WindowPost => {
-                type $K = kinds::window_post::WindowPost;
-                $body
-            }
-            JobKind::WinningPost => {
-                type $K = kinds::winning_post::WinningPost;
-                $body
-            }
+/// `KINDS`, and `with_kind!(kind, K => body, unknown => other)`: `body` with `K` the
+/// [`ProofKind`] named `kind`, or `other` when this build has no such kind. (`$d` is a `$`, for
+/// the inner macro's own variables.)
+macro_rules! registry {
+    ($d:tt $($(#[$attr:meta])* $K:path,)+) => {
+        /// Every kind this build proves, in the registry's order.
+        pub const KINDS: &[JobKind] = &[$($(#[$attr])* <$K as ProofKind>::KIND,)+];
+
+        macro_rules! with_kind {
+            ($d kind:expr, $d T:ident => $d body:expr, unknown => $d unknown:expr) => {
+                'dispatch: {
+                    let kind: JobKind = $d kind;
+                    $(
+                        $(#[$attr])*
+                        if kind == <$K as ProofKind>::KIND {
+                            type $d T = $K;
+                            break 'dispatch ($d body);
+                        }
+                    )+
+                    $d unknown
+                }
+            };
         }
     };
 }
 
-/// The priority of a job of `kind` whose request names none.
-pub fn default_priority(kind: JobKind) -> Priority {
-    with_kind!(kind, K => K::DEFAULT_PRIORITY)
+registry! { $
+    kinds::sha256_chain::Sha256ChainKind,
+    kinds::dense_chain::DenseChainKind,
+    kinds::porep::Porep,
+    kinds::snap::Snap,
+    kinds::window_post::WindowPost,
+    kinds::winning_post::WinningPost,
+    // the proof that a kind is one module and this line: crates/e2e/tests/e2e/added_kind.rs
+    #[cfg(feature = "example-kind")] kinds::cube::Cube,
 }
 
-/// Seconds after submission by which a job of `kind` that names no deadline must finish.
-pub fn default_deadline_secs(kind: JobKind) -> u64 {
-    with_kind!(kind, K => K::DEFAULT_DEADLINE_SECS)
+fn unknown(kind: JobKind) -> KindError {
+    let known: Vec<&str> = KINDS.iter().map(JobKind::as_str).collect();
+    KindError(format!("unknown kind {kind:?} (this build proves {})", known.join(", ")))
 }
 
-/// Whether jobs of `kind` carry an input object (C1 output, vanilla proofs).
-pub fn takes_input(kind: JobKind) -> bool {
-    with_kind!(kind, K => K::TAKES_INPUT)
+/// The kind this build knows by `name`.
+pub fn kind_named(name: &str) -> Option<JobKind> {
+    KINDS.iter().copied().find(|k| k.as_str() == name)
 }
 
-/// Whether `kind` is one of filecoin-proofs' circuits ([`ProofKind::FILECOIN`]).
-pub fn is_filecoin(kind: JobKind) -> bool {
-    with_kind!(kind, K => K::FILECOIN)
+/// The kinds the API description lists ([`ProofKind::DOCUMENTED`]).
+pub fn documented_kinds() -> Vec<JobKind> {
+    KINDS.iter().copied().filter(|&k| with_kind!(k, K => K::DOCUMENTED, unknown => false)).collect()
 }
 
-/// Whether the gateway verifies a `kind` job's assembled proof before it is `done`.
+/// What a kind is, as constants ([`ProofKind`]'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    pub kind: JobKind,
+    /// The priority of a job whose request names none.
+    pub default_priority: Priority,
+    /// Seconds after submission by which a job that names no deadline must finish.
+    pub default_deadline_secs: u64,
+    /// Whether jobs carry an input object (C1 output, vanilla proofs).
+    pub takes_input: bool,
+    /// Whether it is one of filecoin-proofs' circuits.
+    pub filecoin: bool,
+    /// Whether the gateway verifies a job's assembled proof before it is `done`.
+    pub verified_whole: bool,
+}
+
+/// The constants of `kind`; `None` when this build has no such kind.
+pub fn kind_info(kind: JobKind) -> Option<KindInfo> {
+    with_kind!(kind, K => Some(KindInfo {
+        kind,
+        default_priority: K::DEFAULT_PRIORITY,
+        default_deadline_secs: K::DEFAULT_DEADLINE_SECS,
+        takes_input: K::TAKES_INPUT,
+        filecoin: K::FILECOIN,
+        verified_whole: K::VERIFIED_WHOLE,
+    }), unknown => None)
+}
+
+/// [`kind_info`], or an error naming the kinds this build has.
+pub fn known_kind(kind: JobKind) -> Result<KindInfo, KindError> {
+    kind_info(kind).ok_or_else(|| unknown(kind))
+}
+
+/// Whether the gateway verifies a `kind` job's assembled proof before it is `done` (an unknown
+/// kind's is: the check then fails the job rather than pass a proof nothing checked).
 pub fn verified_whole(kind: JobKind) -> bool {
-    with_kind!(kind, K => K::VERIFIED_WHOLE)
+    kind_info(kind).is_none_or(|k| k.verified_whole)
+}
+
+/// Whether jobs of `kind` carry an input (false for a kind this build does not have).
+pub fn takes_input(kind: JobKind) -> bool {
+    kind_info(kind).is_some_and(|k| k.takes_input)
+}
+
+/// The spec a circuit id names (`porep-c2-32GiB`): the kind whose name starts it, and that
+/// kind's reading of the rest.
+pub fn parse_circuit_id(id: &str) -> Option<CircuitSpec> {
+    KINDS.iter().find_map(|&kind| {
+        let params = id.strip_prefix(kind.as_str())?.strip_prefix('-')?;
+        let spec = CircuitSpec::new(kind, params).ok()?;
+        check_spec(&spec).ok()
+    })
+}
+
+/// The spec a circuit id names, for constants and tests: panics when this build has no such
+/// circuit ([`parse_circuit_id`] is the fallible form).
+pub fn circuit(id: &str) -> CircuitSpec {
+    parse_circuit_id(id).unwrap_or_else(|| panic!("{id:?} is not a circuit id this build knows"))
+}
+
+/// `spec` if its kind reads it, in the kind's own rendering (a spec from outside, e.g. one that
+/// names a sector size by its byte count, becomes the one the kind's ids use).
+pub fn check_spec(spec: &CircuitSpec) -> Result<CircuitSpec, KindError> {
+    with_kind!(spec.kind(), K => Ok(crate::kind::circuit_spec::<K>(&crate::kind::spec_of::<K>(spec)?)), unknown => Err(unknown(spec.kind())))
+}
+
+/// The sector size of a Filecoin circuit; `None` for the others.
+pub fn filecoin_sector_size(spec: &CircuitSpec) -> Option<u64> {
+    with_kind!(spec.kind(), K => {
+        if !K::FILECOIN {
+            return None;
+        }
+        K::sector_size(&crate::kind::spec_of::<K>(spec).ok()?)
+    }, unknown => None)
+}
+
+pub(crate) fn encode_input(input: &JobInput) -> Vec<u8> {
+    with_kind!(input.kind(), K => input::encode::<K>(input), unknown => unreachable!("inputs are made by their kinds"))
+}
+
+pub(crate) fn decode_input(kind: JobKind, bytes: &[u8]) -> Result<JobInput, KindError> {
+    with_kind!(kind, K => input::decode::<K>(bytes), unknown => Err(unknown(kind)))
+}
+
+pub(crate) fn input_json(input: &JobInput) -> Vec<u8> {
+    with_kind!(input.kind(), K => input::to_json::<K>(input), unknown => unreachable!("inputs are made by their kinds"))
 }
 
 /// For a test kind's `spec`, about how many constraints one partition has; `None` for the
 /// Filecoin kinds.
 pub fn test_constraints(spec: &CircuitSpec) -> Option<u64> {
-    with_kind!(spec.kind(), K => K::test_constraints(spec))
+    with_kind!(spec.kind(), K => K::test_constraints(spec), unknown => None)
 }
 
 /// Check a request's `input` for a job of `kind`.
 pub fn parse_request(kind: JobKind, input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-    with_kind!(kind, K => K::parse(input))
+    with_kind!(kind, K => K::parse(input), unknown => Err(unknown(kind)))
 }
 
 /// Check a Filecoin job's input whose fields are already binary (the cuzk gRPC interface's
 /// request): the same checks as [`parse_request`] after its JSON is read.
 pub fn parse_filecoin_request(request: snarkflow_filecoin::FilecoinRequest) -> Result<ParsedRequest, KindError> {
-    let parsed = request.check()?;
-    Ok(ParsedRequest { spec: parsed.spec, partitions: parsed.partitions, seed: 0, input: Some(parsed.input) })
+    use snarkflow_filecoin::CheckedRequest as Checked;
+    match request.check()? {
+        Checked::PorepC2(parsed) => Ok(kinds::porep::Porep::job(parsed)),
+        Checked::SnapUpdate(parsed) => Ok(kinds::snap::Snap::job(parsed)),
+        Checked::WindowPost(parsed) => Ok(kinds::post::Post::<kinds::window_post::WindowPost>::job(parsed)),
+        Checked::WinningPost(parsed) => Ok(kinds::post::Post::<kinds::winning_post::WinningPost>::job(parsed)),
+    }
 }
 
 /// The blank (witness-free) circuit of `spec`.
 pub fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
-    with_kind!(spec.kind(), K => K::visit_blank(spec, visitor))
+    with_kind!(spec.kind(), K => K::visit_blank(spec, visitor), unknown => Err(unknown(spec.kind())))
 }
 
 /// The constraint shape of `spec`'s circuit ([`ProofKind::record_shape`]).
 pub fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
-    with_kind!(spec.kind(), K => K::record_shape(spec))
+    with_kind!(spec.kind(), K => K::record_shape(spec), unknown => Err(unknown(spec.kind())))
 }
 
 /// Partition `partition` of a job with its witness: from the job seed for the synthetic
@@ -107,7 +197,7 @@ pub fn visit_with_witness<V: CircuitVisitor>(
     input: Option<&JobInput>,
     visitor: V,
 ) -> Result<V::Output, KindError> {
-    with_kind!(spec.kind(), K => K::visit_partition(spec, seed, partition, input, visitor))
+    with_kind!(spec.kind(), K => K::visit_partition(spec, seed, partition, input, visitor), unknown => Err(unknown(spec.kind())))
 }
 
 /// Partition `partition`'s witness from the kind's native generator, or `None` when the kind
@@ -117,13 +207,13 @@ pub fn native_witness(
     partition: u32,
     input: Option<&JobInput>,
 ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
-    with_kind!(spec.kind(), K => K::native_witness(spec, partition, input))
+    with_kind!(spec.kind(), K => K::native_witness(spec, partition, input), unknown => Some(Err(unknown(spec.kind()))))
 }
 
 /// File name (without extension) of a circuit's Groth16 parameters: the circuit id for the
 /// synthetic kinds, filecoin-proofs' `v28-<circuit identifier>` for the Filecoin kinds.
 pub fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
-    with_kind!(spec.kind(), K => K::param_file_stem(spec))
+    with_kind!(spec.kind(), K => K::param_file_stem(spec), unknown => Err(unknown(spec.kind())))
 }
 
 /// Check an assembled job proof from the job alone (see [`ProofKind::verify`]).
@@ -137,7 +227,7 @@ pub fn verify_job(
         let verdict = K::verify(spec, input, params_dir, partition_proofs);
         debug_assert_eq!(verdict.is_some(), K::VERIFIED_WHOLE, "a kind verifies whole exactly when it says so");
         verdict
-    })
+    }, unknown => Some(Err(VerifyFailure::whole(unknown(spec.kind()).to_string()))))
 }
 
 /// Public inputs of every partition of a job, from the job alone.
@@ -147,5 +237,5 @@ pub fn public_inputs(
     partitions: u32,
     input: Option<&JobInput>,
 ) -> Result<Vec<Vec<Fr>>, KindError> {
-    with_kind!(spec.kind(), K => K::public_inputs(spec, seed, partitions, input))
+    with_kind!(spec.kind(), K => K::public_inputs(spec, seed, partitions, input), unknown => Err(unknown(spec.kind())))
 }

@@ -173,7 +173,8 @@ pub(crate) fn stock_c2(
     for input in inputs {
         let obj = input.as_object().ok_or_else(|| anyhow::anyhow!("input is not an object"))?;
         let job = snarkflow_filecoin::porep::parse(obj)?;
-        parsed.push((job.spec, job.input));
+        let spec = snarkflow_circuits::circuit_spec::<snarkflow_circuits::filecoin_kinds::Porep>(&job.spec);
+        parsed.push((spec, job.input));
     }
     println!(
         "stock seal_commit_phase2 ({} build): {} inputs x {} runs, {}, parameters {}",
@@ -304,7 +305,7 @@ mod tests {
 
     #[test]
     fn hammer_counts_every_proof_and_all_verify() {
-        let spec = CircuitSpec::DenseChain { constraints: 64 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c64");
         let dir = tempfile::tempdir().unwrap();
         let params = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, true).unwrap();
         let partitions = hammer_partitions(&spec, None, u32::MAX, 3).unwrap();
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn hammer_reports_proofs_that_do_not_verify() {
         // a tampered c vector (an unsatisfied constraint): every proof of it is wrong
-        let spec = CircuitSpec::DenseChain { constraints: 64 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c64");
         let dir = tempfile::tempdir().unwrap();
         let params = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).get(&spec, true).unwrap();
         let mut partitions = hammer_partitions(&spec, None, u32::MAX, 2).unwrap();

@@ -60,7 +60,7 @@ impl CircuitArgs {
     /// The circuit, the parsed Filecoin input (checked as the gateway checks it) and how many
     /// partitions that input has (`u32::MAX` for the synthetic kinds: any seed is one).
     pub(crate) fn resolve(&self) -> anyhow::Result<(CircuitSpec, Option<snarkflow_circuits::JobInput>, u32)> {
-        match JobKind::parse(&self.kind) {
+        match snarkflow_circuits::kind_named(&self.kind) {
             Some(k) if snarkflow_circuits::takes_input(k) => {
                 let request = self
                     .filecoin
@@ -75,20 +75,26 @@ impl CircuitArgs {
     }
 }
 
+/// A Filecoin circuit from `--sector-size` (and `--synthetic`): the circuit id its kind renders
+/// for them (`porep-c2-synthetic-32GiB`), read back by the registry.
 pub(crate) fn filecoin_spec_of(
     kind: JobKind,
     sector_size: Option<&str>,
     synthetic: bool,
 ) -> anyhow::Result<CircuitSpec> {
-    let size = sector_size.with_context(|| format!("--sector-size is required for {}", kind.as_str()))?;
+    let size = sector_size.with_context(|| format!("--sector-size is required for {kind}"))?;
     let sector_size = snarkflow_wire::parse_sector_size(size)
         .with_context(|| format!("unknown sector size {size:?} (2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"))?;
-    Ok(match kind {
-        JobKind::PorepC2 => CircuitSpec::PorepC2 { sector_size, synthetic },
-        JobKind::SnapUpdate => CircuitSpec::SnapUpdate { sector_size },
-        JobKind::WindowPost => CircuitSpec::WindowPost { sector_size },
-        JobKind::WinningPost => CircuitSpec::WinningPost { sector_size },
-        JobKind::Sha256Chain | JobKind::DenseChain => bail!("{} has no sector size", kind.as_str()),
+    let size = snarkflow_wire::sector_size_name(sector_size).context("a published sector size has a name")?;
+    let id = if synthetic { format!("{kind}-synthetic-{size}") } else { format!("{kind}-{size}") };
+    let spec = snarkflow_circuits::parse_circuit_id(&id);
+    let spec = spec.filter(|s| s.kind() == kind && snarkflow_circuits::filecoin_sector_size(s).is_some());
+    spec.with_context(|| {
+        if synthetic {
+            format!("{kind} has no Synthetic PoRep circuit of {size} (--synthetic is for porep-c2)")
+        } else {
+            format!("{kind} is not a Filecoin kind with a sector size")
+        }
     })
 }
 
@@ -110,19 +116,24 @@ pub(crate) fn porep_input(
     }
 }
 
+/// A synthetic kind's circuit from its size flag: `--blocks N` is the id `<kind>-bN`,
+/// `--constraints N` is `<kind>-cN` (the renderings of sha256-chain and dense-chain).
 pub(crate) fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>) -> anyhow::Result<CircuitSpec> {
-    match JobKind::parse(kind) {
-        Some(JobKind::Sha256Chain) => {
-            Ok(CircuitSpec::Sha256Chain { blocks: blocks.context("--blocks is required for sha256-chain")? })
-        }
-        Some(JobKind::DenseChain) => Ok(CircuitSpec::DenseChain {
-            constraints: constraints.context("--constraints is required for dense-chain")?,
-        }),
-        Some(k @ (JobKind::PorepC2 | JobKind::SnapUpdate | JobKind::WindowPost | JobKind::WinningPost)) => {
-            bail!("{} needs --sector-size", k.as_str())
-        }
-        None => {
-            bail!("unknown kind {kind:?} (sha256-chain, dense-chain, porep-c2, snap-update, window-post, winning-post)")
-        }
+    let known = || {
+        let names: Vec<&str> = snarkflow_circuits::KINDS.iter().map(|k| k.as_str()).collect();
+        format!("unknown kind {kind:?} ({})", names.join(", "))
+    };
+    let kind = snarkflow_circuits::kind_named(kind).with_context(known)?;
+    if snarkflow_circuits::kind_info(kind).is_some_and(|k| k.filecoin) {
+        bail!("{kind} needs --sector-size");
     }
+    let params = match (blocks, constraints) {
+        (Some(blocks), None) => format!("b{blocks}"),
+        (None, Some(constraints)) => format!("c{constraints}"),
+        (Some(_), Some(_)) => bail!("give one of --blocks and --constraints"),
+        (None, None) => bail!("{kind} needs its size: --blocks for sha256-chain, --constraints for dense-chain"),
+    };
+    snarkflow_circuits::parse_circuit_id(&format!("{kind}-{params}")).filter(|s| s.kind() == kind).with_context(|| {
+        format!("{kind} does not take {} (or it is out of range)", params.trim_start_matches(char::is_alphabetic))
+    })
 }

@@ -10,7 +10,6 @@ use snarkflow_prover::ParamStore;
 use snarkflow_service::ParamsDir;
 
 use crate::params::ParamsCommand;
-use snarkflow_wire::CircuitSpec;
 
 use crate::circuit_args::{porep_input, CircuitArgs};
 use crate::client::Client;
@@ -265,7 +264,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { command: BenchCommand::Shape { circuit } } => {
-            let spec = snarkflow_wire::CircuitSpec::parse_circuit_id(&circuit)
+            let spec = snarkflow_circuits::parse_circuit_id(&circuit)
                 .with_context(|| format!("unknown circuit id {circuit:?}"))?;
             let same = tokio::task::spawn_blocking(move || crate::bench::shape(spec)).await??;
             Ok(if same { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -355,7 +354,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn verify_locally(job: &Value, bytes: &[u8], params_dir: PathBuf) -> anyhow::Result<()> {
-    let spec = CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("job has no circuit id")?)
+    let spec = snarkflow_circuits::parse_circuit_id(job["circuit_id"].as_str().context("job has no circuit id")?)
         .context("unknown circuit id")?;
     if snarkflow_circuits::verified_whole(spec.kind()) {
         bail!(

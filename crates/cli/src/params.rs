@@ -15,7 +15,6 @@ use clap::Subcommand;
 use snarkflow_filecoin::manifest::{digest_cached, digest_file, Manifest, Published};
 use snarkflow_prover::ParamStore;
 use snarkflow_service::ParamsDir;
-use snarkflow_wire::{CircuitSpec, JobKind};
 
 use crate::circuit_args::{filecoin_spec_of, spec_of};
 
@@ -93,8 +92,8 @@ pub(crate) struct ParamFiles {
 pub(crate) async fn run(command: ParamsCommand) -> anyhow::Result<ExitCode> {
     match command {
         ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, device, seed, params } => {
-            let spec = match JobKind::parse(&kind) {
-                Some(k) if snarkflow_circuits::takes_input(k) => {
+            let spec = match snarkflow_circuits::kind_named(&kind) {
+                Some(k) if snarkflow_circuits::kind_info(k).is_some_and(|i| i.filecoin) => {
                     filecoin_spec_of(k, sector_size.as_deref(), synthetic)?
                 }
                 _ => spec_of(&kind, blocks, constraints)?,
@@ -168,7 +167,7 @@ pub(crate) fn wanted(
     let store = ParamStore::new(dir, snarkflow_circuits::catalog());
     let mut names = Vec::new();
     for id in circuits {
-        let spec = CircuitSpec::parse_circuit_id(id).with_context(|| format!("unknown circuit id {id:?}"))?;
+        let spec = snarkflow_circuits::parse_circuit_id(id).with_context(|| format!("unknown circuit id {id:?}"))?;
         for path in [store.params_path(&spec), store.vk_path(&spec)] {
             names.push(path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned());
         }

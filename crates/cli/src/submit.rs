@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use crate::circuit_args::CircuitArgs;
 use crate::client::Client;
-use snarkflow_wire::JobKind;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SubmitArgs {
@@ -33,7 +32,7 @@ pub(crate) struct SubmitArgs {
 }
 
 pub(crate) async fn submit(client: &Client, args: SubmitArgs) -> anyhow::Result<ExitCode> {
-    let filecoin = JobKind::parse(&args.circuit.kind).is_some_and(snarkflow_circuits::takes_input);
+    let filecoin = snarkflow_circuits::kind_named(&args.circuit.kind).is_some_and(snarkflow_circuits::takes_input);
     let mut input = json!({ "partitions": args.partitions });
     if let Some(request) = args.circuit.filecoin.request_input()? {
         input = request;

@@ -9,7 +9,6 @@ use clap::Parser;
 use serde_json::Value;
 use snarkflow_prover::ParamStore;
 use snarkflow_testkit::NatsServer;
-use snarkflow_wire::CircuitSpec;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -373,8 +372,8 @@ pub async fn wait_job(http: &reqwest::Client, base: &str, id: &str, timeout: Dur
 /// verify against the parameter directory's verifying key with public inputs recomputed
 /// natively from the job's circuit and seed.
 pub fn verify_job_proof(job: &Value, proof: &[u8]) -> anyhow::Result<()> {
-    let spec =
-        CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().context("circuit_id")?).context("circuit id")?;
+    let spec = snarkflow_circuits::parse_circuit_id(job["circuit_id"].as_str().context("circuit_id")?)
+        .context("circuit id")?;
     let seed = job["seed"].as_u64().context("seed")?;
     let total = job["partitions"]["total"].as_u64().context("total")? as usize;
     if proof.len() != total * 192 {

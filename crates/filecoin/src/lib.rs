@@ -2,7 +2,7 @@
 //!
 //! One module per kind: [`porep`], [`snap`], and [`post`] (WindowPoSt and WinningPoSt share
 //! one construction). Each parses and checks what a client sends (a Curio/lotus-bench C1
-//! envelope, vanilla PoSt or SnapDeals proofs) into a canonical [`JobInput`] stored with the
+//! envelope, vanilla PoSt or SnapDeals proofs) into a canonical input stored with the
 //! job; rebuilds partition k's circuit from it exactly as filecoin-proofs builds it inside
 //! `seal_commit_phase2` and friends; builds the blank circuit (parameter generation, constraint
 //! shapes); derives public inputs; names the parameter files; and verifies the assembled proof
@@ -19,7 +19,6 @@ mod sector_shape;
 mod fields;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
-mod input;
 pub mod manifest;
 mod native;
 pub mod porep;
@@ -35,18 +34,17 @@ pub mod stock;
 mod verify;
 
 pub use fields::prover_id;
-pub use input::JobInput;
-pub use porep::PorepInput;
+pub use porep::{PorepInput, PorepSpec};
 pub use post::{PostInput, PostKind};
-pub use request::FilecoinRequest;
+pub use request::{CheckedRequest, FilecoinRequest};
 pub use snap::SnapInput;
 pub use verify::VerifyFailure;
 
-/// A request of one kind that passed every check: its circuit, its partitions and its
-/// canonical input.
+/// A request of one kind that passed every check: its circuit (PoRep: [`PorepSpec`]; the other
+/// kinds: the sector size), its partitions and its canonical input.
 #[derive(Debug, Clone)]
-pub struct Parsed<I> {
-    pub spec: snarkflow_wire::CircuitSpec,
+pub struct Parsed<S, I> {
+    pub spec: S,
     pub partitions: u32,
     pub input: I,
 }

@@ -15,7 +15,6 @@ use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, PartitionWitness};
-use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
@@ -75,8 +74,15 @@ fn vanilla_shape(proofs: &VanillaSealProof) -> (usize, u64) {
     }
 }
 
+/// What tells PoRep circuits apart: the sector size, and interactive or Synthetic PoRep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PorepSpec {
+    pub sector_size: u64,
+    pub synthetic: bool,
+}
+
 /// Check a `porep-c2` request's `input` completely and turn it into a job.
-pub fn parse(input: &Map<String, Value>) -> Result<Parsed<PorepInput>, FilecoinError> {
+pub fn parse(input: &Map<String, Value>) -> Result<Parsed<PorepSpec, PorepInput>, FilecoinError> {
     only_fields(input, "porep-c2", &["miner_id", "c1", "c1_raw", "sector_num"])?;
     let miner_id = u64_field(input, "input", "miner_id")?;
     checked(miner_id, c1::c1_data(input)?)
@@ -84,12 +90,12 @@ pub fn parse(input: &Map<String, Value>) -> Result<Parsed<PorepInput>, FilecoinE
 
 /// [`parse`] for the envelope's bytes as the cuzk gRPC interface carries them
 /// (`vanilla_proof`), read straight into its fields.
-pub fn parse_envelope(miner_id: u64, envelope: &[u8]) -> Result<Parsed<PorepInput>, FilecoinError> {
+pub fn parse_envelope(miner_id: u64, envelope: &[u8]) -> Result<Parsed<PorepSpec, PorepInput>, FilecoinError> {
     checked(miner_id, c1::envelope_data(envelope)?)
 }
 
 /// Everything [`parse`] checks once the C1 data is out of its wrapping.
-fn checked(miner_id: u64, data: c1::C1Data) -> Result<Parsed<PorepInput>, FilecoinError> {
+fn checked(miner_id: u64, data: c1::C1Data) -> Result<Parsed<PorepSpec, PorepInput>, FilecoinError> {
     let c1::C1Data { json, sector_id, envelope_size } = data;
     let c1: SealCommitPhase1Output = serde_json::from_slice(&json)
         .map_err(|e| err(format!("the C1 data is not a C1 output (SealCommitPhase1Output JSON): {e}")))?;
@@ -127,7 +133,7 @@ fn checked(miner_id: u64, data: c1::C1Data) -> Result<Parsed<PorepInput>, Fileco
         err(format!("the C1 output's vanilla proofs do not verify (filecoin-proofs' C1 check): {e:#}"))
     })?;
     Ok(Parsed {
-        spec: CircuitSpec::PorepC2 { sector_size, synthetic },
+        spec: PorepSpec { sector_size, synthetic },
         partitions: partitions as u32,
         input: PorepInput { miner_id, sector_id, prover_id, c1 },
     })

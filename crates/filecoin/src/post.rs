@@ -15,7 +15,6 @@ use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, PartitionWitness};
-use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector};
 
@@ -86,7 +85,7 @@ impl PostKind {
     }
 
     /// Check a request's `input` completely and turn it into a job.
-    pub fn parse(self, input: &Map<String, Value>) -> Result<Parsed<PostInput>, FilecoinError> {
+    pub fn parse(self, input: &Map<String, Value>) -> Result<Parsed<u64, PostInput>, FilecoinError> {
         let fields: &[&str] = match self {
             PostKind::Window => &["registered_proof", "miner_id", "randomness", "partition_index", "vanilla_proofs"],
             PostKind::Winning => &["registered_proof", "miner_id", "randomness", "vanilla_proofs"],
@@ -114,7 +113,7 @@ impl PostKind {
 
     /// Everything [`PostKind::parse`] checks once the fields are read (the cuzk gRPC
     /// interface's request starts here, its bytes already binary).
-    pub fn checked(self, parsed: PostInput) -> Result<Parsed<PostInput>, FilecoinError> {
+    pub fn checked(self, parsed: PostInput) -> Result<Parsed<u64, PostInput>, FilecoinError> {
         let registered_proof = parsed.registered_proof;
         let name = registered_name(registered_proof);
         match self {
@@ -137,11 +136,7 @@ impl PostKind {
         }
         // the vanilla proofs must deserialize and partition as filecoin-proofs would
         (|| with_sector_shape!(sector_size, check, &parsed, self))()?;
-        let spec = match self {
-            PostKind::Window => CircuitSpec::WindowPost { sector_size },
-            PostKind::Winning => CircuitSpec::WinningPost { sector_size },
-        };
-        Ok(Parsed { spec, partitions: 1, input: parsed })
+        Ok(Parsed { spec: sector_size, partitions: 1, input: parsed })
     }
 
     /// Build the one partition's circuit (with its witness) and hand it to `visitor`.

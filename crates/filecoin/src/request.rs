@@ -4,10 +4,9 @@
 //! its bytes as hex or base64 and parsing them back first.
 
 use serde::Serialize;
-use snarkflow_wire::JobKind;
 
 use crate::fields::by_name;
-use crate::{porep, post, prover_id, snap, FilecoinError, JobInput, Parsed, PostInput, SnapInput};
+use crate::{porep, post, prover_id, snap, FilecoinError, Parsed, PorepInput, PorepSpec, PostInput, SnapInput};
 
 /// One Filecoin job's input; registered proofs by their filecoin-proofs-api names.
 #[derive(Debug, Clone, Serialize)]
@@ -39,46 +38,53 @@ pub enum FilecoinRequest {
     },
 }
 
+/// A [`FilecoinRequest`] that passed every check, as the kind's own parse of its JSON gives it.
+#[derive(Debug, Clone)]
+pub enum CheckedRequest {
+    PorepC2(Parsed<PorepSpec, PorepInput>),
+    SnapUpdate(Parsed<u64, SnapInput>),
+    WindowPost(Parsed<u64, PostInput>),
+    WinningPost(Parsed<u64, PostInput>),
+}
+
 impl FilecoinRequest {
-    pub fn kind(&self) -> JobKind {
+    /// The name of the proof kind it asks for (`porep-c2`, ...).
+    pub fn kind_name(&self) -> &'static str {
         match self {
-            FilecoinRequest::PorepC2 { .. } => JobKind::PorepC2,
-            FilecoinRequest::SnapUpdate { .. } => JobKind::SnapUpdate,
-            FilecoinRequest::WindowPost { .. } => JobKind::WindowPost,
-            FilecoinRequest::WinningPost { .. } => JobKind::WinningPost,
+            FilecoinRequest::PorepC2 { .. } => "porep-c2",
+            FilecoinRequest::SnapUpdate { .. } => "snap-update",
+            FilecoinRequest::WindowPost { .. } => "window-post",
+            FilecoinRequest::WinningPost { .. } => "winning-post",
         }
     }
 
     /// Check it completely, as the JSON form is, and turn it into a job.
-    pub fn check(self) -> Result<Parsed<JobInput>, FilecoinError> {
-        fn wrap<I>(p: Parsed<I>, f: impl FnOnce(I) -> JobInput) -> Parsed<JobInput> {
-            Parsed { spec: p.spec, partitions: p.partitions, input: f(p.input) }
-        }
+    pub fn check(self) -> Result<CheckedRequest, FilecoinError> {
         fn named<T: serde::de::DeserializeOwned>(name: String, what: &str) -> Result<T, FilecoinError> {
             by_name(name.clone()).map_err(|_| FilecoinError::new(format!("{name} is not a {what} registered proof")))
         }
         Ok(match self {
             FilecoinRequest::PorepC2 { miner_id, envelope } => {
-                wrap(porep::parse_envelope(miner_id, &envelope)?, JobInput::PorepC2)
+                CheckedRequest::PorepC2(porep::parse_envelope(miner_id, &envelope)?)
             }
             FilecoinRequest::SnapUpdate { registered_proof, comm_r_old, comm_r_new, comm_d_new, vanilla_proofs } => {
                 let registered_proof = named(registered_proof, "SnapDeals update")?;
                 let input = SnapInput { registered_proof, comm_r_old, comm_r_new, comm_d_new, vanilla_proofs };
-                wrap(snap::checked(input)?, JobInput::SnapUpdate)
+                CheckedRequest::SnapUpdate(snap::checked(input)?)
             }
             FilecoinRequest::WindowPost { registered_proof, miner_id, randomness, partition_index, vanilla_proofs } => {
                 let registered_proof = named(registered_proof, "PoSt")?;
                 let prover_id = prover_id(miner_id);
                 let input =
                     PostInput { miner_id, prover_id, registered_proof, randomness, partition_index, vanilla_proofs };
-                wrap(post::PostKind::Window.checked(input)?, JobInput::WindowPost)
+                CheckedRequest::WindowPost(post::PostKind::Window.checked(input)?)
             }
             FilecoinRequest::WinningPost { registered_proof, miner_id, randomness, vanilla_proofs } => {
                 let registered_proof = named(registered_proof, "PoSt")?;
                 let prover_id = prover_id(miner_id);
                 let input =
                     PostInput { miner_id, prover_id, registered_proof, randomness, partition_index: 0, vanilla_proofs };
-                wrap(post::PostKind::Winning.checked(input)?, JobInput::WinningPost)
+                CheckedRequest::WinningPost(post::PostKind::Winning.checked(input)?)
             }
         })
     }
@@ -87,7 +93,7 @@ impl FilecoinRequest {
     pub fn fingerprint(&self) -> String {
         use sha2::Digest as _;
         let mut hash = sha2::Sha256::new();
-        hash.update(self.kind().as_str().as_bytes());
+        hash.update(self.kind_name().as_bytes());
         bincode::serialize_into(&mut hash, self).expect("requests serialize");
         hex::encode(hash.finalize())
     }
@@ -99,9 +105,10 @@ mod tests {
     use base64::Engine as _;
     use filecoin_proofs_api::RegisteredSealProof;
 
-    fn same_job(typed: Parsed<JobInput>, json: Parsed<JobInput>) {
+    fn same_job<S: PartialEq + std::fmt::Debug, I: Serialize>(typed: Parsed<S, I>, json: Parsed<S, I>) {
         assert_eq!((typed.spec, typed.partitions), (json.spec, json.partitions));
-        assert_eq!(typed.input.to_bytes(), json.input.to_bytes(), "the stored inputs differ");
+        let stored = |i: &I| bincode::serialize(i).unwrap();
+        assert_eq!(stored(&typed.input), stored(&json.input), "the stored inputs differ");
     }
 
     #[test]
@@ -117,16 +124,10 @@ mod tests {
         let json = serde_json::json!({ "miner_id": 1000, "c1": envelope.clone() });
         let from_json = porep::parse(json.as_object().unwrap()).unwrap();
         let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope: serde_json::to_vec(&envelope).unwrap() };
-        assert_eq!(request.kind(), JobKind::PorepC2);
+        assert_eq!(request.kind_name(), "porep-c2");
         let fingerprint = request.fingerprint();
-        same_job(
-            request.check().unwrap(),
-            Parsed {
-                spec: from_json.spec,
-                partitions: from_json.partitions,
-                input: JobInput::PorepC2(from_json.input),
-            },
-        );
+        let CheckedRequest::PorepC2(typed) = request.check().unwrap() else { panic!("not a PoRep job") };
+        same_job(typed, from_json);
         let other = FilecoinRequest::PorepC2 { miner_id: 1001, envelope: serde_json::to_vec(&envelope).unwrap() };
         assert_ne!(other.fingerprint(), fingerprint);
         // the same C1 from another miner is refused, as in the JSON form
@@ -175,18 +176,16 @@ mod tests {
     #[test]
     fn post_requests_in_bytes_are_the_same_jobs_as_their_json() {
         let mut rng = rand::thread_rng();
-        for (kind, wrap) in [
-            (post::PostKind::Window, JobInput::WindowPost as fn(PostInput) -> JobInput),
-            (post::PostKind::Winning, JobInput::WinningPost),
-        ] {
+        for kind in [post::PostKind::Window, post::PostKind::Winning] {
             let sectors: &[u64] = if kind == post::PostKind::Window { &[1, 2] } else { &[1] };
             let json = crate::sparse_post::post_request(kind, 2048, 1000, sectors, &mut rng).unwrap();
             let from_json = kind.parse(json.as_object().unwrap()).unwrap();
-            let typed = typed_post(kind, &json).check().unwrap();
-            same_job(
-                typed,
-                Parsed { spec: from_json.spec, partitions: from_json.partitions, input: wrap(from_json.input) },
-            );
+            let typed = match (kind, typed_post(kind, &json).check().unwrap()) {
+                (post::PostKind::Window, CheckedRequest::WindowPost(typed))
+                | (post::PostKind::Winning, CheckedRequest::WinningPost(typed)) => typed,
+                (kind, other) => panic!("a {kind:?} request checked as {other:?}"),
+            };
+            same_job(typed, from_json);
         }
         let json = crate::sparse_post::post_request(post::PostKind::Window, 2048, 1000, &[1], &mut rng).unwrap();
         let FilecoinRequest::WindowPost { registered_proof, miner_id, randomness, vanilla_proofs, .. } =

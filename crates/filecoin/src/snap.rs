@@ -13,7 +13,6 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use snarkflow_synthesis::{CircuitVisitor, PartitionWitness};
-use snarkflow_wire::CircuitSpec;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_update::{
     constants::TreeRHasher, EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound,
@@ -37,7 +36,7 @@ pub struct SnapInput {
 }
 
 /// Check a `snap-update` request's `input` completely and turn it into a job.
-pub fn parse(input: &Map<String, Value>) -> Result<Parsed<SnapInput>, FilecoinError> {
+pub fn parse(input: &Map<String, Value>) -> Result<Parsed<u64, SnapInput>, FilecoinError> {
     only_fields(
         input,
         "snap-update",
@@ -55,7 +54,7 @@ pub fn parse(input: &Map<String, Value>) -> Result<Parsed<SnapInput>, FilecoinEr
 
 /// Everything [`parse`] checks once the fields are read (the cuzk gRPC interface's request
 /// starts here, its bytes already binary).
-pub fn checked(parsed: SnapInput) -> Result<Parsed<SnapInput>, FilecoinError> {
+pub fn checked(parsed: SnapInput) -> Result<Parsed<u64, SnapInput>, FilecoinError> {
     let registered_proof = parsed.registered_proof;
     let sector_size = sector_size_of(u64::from(registered_proof.sector_size()))?;
     let partitions = usize::from(registered_proof.partitions());
@@ -68,7 +67,7 @@ pub fn checked(parsed: SnapInput) -> Result<Parsed<SnapInput>, FilecoinError> {
     // the vanilla proofs must be this sector size's partition proofs, and verify: a tampered
     // request is refused here, not after every partition has cost GPU time
     (|| with_sector_shape!(sector_size, check, &parsed))()?;
-    Ok(Parsed { spec: CircuitSpec::SnapUpdate { sector_size }, partitions: partitions as u32, input: parsed })
+    Ok(Parsed { spec: sector_size, partitions: partitions as u32, input: parsed })
 }
 
 /// What the update circuits are built from.

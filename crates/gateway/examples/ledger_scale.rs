@@ -10,7 +10,7 @@ use futures::StreamExt as _;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_gateway::{maintain_index, LedgerIndex};
 use snarkflow_testkit::NatsServer;
-use snarkflow_wire::{CircuitSpec, JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
+use snarkflow_wire::{JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
 
 fn record(n: usize) -> JobRecord {
     let states = [JobState::Done, JobState::Done, JobState::Done, JobState::Failed, JobState::Queued];
@@ -25,7 +25,7 @@ fn record(n: usize) -> JobRecord {
     JobRecord {
         schema: SCHEMA_VERSION,
         id: format!("00000000-0000-4000-8000-{n:012}"),
-        circuit: CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false },
+        circuit: snarkflow_circuits::circuit("porep-c2-32GiB"),
         priority: Priority::Normal,
         seed: n as u64,
         state,

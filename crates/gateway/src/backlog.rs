@@ -32,7 +32,7 @@ impl Backlog {
         let mut sizes: HashMap<CircuitSpec, u64> = HashMap::new();
         for j in jobs {
             if let Some(c) = j.constraints {
-                let known = sizes.entry(j.circuit).or_default();
+                let known = sizes.entry(j.circuit.clone()).or_default();
                 *known = (*known).max(c);
             }
         }
@@ -61,8 +61,13 @@ mod tests {
     use super::*;
     use snarkflow_wire::JobState;
 
-    const POREP_32: CircuitSpec = CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false };
-    const POREP_2K: CircuitSpec = CircuitSpec::PorepC2 { sector_size: 2 << 10, synthetic: false };
+    fn porep_32() -> CircuitSpec {
+        snarkflow_circuits::circuit("porep-c2-32GiB")
+    }
+
+    fn porep_2k() -> CircuitSpec {
+        snarkflow_circuits::circuit("porep-c2-2KiB")
+    }
     const SIZE_32: u64 = 130_278_869;
     const SIZE_2K: u64 = 2_687_961;
 
@@ -90,12 +95,12 @@ mod tests {
     #[test]
     fn partitions_weigh_what_their_circuit_weighs() {
         let jobs = [
-            job(POREP_32, JobState::Proving, (10, 4, 1), Some(SIZE_32)),
+            job(porep_32(), JobState::Proving, (10, 4, 1), Some(SIZE_32)),
             // not synthesized yet: sized from the other job of its circuit
-            job(POREP_32, JobState::Queued, (10, 0, 0), None),
+            job(porep_32(), JobState::Queued, (10, 0, 0), None),
             // finished jobs wait for nothing
-            job(POREP_32, JobState::Done, (10, 10, 10), Some(SIZE_32)),
-            job(POREP_2K, JobState::Proving, (1, 1, 0), Some(SIZE_2K)),
+            job(porep_32(), JobState::Done, (10, 10, 10), Some(SIZE_32)),
+            job(porep_2k(), JobState::Proving, (1, 1, 0), Some(SIZE_2K)),
         ];
         let b = Backlog::of(&jobs);
         assert_eq!(b.synth, (6 + 10) * SIZE_32);
@@ -105,11 +110,11 @@ mod tests {
 
     #[test]
     fn an_unknown_circuit_counts_as_the_largest_known_and_a_test_kind_as_it_declares() {
-        let dense = CircuitSpec::DenseChain { constraints: 5000 };
+        let dense = snarkflow_circuits::circuit("dense-chain-c5000");
         let jobs = [
-            job(POREP_2K, JobState::Proving, (1, 1, 0), Some(SIZE_2K)),
-            job(POREP_32, JobState::Queued, (10, 0, 0), None),
-            job(dense, JobState::Queued, (3, 0, 0), None),
+            job(porep_2k(), JobState::Proving, (1, 1, 0), Some(SIZE_2K)),
+            job(porep_32(), JobState::Queued, (10, 0, 0), None),
+            job(dense.clone(), JobState::Queued, (3, 0, 0), None),
         ];
         let b = Backlog::of(&jobs);
         let dense_size = snarkflow_circuits::test_constraints(&dense).expect("a test kind declares its size");
@@ -117,7 +122,7 @@ mod tests {
         assert_eq!(b.synth, 10 * SIZE_2K + 3 * dense_size);
         assert_eq!(b.prove, SIZE_2K);
         assert_eq!(
-            Backlog::of(&[job(POREP_32, JobState::Queued, (10, 0, 0), None)]).synth,
+            Backlog::of(&[job(porep_32(), JobState::Queued, (10, 0, 0), None)]).synth,
             10,
             "nothing known: a partition each"
         );

@@ -89,14 +89,14 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use snarkflow_wire::{CircuitSpec, PartitionRecord, Priority, ProveStats, Stage, SynthStats, SCHEMA_VERSION};
+    use snarkflow_wire::{PartitionRecord, Priority, ProveStats, Stage, SynthStats, SCHEMA_VERSION};
 
     /// A queued dense-chain job of `partitions` partitions, for tests.
     pub(crate) fn record(partitions: usize) -> JobRecord {
         JobRecord {
             schema: SCHEMA_VERSION,
             id: "j".into(),
-            circuit: CircuitSpec::DenseChain { constraints: 4 },
+            circuit: snarkflow_circuits::circuit("dense-chain-c4"),
             priority: Priority::Normal,
             seed: 1,
             state: JobState::Queued,

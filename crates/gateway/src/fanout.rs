@@ -14,7 +14,7 @@ pub(crate) async fn publish_tasks(bus: &Bus, ledger: &Ledger, record: &JobRecord
         let task = SynthTask {
             schema: SCHEMA_VERSION,
             job_id: record.id.clone(),
-            circuit: record.circuit,
+            circuit: record.circuit.clone(),
             priority: record.priority,
             seed: record.seed,
             partition,

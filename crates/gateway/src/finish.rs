@@ -37,12 +37,14 @@ pub(crate) async fn verify_and_finish(
                 .iter()
                 .map(|p| hex::decode(p.proof_hex.as_deref().unwrap_or_default()).unwrap_or_default())
                 .collect::<Vec<_>>();
-            let (spec, dir) = (record.circuit, params_dir.to_owned());
+            let (spec, dir) = (record.circuit.clone(), params_dir.to_owned());
             let span = info_span!("verify", job_id = %record.id, verifier = "filecoin-proofs", worker = "gateway");
             tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
                 let input = match fetched {
-                    Some(f) => Some(snarkflow_circuits::JobInput::from_bytes(&f.data).map_err(|e| e.to_string())?),
+                    Some(f) => Some(
+                        snarkflow_circuits::JobInput::from_bytes(spec.kind(), &f.data).map_err(|e| e.to_string())?,
+                    ),
                     None => None,
                 };
                 let verdict =

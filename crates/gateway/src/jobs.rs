@@ -147,7 +147,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
     let record = JobRecord {
         schema: SCHEMA_VERSION,
         id: id.clone(),
-        circuit: job.circuit,
+        circuit: job.circuit.clone(),
         priority: job.priority,
         seed: job.seed,
         state: JobState::Queued,

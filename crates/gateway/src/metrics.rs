@@ -148,10 +148,10 @@ impl Metrics {
     }
 
     /// Replace the jobs-by-state gauge with a fresh count.
-    pub fn set_jobs(&self, counts: &std::collections::BTreeMap<(&'static str, &'static str), i64>) {
+    pub fn set_jobs(&self, counts: &std::collections::BTreeMap<(&'static str, snarkflow_wire::JobKind), i64>) {
         self.jobs.reset();
         for ((state, kind), n) in counts {
-            self.jobs.with_label_values(&[state, kind]).set(*n);
+            self.jobs.with_label_values(&[state, kind.as_str()]).set(*n);
         }
     }
 

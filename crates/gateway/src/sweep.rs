@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use snarkflow_bus::{now_ms, Bus, Ledger};
-use snarkflow_wire::{JobKind, JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+use snarkflow_wire::{JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -91,12 +91,12 @@ async fn measure_room(ledger: &Ledger, room: &LedgerRoom, metrics: &Metrics, job
 fn count_jobs(metrics: &Metrics, records: &[JobSummary]) {
     let mut counts = std::collections::BTreeMap::new();
     for state in JobState::ALL {
-        for kind in JobKind::ALL {
-            counts.insert((state.as_str(), kind.as_str()), 0);
+        for &kind in snarkflow_circuits::KINDS {
+            counts.insert((state.as_str(), kind), 0);
         }
     }
     for r in records {
-        *counts.entry((r.state.as_str(), r.kind.as_str())).or_insert(0) += 1;
+        *counts.entry((r.state.as_str(), r.kind)).or_insert(0) += 1;
     }
     metrics.set_jobs(&counts);
 }

@@ -129,7 +129,7 @@ impl JobRequest {
     /// A Filecoin job of `request`'s kind with the kind's default priority and deadline.
     pub fn filecoin(request: FilecoinRequest) -> Self {
         JobRequest {
-            kind: request.kind(),
+            kind: JobKind::new(request.kind_name()),
             input: RequestInput::Filecoin(request),
             priority: None,
             idempotency_key: None,
@@ -153,8 +153,8 @@ impl JobRequest {
             Some(_) => return Err(invalid("kind must be a string")),
             None => return Err(invalid("kind is required")),
         };
-        let kind = JobKind::parse(kind_name).ok_or_else(|| {
-            let known: Vec<_> = JobKind::ALL.iter().map(|k| k.as_str()).collect();
+        let kind = snarkflow_circuits::kind_named(kind_name).ok_or_else(|| {
+            let known: Vec<_> = snarkflow_circuits::KINDS.iter().map(|k| k.as_str()).collect();
             invalid(format!("unknown kind {kind_name:?}; known kinds: {}", known.join(", ")))
         })?;
         let input = match obj.remove("input") {
@@ -194,12 +194,13 @@ fn bad_deadline() -> ApiError {
 /// Validate a job request: the envelope here, the input by its kind's module.
 pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
     let JobRequest { kind, input, priority, idempotency_key, deadline_secs } = request;
-    let priority = priority.unwrap_or_else(|| snarkflow_circuits::default_priority(kind));
+    let info = snarkflow_circuits::known_kind(kind).map_err(|e| invalid(e.to_string()))?;
+    let priority = priority.unwrap_or(info.default_priority);
     if idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY) {
         return Err(bad_idempotency_key());
     }
     let deadline_secs = match deadline_secs {
-        None => snarkflow_circuits::default_deadline_secs(kind),
+        None => info.default_deadline_secs,
         Some(n) if (1..=MAX_DEADLINE_SECS).contains(&n) => n,
         Some(_) => return Err(bad_deadline()),
     };
@@ -209,8 +210,8 @@ pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
             (parsed, request_fingerprint(kind, &input))
         }
         RequestInput::Filecoin(request) => {
-            if request.kind() != kind {
-                return Err(invalid(format!("a {} input for a {} job", request.kind().as_str(), kind.as_str())));
+            if request.kind_name() != kind.as_str() {
+                return Err(invalid(format!("a {} input for a {kind} job", request.kind_name())));
             }
             // of the binary fields: a retry through the same door repeats it
             let fingerprint = request.fingerprint();
@@ -260,7 +261,7 @@ mod tests {
             "priority": "high", "idempotency_key": "k1"
         }))
         .unwrap();
-        assert_eq!(job.circuit, CircuitSpec::DenseChain { constraints: 1024 });
+        assert_eq!(job.circuit, snarkflow_circuits::circuit("dense-chain-c1024"));
         assert_eq!((job.partitions, job.seed, job.priority), (3, 5, Priority::High));
         assert_eq!(job.idempotency_key.as_deref(), Some("k1"));
     }
@@ -315,7 +316,7 @@ mod published_keys {
     /// A 2 KiB PoRep verifying key (any bytes) in a fresh directory, and a policy that checks
     /// keys against a manifest publishing `digest` under its name (`None`: a test cache).
     fn policy(dir: &std::path::Path, digest: Option<&str>) -> (Policy, CircuitSpec) {
-        let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
+        let spec = snarkflow_circuits::circuit("porep-c2-2KiB");
         let name = format!("{}.vk", snarkflow_circuits::param_file_stem(&spec).unwrap());
         std::fs::write(dir.join(&name), b"a verifying key").unwrap();
         let published = digest.map(|d| {

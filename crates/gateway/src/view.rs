@@ -51,7 +51,7 @@ pub struct PartitionView {
 pub struct JobView {
     pub id: String,
     #[schema(value_type = String)]
-    pub kind: &'static str,
+    pub kind: String,
     pub circuit_id: String,
     #[schema(value_type = String)]
     pub state: &'static str,
@@ -192,7 +192,7 @@ impl From<&JobRecord> for JobView {
         };
         JobView {
             id: r.id.clone(),
-            kind: r.kind().as_str(),
+            kind: r.kind().to_string(),
             circuit_id: r.circuit.circuit_id(),
             state: r.state.as_str(),
             priority: r.priority.as_str(),

@@ -8,8 +8,7 @@ use futures::StreamExt;
 use snarkflow_bus::Bus;
 use snarkflow_runtime::WorkerHost;
 use snarkflow_wire::{
-    CircuitSpec, GpuDevice, GpuWorkerStatus, LoadedCircuit, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT,
-    GPU_STATUS_SUBJECT,
+    GpuDevice, GpuWorkerStatus, LoadedCircuit, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT, GPU_STATUS_SUBJECT,
 };
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -73,7 +72,7 @@ fn report(proving: &Proving, host: &WorkerHost) -> GpuWorkerStatus {
         .loaded_ids()
         .into_iter()
         .map(|id| {
-            let bytes = CircuitSpec::parse_circuit_id(&id).map_or(0, |spec| proving.params.file_bytes(&spec));
+            let bytes = snarkflow_circuits::parse_circuit_id(&id).map_or(0, |spec| proving.params.file_bytes(&spec));
             LoadedCircuit { circuit_id: id, bytes }
         })
         .collect();
@@ -96,7 +95,7 @@ async fn params_command(proving: &Proving, worker: &str, payload: &[u8]) -> Para
         Err(e) => return error(format!("unreadable parameters command: {e}")),
     };
     let (ParamsCommand::Preload { circuit_id } | ParamsCommand::Evict { circuit_id }) = &command;
-    let Some(spec) = CircuitSpec::parse_circuit_id(circuit_id) else {
+    let Some(spec) = snarkflow_circuits::parse_circuit_id(circuit_id) else {
         return error(format!("unknown circuit id {circuit_id:?}"));
     };
     match command {
@@ -105,7 +104,7 @@ async fn params_command(proving: &Proving, worker: &str, payload: &[u8]) -> Para
                 return ParamsReply::Preloaded { worker: worker.to_owned(), already_loaded: true, load_ms: 0 };
             }
             let started = Instant::now();
-            let (loader, to_load) = (proving.clone(), spec);
+            let (loader, to_load) = (proving.clone(), spec.clone());
             match tokio::task::spawn_blocking(move || loader.load(&to_load)).await {
                 Ok(Ok(())) => {
                     let load_ms = started.elapsed().as_millis() as u64;

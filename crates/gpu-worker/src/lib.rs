@@ -25,7 +25,7 @@ pub use config::Config;
 use snarkflow_bus::Bus;
 use snarkflow_prover::ParamStore;
 use snarkflow_runtime::{SlotConfig, WorkerHost};
-use snarkflow_wire::{CircuitSpec, Stage};
+use snarkflow_wire::Stage;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -118,8 +118,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
 /// Load the `--preload` circuits' parameters and shapes before reporting ready.
 async fn preload(config: &Config, params: &Arc<ParamStore>, shapes: &Arc<shapes::ShapeStore>) -> anyhow::Result<()> {
     for id in &config.preload {
-        let spec =
-            CircuitSpec::parse_circuit_id(id).ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
+        let spec = snarkflow_circuits::parse_circuit_id(id)
+            .ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
         let (params, generate, shapes) = (params.clone(), config.generate_missing_params, shapes.clone());
         tokio::task::spawn_blocking(move || {
             // a resident key holds its shape on the device: no host copy is needed

@@ -212,7 +212,7 @@ fn record_queue_wait(parent: &opentelemetry::Context, task: &ProveTask, worker: 
         .with_start_time(published)
         .with_attributes([
             KeyValue::new("job_id", task.job_id.clone()),
-            KeyValue::new("job.kind", task.circuit.kind().as_str()),
+            KeyValue::new("job.kind", task.circuit.kind().to_string()),
             KeyValue::new("partition", task.partition as i64),
             KeyValue::new("partitions", task.partitions as i64),
             KeyValue::new("worker", worker.to_owned()),

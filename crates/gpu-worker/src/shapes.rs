@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn shapes_are_persisted_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = CircuitSpec::DenseChain { constraints: 64 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c64");
         let first = ShapeStore::new(dir.path().to_owned()).get(&spec).unwrap();
         let file = dir.path().join("dense-chain-c64.shape");
         assert!(file.exists(), "the shape is written next to the parameters");

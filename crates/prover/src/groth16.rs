@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn compact_path_proofs_are_byte_identical_to_full_synthesis() {
         use snarkflow_synthesis::{decode_compact, encode_compact, record_shape, synthesize_witness};
-        let id = CircuitSpec::Sha256Chain { blocks: 1 }.circuit_id();
+        let id = snarkflow_circuits::circuit("sha256-chain-b1").circuit_id();
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
         let params = generate_random_parameters::<Bls12, _, _>(Sha256Chain::blank(1), &mut rng).unwrap();
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn proofs_are_byte_identical_to_bellperson_dense_chain() {
         check_identical(
-            CircuitSpec::DenseChain { constraints: 300 },
+            snarkflow_circuits::circuit("dense-chain-c300"),
             DenseChain::blank(300),
             |p| DenseChain::with_witness(300, 9, p),
             |c| c.public_inputs().unwrap(),
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn proofs_are_byte_identical_to_bellperson_sha256_chain() {
         check_identical(
-            CircuitSpec::Sha256Chain { blocks: 1 },
+            snarkflow_circuits::circuit("sha256-chain-b1"),
             Sha256Chain::blank(1),
             |p| Sha256Chain::with_witness(1, 9, p),
             |c| c.public_inputs().unwrap(),

@@ -92,7 +92,6 @@ mod tests {
     use rand::SeedableRng;
     use snarkflow_circuits::DenseChain;
     use snarkflow_synthesis::synthesize;
-    use snarkflow_wire::CircuitSpec;
 
     fn written(constraints: u32) -> (tempfile::TempDir, std::path::PathBuf) {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
@@ -108,14 +107,14 @@ mod tests {
 
     #[test]
     fn a_partition_of_the_circuit_fits_and_a_changed_one_does_not() {
-        let spec = CircuitSpec::DenseChain { constraints: 40 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c40");
         let (_dir, path) = written(40);
         let (vk, sections) = read_sections(&path).unwrap();
         let id = spec.circuit_id();
         let good = synthesize(DenseChain::with_witness(40, 1, 0), &id, 0).unwrap();
         sections.check(&good, &vk).unwrap();
 
-        let other = CircuitSpec::DenseChain { constraints: 300 };
+        let other = snarkflow_circuits::circuit("dense-chain-c300");
         let bigger = synthesize(DenseChain::with_witness(300, 1, 0), &other.circuit_id(), 0).unwrap();
         assert!(matches!(sections.check(&bigger, &vk), Err(ProveError::Mismatch(_))));
 

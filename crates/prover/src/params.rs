@@ -360,7 +360,7 @@ mod tests {
     fn missing_parameters_name_the_expected_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
-        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c8");
         let err = store.get(&spec, false).unwrap_err();
         assert!(err.to_string().contains("dense-chain-c8.params"), "{err}");
         assert!(store.loaded_ids().is_empty());
@@ -370,7 +370,7 @@ mod tests {
     fn missing_filecoin_parameters_name_filecoin_proofs_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
-        let spec = CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false };
+        let spec = snarkflow_circuits::circuit("porep-c2-32GiB");
         let err = store.get(&spec, false).unwrap_err().to_string();
         assert!(err.contains("porep-c2-32GiB"), "{err}");
         assert!(
@@ -384,7 +384,7 @@ mod tests {
     fn generated_parameters_are_cached_and_loaded_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
-        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c8");
         let first = store.get(&spec, true).unwrap();
         assert!(store.params_path(&spec).exists() && store.vk_path(&spec).exists());
         let second = store.get(&spec, false).unwrap();
@@ -413,7 +413,7 @@ mod tests {
     #[test]
     fn a_file_its_check_refuses_is_not_loaded() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = CircuitSpec::DenseChain { constraints: 8 };
+        let spec = snarkflow_circuits::circuit("dense-chain-c8");
         ParamStore::new(dir.path(), snarkflow_circuits::catalog()).generate(&spec, false).unwrap();
         let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).with_file_check(Arc::new(Refuse));
         let err = store.get(&spec, false).unwrap_err();
@@ -427,13 +427,13 @@ mod tests {
         let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
         let real = "v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-x.params";
         fs::write(dir.path().join(real), b"from paramfetch").unwrap();
-        let spec = CircuitSpec::WinningPost { sector_size: 2048 };
+        let spec = snarkflow_circuits::circuit("winning-post-2KiB");
         let err = store.generate(&spec, false).unwrap_err().to_string();
         assert!(err.starts_with("refusing to write random parameters for winning-post-2KiB into"), "{err}");
         assert!(err.contains(real), "{err}");
         assert!(!store.params_path(&spec).exists() && !store.vk_path(&spec).exists(), "nothing written");
         // the synthetic test kinds have no filecoin-proofs file names: they may live there
-        store.generate(&CircuitSpec::DenseChain { constraints: 8 }, false).unwrap();
+        store.generate(&snarkflow_circuits::circuit("dense-chain-c8"), false).unwrap();
         // a file marked random is not a trusted-setup file
         fs::write(dir.path().join(real).with_extension(RANDOM_MARK), b"").unwrap();
         assert_eq!(store.trusted_setup_file(), None);

@@ -10,7 +10,6 @@ use ff::Field;
 use rand::SeedableRng;
 use snarkflow_prover::{ParamStore, ToxicWaste};
 use snarkflow_synthesis::Synthesize;
-use snarkflow_wire::CircuitSpec;
 
 /// The bench's stream of blinding factors: r, s for partition 0, then for partition 1, …
 const BLINDING_SEED: u64 = 2026;
@@ -33,7 +32,7 @@ fn cpu_proofs_equal_the_resident_proofs_made_on_an_h200() {
     let mut current: Option<(&str, bellperson::groth16::Parameters<blstrs::Bls12>, rand_chacha::ChaCha20Rng)> = None;
     for (id, partition, seed, proof_hex) in lines {
         if current.as_ref().is_none_or(|(c, _, _)| *c != id) {
-            let spec = CircuitSpec::parse_circuit_id(id).expect("a synthetic circuit id");
+            let spec = snarkflow_circuits::parse_circuit_id(id).expect("a synthetic circuit id");
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
             let path = store.generate_with(&spec, true, ToxicWaste::random(&mut rng)).unwrap();
             let file = std::fs::File::open(path).unwrap();
@@ -42,7 +41,7 @@ fn cpu_proofs_equal_the_resident_proofs_made_on_an_h200() {
         }
         let (_, params, blinding) = current.as_mut().unwrap();
         let (r, s) = (blstrs::Scalar::random(&mut *blinding), blstrs::Scalar::random(&mut *blinding));
-        let spec = CircuitSpec::parse_circuit_id(id).unwrap();
+        let spec = snarkflow_circuits::parse_circuit_id(id).unwrap();
         let part =
             snarkflow_circuits::visit_with_witness(&spec, partition as u64, partition, None, Synthesize(id, partition))
                 .unwrap()

@@ -45,7 +45,7 @@ macro_rules! partition_span {
         $crate::__private::info_span!(
             $name,
             job_id = %$task.job_id(),
-            job.kind = $task.circuit().kind().as_str(),
+            job.kind = %$task.circuit().kind(),
             partition = i64::from($task.partition()),
             partitions = i64::from($task.partitions()),
             worker = %$worker,

@@ -177,7 +177,7 @@ fn task_of(job_id: &str, partition: u32, partitions: u32) -> SynthTask {
     SynthTask {
         schema: SCHEMA_VERSION,
         job_id: job_id.into(),
-        circuit: CircuitSpec::DenseChain { constraints: 8 },
+        circuit: CircuitSpec::new(snarkflow_wire::JobKind::new("dense-chain"), "c8").unwrap(),
         priority: Priority::Normal,
         seed: 1,
         partition,
@@ -198,7 +198,7 @@ fn job_record(id: &str, partitions: usize) -> JobRecord {
     JobRecord {
         schema: SCHEMA_VERSION,
         id: id.into(),
-        circuit: CircuitSpec::DenseChain { constraints: 8 },
+        circuit: CircuitSpec::new(snarkflow_wire::JobKind::new("dense-chain"), "c8").unwrap(),
         priority: Priority::Normal,
         seed: 1,
         state: JobState::Queued,

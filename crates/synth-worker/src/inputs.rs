@@ -45,7 +45,8 @@ impl InputCache {
                 Failure::Permanent(reason) => Failure::Permanent(format!("job input: {reason}")),
                 transient => transient,
             })?;
-        let input = tokio::task::spawn_blocking(move || JobInput::from_bytes(&fetched.data))
+        let kind = task.circuit.kind();
+        let input = tokio::task::spawn_blocking(move || JobInput::from_bytes(kind, &fetched.data))
             .await
             .map_err(|e| Failure::Permanent(format!("parsing the job input panicked: {e}")))?
             .map_err(|e| Failure::Permanent(e.to_string()))?;

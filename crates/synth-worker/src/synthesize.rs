@@ -156,7 +156,7 @@ impl TaskHandler for Synthesis {
         let prove_task = ProveTask {
             schema: SCHEMA_VERSION,
             job_id: task.job_id.clone(),
-            circuit: task.circuit,
+            circuit: task.circuit.clone(),
             priority: task.priority,
             partition: task.partition,
             partitions: task.partitions,
@@ -211,7 +211,7 @@ fn encode_partition(
     native: &NativeCheck,
     worker: &str,
 ) -> Result<Encoded, String> {
-    let (circuit, id) = (task.circuit, task.circuit.circuit_id());
+    let (circuit, id) = (&task.circuit, task.circuit.circuit_id());
     let (seed, partition) = (task.seed, task.partition);
     match encoding {
         PartitionEncoding::CompactWitness => {
@@ -242,7 +242,7 @@ fn encode_partition(
             let started = Instant::now();
             let synthesized = span
                 .in_scope(|| {
-                    snarkflow_circuits::visit_with_witness(&circuit, seed, partition, input, Synthesize(&id, partition))
+                    snarkflow_circuits::visit_with_witness(circuit, seed, partition, input, Synthesize(&id, partition))
                 })
                 .map_err(|e| format!("building the circuit: {e}"))?
                 .map_err(|e| format!("synthesis error: {e}"))?;
@@ -356,7 +356,7 @@ impl Synthesis {
     /// a WinningPoSt with a 5-minute deadline — does not wait for its circuit to be recorded.
     pub(crate) fn preload_shapes(&self, circuit_ids: &[String]) -> Result<(), String> {
         for id in circuit_ids {
-            let spec = snarkflow_wire::CircuitSpec::parse_circuit_id(id)
+            let spec = snarkflow_circuits::parse_circuit_id(id)
                 .ok_or_else(|| format!("--preload-shapes: unknown circuit id {id:?}"))?;
             let started = std::time::Instant::now();
             let span = tracing::info_span!("shape.record", circuit_id = %id, worker = "synth", preload = true);

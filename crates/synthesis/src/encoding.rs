@@ -125,10 +125,9 @@ mod tests {
     use crate::synthesize;
     use proptest::prelude::*;
     use snarkflow_circuits::DenseChain;
-    use snarkflow_wire::CircuitSpec;
 
     fn sample(constraints: u32, seed: u64) -> SynthesizedPartition {
-        let spec = CircuitSpec::DenseChain { constraints };
+        let spec = snarkflow_circuits::circuit(&format!("dense-chain-c{}", constraints));
         synthesize(DenseChain::with_witness(constraints, seed, 3), &spec.circuit_id(), 3).unwrap()
     }
 

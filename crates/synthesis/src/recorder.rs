@@ -153,11 +153,10 @@ pub fn synthesize<C: Circuit<Fr>>(
 mod tests {
     use super::*;
     use snarkflow_circuits::{DenseChain, Sha256Chain};
-    use snarkflow_wire::CircuitSpec;
 
     #[test]
     fn satisfied_circuit_has_a_times_b_equal_c() {
-        let spec = CircuitSpec::Sha256Chain { blocks: 1 };
+        let spec = snarkflow_circuits::circuit("sha256-chain-b1");
         let circuit = Sha256Chain::with_witness(1, 1, 0);
         let expected_inputs = circuit.public_inputs().unwrap();
         let p = synthesize(circuit, &spec.circuit_id(), 0).unwrap();

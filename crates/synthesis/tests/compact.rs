@@ -13,18 +13,18 @@ use snarkflow_synthesis::{
 use snarkflow_wire::CircuitSpec;
 
 /// The blank circuit of `spec`'s kind, recorded under `id`.
-fn blank_shape(spec: CircuitSpec, id: &str) -> ConstraintShape {
-    snarkflow_circuits::visit_blank(&spec, RecordShape(id)).unwrap().unwrap()
+fn blank_shape(spec: &CircuitSpec, id: &str) -> ConstraintShape {
+    snarkflow_circuits::visit_blank(spec, RecordShape(id)).unwrap().unwrap()
 }
 
 /// Partition `p` of a job of `spec` with `seed`, fully synthesized under `id`.
-fn full(spec: CircuitSpec, seed: u64, p: u32, id: &str) -> SynthesizedPartition {
-    snarkflow_circuits::visit_with_witness(&spec, seed, p, None, Synthesize(id, p)).unwrap().unwrap()
+fn full(spec: &CircuitSpec, seed: u64, p: u32, id: &str) -> SynthesizedPartition {
+    snarkflow_circuits::visit_with_witness(spec, seed, p, None, Synthesize(id, p)).unwrap().unwrap()
 }
 
 /// The same partition's witness only.
-fn witness_of(spec: CircuitSpec, seed: u64, p: u32, id: &str) -> PartitionWitness {
-    snarkflow_circuits::visit_with_witness(&spec, seed, p, None, SynthesizeWitness(id, p)).unwrap().unwrap()
+fn witness_of(spec: &CircuitSpec, seed: u64, p: u32, id: &str) -> PartitionWitness {
+    snarkflow_circuits::visit_with_witness(spec, seed, p, None, SynthesizeWitness(id, p)).unwrap().unwrap()
 }
 
 /// A random circuit: its structure comes from `structure_seed`, its values from `value_seed`.
@@ -99,8 +99,8 @@ proptest! {
 
     #[test]
     fn any_flipped_byte_is_detected(flip in any::<prop::sample::Index>(), bit in 0u8..8) {
-        let spec = CircuitSpec::DenseChain { constraints: 20 };
-        let w = witness_of(spec, 1, 0, "d");
+        let spec = snarkflow_circuits::circuit("dense-chain-c20");
+        let w = witness_of(&spec, 1, 0, "d");
         let mut bytes = encode_compact(&w, [7; 32]);
         let i = flip.index(bytes.len());
         bytes[i] ^= 1 << bit;
@@ -110,9 +110,9 @@ proptest! {
 
 fn check_kind(spec: CircuitSpec) -> (usize, usize) {
     let id = spec.circuit_id();
-    let shape = blank_shape(spec, &id);
-    let full = full(spec, 5, 2, &id);
-    let witness = witness_of(spec, 5, 2, &id);
+    let shape = blank_shape(&spec, &id);
+    let full = full(&spec, 5, 2, &id);
+    let witness = witness_of(&spec, 5, 2, &id);
     assert_eq!(shape.num_constraints(), full.num_constraints());
     let compact = encode_compact(&witness, shape.hash);
     assert_eq!(shape.rebuild(witness).unwrap(), full, "{id}: rebuilt partition differs from full synthesis");
@@ -121,19 +121,19 @@ fn check_kind(spec: CircuitSpec) -> (usize, usize) {
 
 #[test]
 fn rebuild_equals_full_synthesis_for_sha256_chain() {
-    let (compact, raw) = check_kind(CircuitSpec::Sha256Chain { blocks: 2 });
+    let (compact, raw) = check_kind(snarkflow_circuits::circuit("sha256-chain-b2"));
     assert!(compact * 100 < raw * 10, "compact {compact} bytes is not under 10% of raw {raw}");
 }
 
 #[test]
 fn rebuild_equals_full_synthesis_for_dense_chain() {
-    check_kind(CircuitSpec::DenseChain { constraints: 300 });
+    check_kind(snarkflow_circuits::circuit("dense-chain-c300"));
 }
 
 #[test]
 fn truncated_and_foreign_payloads_are_rejected() {
-    let spec = CircuitSpec::Sha256Chain { blocks: 1 };
-    let w = witness_of(spec, 1, 0, "s");
+    let spec = snarkflow_circuits::circuit("sha256-chain-b1");
+    let w = witness_of(&spec, 1, 0, "s");
     let bytes = encode_compact(&w, [1; 32]);
     for cut in [1, 31, 32, 100, bytes.len() - 1] {
         assert!(matches!(decode_compact(&bytes[..bytes.len() - cut]), Err(CompactError::Digest | CompactError::Magic)));
@@ -143,15 +143,15 @@ fn truncated_and_foreign_payloads_are_rejected() {
 
 #[test]
 fn a_witness_of_the_wrong_shape_is_refused() {
-    let shape = blank_shape(CircuitSpec::DenseChain { constraints: 8 }, "dense-chain-c8");
-    let other = witness_of(CircuitSpec::DenseChain { constraints: 9 }, 1, 0, "dense-chain-c8");
+    let shape = blank_shape(&snarkflow_circuits::circuit("dense-chain-c8"), "dense-chain-c8");
+    let other = witness_of(&snarkflow_circuits::circuit("dense-chain-c9"), 1, 0, "dense-chain-c8");
     assert!(shape.rebuild(other).is_err());
 }
 
 #[test]
 fn shape_files_round_trip_and_corruption_is_refused() {
-    let spec = CircuitSpec::Sha256Chain { blocks: 1 };
-    let shape = blank_shape(spec, &spec.circuit_id());
+    let spec = snarkflow_circuits::circuit("sha256-chain-b1");
+    let shape = blank_shape(&spec, &spec.circuit_id());
     let mut bytes = Vec::new();
     shape.write_to(&mut bytes).unwrap();
     assert_eq!(snarkflow_synthesis::ConstraintShape::read_from(&bytes[..]).unwrap(), shape);
@@ -168,10 +168,10 @@ fn shape_files_round_trip_and_corruption_is_refused() {
 /// four zero values per byte of tags would otherwise decode into 128 bytes of memory each.
 #[test]
 fn a_witness_for_other_counts_is_refused_before_decoding() {
-    let spec = CircuitSpec::DenseChain { constraints: 20 };
+    let spec = snarkflow_circuits::circuit("dense-chain-c20");
     let id = spec.circuit_id();
-    let shape = blank_shape(spec, &id);
-    let witness = witness_of(spec, 1, 0, &id);
+    let shape = blank_shape(&spec, &id);
+    let witness = witness_of(&spec, 1, 0, &id);
     let expected = WitnessShape::of(&shape);
     let ok = decode_compact_for(&encode_compact(&witness, shape.hash), &expected).unwrap();
     assert_eq!(ok, witness);

@@ -2,17 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::{CircuitSpec, JobKind};
+
 /// Size of one compressed BLS12-381 Groth16 partition proof.
 pub const PARTITION_PROOF_BYTES: usize = 192;
 
 /// Largest number of partitions one job may fan out into.
 pub const MAX_PARTITIONS: u32 = 64;
-/// Largest `sha256-chain` length: 4096 compressions is ~110 M constraints, beyond which a CPU
-/// prover takes hours and a 32 GiB-class circuit belongs to the Filecoin kinds anyway.
-pub const MAX_SHA256_BLOCKS: u32 = 4096;
-/// Largest `dense-chain` size (2^26 constraints, above a 32 GiB PoRep partition's domain).
-pub const MAX_DENSE_CONSTRAINTS: u32 = 1 << 26;
-
 /// How urgent a job is; higher priorities are pulled first at every stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -43,81 +39,6 @@ impl Priority {
     }
 }
 
-/// The circuit family a job proves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JobKind {
-    /// `blocks` chained SHA-256 compressions (bit-heavy, like PoRep labeling).
-    Sha256Chain,
-    /// `constraints` constraints of x_{i+1} = x_i^2 + x_i + k with every witness value random.
-    DenseChain,
-    /// Filecoin PoRep commit phase 2: a C1 output in, the sector's seal proof out.
-    PorepC2,
-    /// Filecoin SnapDeals (empty sector update) proof from the partition vanilla proofs.
-    SnapUpdate,
-    /// Filecoin WindowPoSt, one partition, from vanilla sector proofs.
-    WindowPost,
-    /// Filecoin WinningPoSt from vanilla sector proofs.
-    WinningPost,
-}
-
-impl JobKind {
-    pub const ALL: [JobKind; 6] = [
-        JobKind::Sha256Chain,
-        JobKind::DenseChain,
-        JobKind::PorepC2,
-        JobKind::SnapUpdate,
-        JobKind::WindowPost,
-        JobKind::WinningPost,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::Sha256Chain => "sha256-chain",
-            JobKind::DenseChain => "dense-chain",
-            JobKind::PorepC2 => "porep-c2",
-            JobKind::SnapUpdate => "snap-update",
-            JobKind::WindowPost => "window-post",
-            JobKind::WinningPost => "winning-post",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<JobKind> {
-        JobKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
-/// The shape of one partition's circuit. Two partitions with equal specs share Groth16
-/// parameters; the spec's [`CircuitSpec::circuit_id`] names them on disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum CircuitSpec {
-    Sha256Chain {
-        blocks: u32,
-    },
-    DenseChain {
-        constraints: u32,
-    },
-    /// Interactive PoRep (`StackedDrg<size>V1_1`) or Synthetic PoRep
-    /// (`StackedDrg<size>V1_1_Feat_SyntheticPoRep`), one circuit per partition.
-    PorepC2 {
-        sector_size: u64,
-        synthetic: bool,
-    },
-    /// `StackedDrg<size>V1` empty sector update.
-    SnapUpdate {
-        sector_size: u64,
-    },
-    /// `StackedDrgWindow<size>V1_2`.
-    WindowPost {
-        sector_size: u64,
-    },
-    /// `StackedDrgWinning<size>V1`.
-    WinningPost {
-        sector_size: u64,
-    },
-}
-
 /// Sector sizes Filecoin has published proofs for, with their short names.
 pub const SECTOR_SIZES: [(u64, &str); 5] =
     [(2 << 10, "2KiB"), (8 << 20, "8MiB"), (512 << 20, "512MiB"), (32 << 30, "32GiB"), (64 << 30, "64GiB")];
@@ -134,75 +55,6 @@ pub fn parse_sector_size(s: &str) -> Option<u64> {
         .find(|(_, n)| n.eq_ignore_ascii_case(s))
         .map(|(b, _)| *b)
         .or_else(|| s.parse().ok().filter(|b| sector_size_name(*b).is_some()))
-}
-
-impl CircuitSpec {
-    pub fn kind(&self) -> JobKind {
-        match self {
-            CircuitSpec::Sha256Chain { .. } => JobKind::Sha256Chain,
-            CircuitSpec::DenseChain { .. } => JobKind::DenseChain,
-            CircuitSpec::PorepC2 { .. } => JobKind::PorepC2,
-            CircuitSpec::SnapUpdate { .. } => JobKind::SnapUpdate,
-            CircuitSpec::WindowPost { .. } => JobKind::WindowPost,
-            CircuitSpec::WinningPost { .. } => JobKind::WinningPost,
-        }
-    }
-
-    /// Sector size of a Filecoin circuit.
-    pub fn sector_size(&self) -> Option<u64> {
-        match *self {
-            CircuitSpec::PorepC2 { sector_size, .. }
-            | CircuitSpec::SnapUpdate { sector_size }
-            | CircuitSpec::WindowPost { sector_size }
-            | CircuitSpec::WinningPost { sector_size } => Some(sector_size),
-            CircuitSpec::Sha256Chain { .. } | CircuitSpec::DenseChain { .. } => None,
-        }
-    }
-
-    /// Stable identity of the circuit shape: names shapes, metrics and (for the synthetic
-    /// kinds) parameter files. Filecoin parameter files keep filecoin-proofs' own names. It is
-    /// the kind's name, a dash, and the spec's own part ([`CircuitSpec::id_params`]).
-    pub fn circuit_id(&self) -> String {
-        format!("{}-{}", self.kind().as_str(), self.id_params())
-    }
-
-    /// What follows the kind's name in a circuit id: `b64`, `c1024`, `32GiB`, `synthetic-32GiB`.
-    fn id_params(&self) -> String {
-        let size = |b: u64| sector_size_name(b).map(str::to_owned).unwrap_or_else(|| format!("{b}B"));
-        match *self {
-            CircuitSpec::Sha256Chain { blocks } => format!("b{blocks}"),
-            CircuitSpec::DenseChain { constraints } => format!("c{constraints}"),
-            CircuitSpec::PorepC2 { sector_size, synthetic: false } => size(sector_size),
-            CircuitSpec::PorepC2 { sector_size, synthetic: true } => format!("synthetic-{}", size(sector_size)),
-            CircuitSpec::SnapUpdate { sector_size }
-            | CircuitSpec::WindowPost { sector_size }
-            | CircuitSpec::WinningPost { sector_size } => size(sector_size),
-        }
-    }
-
-    /// Inverse of [`CircuitSpec::id_params`] for a circuit of `kind`. The match is over every
-    /// kind, so a kind added to [`JobKind`] does not compile until its ids parse.
-    fn from_id_params(kind: JobKind, params: &str) -> Option<CircuitSpec> {
-        Some(match kind {
-            JobKind::Sha256Chain => CircuitSpec::Sha256Chain { blocks: params.strip_prefix('b')?.parse().ok()? },
-            JobKind::DenseChain => CircuitSpec::DenseChain { constraints: params.strip_prefix('c')?.parse().ok()? },
-            JobKind::PorepC2 => match params.strip_prefix("synthetic-") {
-                Some(size) => CircuitSpec::PorepC2 { sector_size: parse_sector_size(size)?, synthetic: true },
-                None => CircuitSpec::PorepC2 { sector_size: parse_sector_size(params)?, synthetic: false },
-            },
-            JobKind::SnapUpdate => CircuitSpec::SnapUpdate { sector_size: parse_sector_size(params)? },
-            JobKind::WindowPost => CircuitSpec::WindowPost { sector_size: parse_sector_size(params)? },
-            JobKind::WinningPost => CircuitSpec::WinningPost { sector_size: parse_sector_size(params)? },
-        })
-    }
-
-    /// Inverse of [`CircuitSpec::circuit_id`].
-    pub fn parse_circuit_id(id: &str) -> Option<CircuitSpec> {
-        JobKind::ALL.into_iter().find_map(|kind| {
-            let params = id.strip_prefix(kind.as_str())?.strip_prefix('-')?;
-            CircuitSpec::from_id_params(kind, params)
-        })
-    }
 }
 
 /// Life cycle of a job. `done`, `failed` and `cancelled` are terminal.
@@ -363,82 +215,11 @@ impl JobRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn circuit_id_round_trips(blocks in 1u32..10_000, constraints in 1u32..(1 << 26)) {
-            for spec in [CircuitSpec::Sha256Chain { blocks }, CircuitSpec::DenseChain { constraints }] {
-                prop_assert_eq!(CircuitSpec::parse_circuit_id(&spec.circuit_id()), Some(spec));
-            }
-        }
-
-        #[test]
-        fn filecoin_circuit_ids_round_trip(i in 0usize..5, synthetic: bool) {
-            let sector_size = SECTOR_SIZES[i].0;
-            for spec in [
-                CircuitSpec::PorepC2 { sector_size, synthetic },
-                CircuitSpec::SnapUpdate { sector_size },
-                CircuitSpec::WindowPost { sector_size },
-                CircuitSpec::WinningPost { sector_size },
-            ] {
-                prop_assert_eq!(CircuitSpec::parse_circuit_id(&spec.circuit_id()), Some(spec));
-            }
-        }
-    }
 
     #[test]
     fn priority_order_puts_critical_first() {
         assert_eq!(Priority::ALL[0], Priority::Critical);
         assert!(Priority::Critical > Priority::Low);
         assert_eq!(serde_json::to_string(&Priority::High).unwrap(), "\"high\"");
-    }
-
-    /// `JobKind::ALL` is a list the compiler does not check; this match is. A kind added to
-    /// the enum needs a position here, and the test fails until `ALL` holds it there.
-    #[test]
-    fn every_kind_is_in_all() {
-        fn position(kind: JobKind) -> usize {
-            match kind {
-                JobKind::Sha256Chain => 0,
-                JobKind::DenseChain => 1,
-                JobKind::PorepC2 => 2,
-                JobKind::SnapUpdate => 3,
-                JobKind::WindowPost => 4,
-                JobKind::WinningPost => 5,
-            }
-        }
-        for (i, kind) in JobKind::ALL.into_iter().enumerate() {
-            assert_eq!(position(kind), i, "{kind:?}");
-            assert_eq!(JobKind::parse(kind.as_str()), Some(kind));
-        }
-        let largest = JobKind::ALL.into_iter().map(position).max().unwrap();
-        assert_eq!(largest + 1, JobKind::ALL.len());
-    }
-
-    #[test]
-    fn circuit_ids_are_the_ones_already_on_disk() {
-        // parameter files, shapes and ledger records name circuits by these ids
-        for (spec, id) in [
-            (CircuitSpec::Sha256Chain { blocks: 64 }, "sha256-chain-b64"),
-            (CircuitSpec::DenseChain { constraints: 1024 }, "dense-chain-c1024"),
-            (CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false }, "porep-c2-32GiB"),
-            (CircuitSpec::PorepC2 { sector_size: 64 << 30, synthetic: true }, "porep-c2-synthetic-64GiB"),
-            (CircuitSpec::SnapUpdate { sector_size: 2048 }, "snap-update-2KiB"),
-            (CircuitSpec::WindowPost { sector_size: 32 << 30 }, "window-post-32GiB"),
-            (CircuitSpec::WinningPost { sector_size: 512 << 20 }, "winning-post-512MiB"),
-        ] {
-            assert_eq!(spec.circuit_id(), id);
-            assert_eq!(CircuitSpec::parse_circuit_id(id), Some(spec));
-        }
-    }
-
-    #[test]
-    fn unknown_circuit_id_is_rejected() {
-        assert_eq!(CircuitSpec::parse_circuit_id("porep-32g"), None);
-        assert_eq!(CircuitSpec::parse_circuit_id("dense-chain-cX"), None);
-        assert_eq!(CircuitSpec::parse_circuit_id("porep-c2-3GiB"), None);
-        assert_eq!(CircuitSpec::parse_circuit_id("porep-c2"), None);
-        assert_eq!(CircuitSpec::parse_circuit_id("sha256-chainb1"), None);
     }
 }

@@ -7,11 +7,13 @@
 
 mod control;
 mod job;
+mod kind;
 mod messages;
 mod topology;
 
 pub use control::*;
 pub use job::*;
+pub use kind::{BadSpec, CircuitSpec, JobKind};
 pub use messages::*;
 pub use topology::*;
 

@@ -115,7 +115,7 @@ pub trait PartitionTask {
     /// The stage whose workers consume this task.
     const STAGE: Stage;
     fn job_id(&self) -> &str;
-    fn circuit(&self) -> CircuitSpec;
+    fn circuit(&self) -> &CircuitSpec;
     fn partition(&self) -> u32;
     fn partitions(&self) -> u32;
     /// The object this task owns (deleted when the task is dropped or fails for good).
@@ -127,8 +127,8 @@ impl PartitionTask for SynthTask {
     fn job_id(&self) -> &str {
         &self.job_id
     }
-    fn circuit(&self) -> CircuitSpec {
-        self.circuit
+    fn circuit(&self) -> &CircuitSpec {
+        &self.circuit
     }
     fn partition(&self) -> u32 {
         self.partition
@@ -146,8 +146,8 @@ impl PartitionTask for ProveTask {
     fn job_id(&self) -> &str {
         &self.job_id
     }
-    fn circuit(&self) -> CircuitSpec {
-        self.circuit
+    fn circuit(&self) -> &CircuitSpec {
+        &self.circuit
     }
     fn partition(&self) -> u32 {
         self.partition
@@ -250,7 +250,7 @@ mod tests {
             let task = ProveTask {
                 schema: SCHEMA_VERSION,
                 job_id: job.clone(),
-                circuit: CircuitSpec::Sha256Chain { blocks },
+                circuit: CircuitSpec::new(crate::JobKind::new("sha256-chain"), &format!("b{blocks}")).unwrap(),
                 priority: p,
                 partition,
                 partitions: partition + 1,

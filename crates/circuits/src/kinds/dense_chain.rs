@@ -5,6 +5,9 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
 
+/// Largest chain: 2^26 constraints, above a 32 GiB PoRep partition's domain.
+pub const MAX_CONSTRAINTS: u32 = 1 << 26;
+
 /// The chain's constant k. Part of the circuit's shape (it sits in the constraint
 /// coefficients), so it is fixed, not per job.
 pub(crate) fn chain_constant() -> Fr {
@@ -95,6 +98,6 @@ mod tests {
 
 super::synthetic_kind! {
     /// The `dense-chain` proof kind: a load-test circuit whose witness derives from the job seed.
-    DenseChainKind, DenseChain, DenseChain { constraints }, "dense-chain", snarkflow_wire::MAX_DENSE_CONSTRAINTS,
+    DenseChainKind, DenseChain, "dense-chain", "constraints", "c", MAX_CONSTRAINTS,
     constraints per unit: 1
 }

@@ -1,10 +1,11 @@
 //! One module per proof kind.
 
 /// `impl ProofKind` for a synthetic kind: a circuit type `$Circuit` with `blank(size)` and
-/// `with_witness(size, seed, partition)`, one size field, no input, verified by the provers.
+/// `with_witness(size, seed, partition)`, one size field (its spec, rendered after `$prefix`:
+/// `b64`, `c1024`), no input, verified by the provers.
 macro_rules! synthetic_kind {
     (
-        $(#[$doc:meta])* $Kind:ident, $Circuit:ident, $Variant:ident { $field:ident }, $name:literal, $max:expr,
+        $(#[$doc:meta])* $Kind:ident, $Circuit:ident, $name:literal, $field:literal, $prefix:literal, $max:expr,
         constraints per unit: $per_unit:expr
     ) => {
         $(#[$doc])*
@@ -12,19 +13,29 @@ macro_rules! synthetic_kind {
         pub(crate) struct $Kind;
 
         impl crate::ProofKind for $Kind {
-            const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::$Variant;
+            const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::new($name);
+            type Spec = u32;
+            type Input = crate::NoInput;
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::Normal;
             const DEFAULT_DEADLINE_SECS: u64 = 3600;
             const TAKES_INPUT: bool = false;
             const FILECOIN: bool = false;
             const VERIFIED_WHOLE: bool = false;
 
+            fn render_spec(size: &u32) -> String {
+                format!(concat!($prefix, "{}"), size)
+            }
+
+            fn parse_spec(params: &str) -> Option<u32> {
+                params.strip_prefix($prefix)?.parse().ok().filter(|size| (1..=$max).contains(size))
+            }
+
             fn parse(
                 input: &serde_json::Map<String, serde_json::Value>,
             ) -> Result<crate::ParsedRequest, crate::KindError> {
-                let r = super::synthetic_request($name, stringify!($field), $max, input)?;
+                let r = super::synthetic_request($name, $field, $max, input)?;
                 Ok(crate::ParsedRequest {
-                    spec: snarkflow_wire::CircuitSpec::$Variant { $field: r.size },
+                    spec: crate::circuit_spec::<Self>(&r.size),
                     partitions: r.partitions,
                     seed: r.seed,
                     input: None,
@@ -35,8 +46,8 @@ macro_rules! synthetic_kind {
                 spec: &snarkflow_wire::CircuitSpec,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                let $field = super::synthetic_size(spec, Self::KIND)?;
-                Ok(visitor.visit($Circuit::blank($field)))
+                let size = crate::spec_of::<Self>(spec)?;
+                Ok(visitor.visit($Circuit::blank(size)))
             }
 
             fn visit_partition<V: snarkflow_synthesis::CircuitVisitor>(
@@ -46,16 +57,17 @@ macro_rules! synthetic_kind {
                 _input: Option<&crate::JobInput>,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                let $field = super::synthetic_size(spec, Self::KIND)?;
-                Ok(visitor.visit($Circuit::with_witness($field, seed, partition)))
+                let size = crate::spec_of::<Self>(spec)?;
+                Ok(visitor.visit($Circuit::with_witness(size, seed, partition)))
             }
 
             fn param_file_stem(spec: &snarkflow_wire::CircuitSpec) -> Result<String, crate::KindError> {
+                crate::spec_of::<Self>(spec)?;
                 Ok(spec.circuit_id())
             }
 
             fn test_constraints(spec: &snarkflow_wire::CircuitSpec) -> Option<u64> {
-                super::synthetic_size(spec, Self::KIND).ok().map(|size| u64::from(size) * $per_unit)
+                crate::spec_of::<Self>(spec).ok().map(|size| u64::from(size) * $per_unit)
             }
 
             fn verify(
@@ -73,9 +85,9 @@ macro_rules! synthetic_kind {
                 partitions: u32,
                 _input: Option<&crate::JobInput>,
             ) -> Result<Vec<Vec<blstrs::Scalar>>, crate::KindError> {
-                let $field = super::synthetic_size(spec, Self::KIND)?;
+                let size = crate::spec_of::<Self>(spec)?;
                 Ok((0..partitions)
-                    .map(|p| $Circuit::with_witness($field, seed, p).public_inputs().expect("a witness has inputs"))
+                    .map(|p| $Circuit::with_witness(size, seed, p).public_inputs().expect("a witness has inputs"))
                     .collect())
             }
         }
@@ -83,9 +95,11 @@ macro_rules! synthetic_kind {
 }
 pub(crate) use synthetic_kind;
 
+#[cfg(feature = "example-kind")]
+pub(crate) mod cube;
 pub(crate) mod dense_chain;
 pub(crate) mod porep;
-mod post;
+pub(crate) mod post;
 pub(crate) mod sha256_chain;
 pub(crate) mod snap;
 pub(crate) mod window_post;
@@ -141,28 +155,12 @@ pub(crate) fn synthetic_request(
     Ok(SyntheticRequest { size, partitions, seed })
 }
 
-/// The one size of a synthetic spec of `kind`.
-pub(crate) fn synthetic_size(
-    spec: &snarkflow_wire::CircuitSpec,
-    kind: snarkflow_wire::JobKind,
-) -> Result<u32, KindError> {
-    use snarkflow_wire::{CircuitSpec, JobKind};
-    match (kind, *spec) {
-        (JobKind::Sha256Chain, CircuitSpec::Sha256Chain { blocks }) => Ok(blocks),
-        (JobKind::DenseChain, CircuitSpec::DenseChain { constraints }) => Ok(constraints),
-        (
-            JobKind::Sha256Chain
-            | JobKind::DenseChain
-            | JobKind::PorepC2
-            | JobKind::SnapUpdate
-            | JobKind::WindowPost
-            | JobKind::WinningPost,
-            CircuitSpec::Sha256Chain { .. }
-            | CircuitSpec::DenseChain { .. }
-            | CircuitSpec::PorepC2 { .. }
-            | CircuitSpec::SnapUpdate { .. }
-            | CircuitSpec::WindowPost { .. }
-            | CircuitSpec::WinningPost { .. },
-        ) => Err(crate::kind::not_mine(kind, spec)),
-    }
+/// A Filecoin kind's sector size as its specs render it: `2KiB` ... `64GiB`.
+pub(crate) fn sector_size_params(bytes: u64) -> String {
+    snarkflow_wire::sector_size_name(bytes).map(str::to_owned).unwrap_or_else(|| format!("{bytes}B"))
+}
+
+/// A Filecoin kind's spec that is its sector size alone.
+pub(crate) fn parse_sector_size_params(params: &str) -> Option<u64> {
+    snarkflow_wire::parse_sector_size(params)
 }

@@ -5,37 +5,41 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::{porep, JobInput, VerifyFailure};
+use snarkflow_filecoin::{porep, Parsed, PorepInput, PorepSpec, VerifyFailure};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
-use crate::kind::{needs_input, not_mine, KindError, ParsedRequest, ProofKind};
+use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
+use crate::JobInput;
 
 #[derive(Debug)]
-pub(crate) struct Porep;
+pub struct Porep;
 
-fn input_of(input: Option<&JobInput>) -> Result<&porep::PorepInput, KindError> {
-    match needs_input(Porep::KIND, input)? {
-        JobInput::PorepC2(i) => Ok(i),
-        other @ (JobInput::SnapUpdate(_) | JobInput::WindowPost(_) | JobInput::WinningPost(_)) => {
-            Err(not_mine(Porep::KIND, other))
+fn porep_input(input: Option<&JobInput>) -> Result<&PorepInput, KindError> {
+    input_of::<Porep>(input)
+}
+
+fn shape(spec: &CircuitSpec) -> Result<(u64, bool), KindError> {
+    let PorepSpec { sector_size, synthetic } = spec_of::<Porep>(spec)?;
+    Ok((sector_size, synthetic))
+}
+
+impl Porep {
+    /// The job a checked request makes (either door: JSON or the cuzk interface).
+    pub(crate) fn job(parsed: Parsed<PorepSpec, PorepInput>) -> ParsedRequest {
+        ParsedRequest {
+            spec: circuit_spec::<Porep>(&parsed.spec),
+            partitions: parsed.partitions,
+            seed: 0,
+            input: Some(JobInput::of::<Porep>(parsed.input)),
         }
     }
 }
 
-fn shape(spec: &CircuitSpec) -> Result<(u64, bool), KindError> {
-    match *spec {
-        CircuitSpec::PorepC2 { sector_size, synthetic } => Ok((sector_size, synthetic)),
-        CircuitSpec::Sha256Chain { .. }
-        | CircuitSpec::DenseChain { .. }
-        | CircuitSpec::SnapUpdate { .. }
-        | CircuitSpec::WindowPost { .. }
-        | CircuitSpec::WinningPost { .. } => Err(not_mine(Porep::KIND, spec)),
-    }
-}
-
 impl ProofKind for Porep {
-    const KIND: JobKind = JobKind::PorepC2;
+    const KIND: JobKind = JobKind::new("porep-c2");
+    type Spec = PorepSpec;
+    type Input = PorepInput;
     const DEFAULT_PRIORITY: Priority = Priority::Normal;
     /// Far inside the PreCommit → ProveCommit window; generous for a 32 GiB C2 behind a queue.
     const DEFAULT_DEADLINE_SECS: u64 = 6 * 3600;
@@ -43,10 +47,30 @@ impl ProofKind for Porep {
     const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
 
+    /// `32GiB`, `synthetic-32GiB`.
+    fn render_spec(spec: &PorepSpec) -> String {
+        let size = super::sector_size_params(spec.sector_size);
+        if spec.synthetic {
+            format!("synthetic-{size}")
+        } else {
+            size
+        }
+    }
+
+    fn parse_spec(params: &str) -> Option<PorepSpec> {
+        let (synthetic, size) = match params.strip_prefix("synthetic-") {
+            Some(size) => (true, size),
+            None => (false, params),
+        };
+        Some(PorepSpec { sector_size: snarkflow_wire::parse_sector_size(size)?, synthetic })
+    }
+
+    fn sector_size(spec: &PorepSpec) -> Option<u64> {
+        Some(spec.sector_size)
+    }
+
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-        let parsed = porep::parse(input)?;
-        let input = Some(JobInput::PorepC2(parsed.input));
-        Ok(ParsedRequest { spec: parsed.spec, partitions: parsed.partitions, seed: 0, input })
+        Ok(Porep::job(porep::parse(input)?))
     }
 
     fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
@@ -70,7 +94,7 @@ impl ProofKind for Porep {
         visitor: V,
     ) -> Result<V::Output, KindError> {
         shape(spec)?;
-        Ok(porep::visit_partition(input_of(input)?, partition as usize, visitor)?)
+        Ok(porep::visit_partition(porep_input(input)?, partition as usize, visitor)?)
     }
 
     fn native_witness(
@@ -80,7 +104,7 @@ impl ProofKind for Porep {
     ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
         let native = || -> Result<_, KindError> {
             shape(spec)?;
-            Ok(porep::native_witness(input_of(input)?, partition as usize, &spec.circuit_id())?)
+            Ok(porep::native_witness(porep_input(input)?, partition as usize, &spec.circuit_id())?)
         };
         Some(native())
     }
@@ -96,7 +120,7 @@ impl ProofKind for Porep {
         params_dir: &Path,
         partition_proofs: &[Vec<u8>],
     ) -> Option<Result<(), VerifyFailure>> {
-        Some(match input_of(input) {
+        Some(match porep_input(input) {
             Ok(input) => porep::verify(input, params_dir, partition_proofs),
             Err(e) => Err(VerifyFailure::whole(e.to_string())),
         })
@@ -108,6 +132,6 @@ impl ProofKind for Porep {
         _partitions: u32,
         input: Option<&JobInput>,
     ) -> Result<Vec<Vec<Fr>>, KindError> {
-        Ok(porep::public_inputs(input_of(input)?)?)
+        Ok(porep::public_inputs(porep_input(input)?)?)
     }
 }

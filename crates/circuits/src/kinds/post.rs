@@ -4,162 +4,172 @@
 use std::path::Path;
 
 use blstrs::Scalar as Fr;
-use snarkflow_filecoin::{JobInput, PostInput, PostKind, VerifyFailure};
+use snarkflow_filecoin::{Parsed, PostInput, PostKind, VerifyFailure};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
-use snarkflow_wire::{CircuitSpec, JobKind};
+use snarkflow_wire::CircuitSpec;
 
-use crate::kind::{needs_input, not_mine, KindError, ParsedRequest};
+use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
+use crate::JobInput;
 
-/// The PoSt a kind is, its sector size from a spec, and its input from a job input.
-pub(crate) struct Post {
-    pub kind: JobKind,
-    pub post: PostKind,
-    pub sector_size: fn(&CircuitSpec) -> Option<u64>,
-    pub input: fn(&JobInput) -> Option<&PostInput>,
-    /// The kind's job input holding a PoSt input.
-    pub wrap: fn(PostInput) -> JobInput,
+/// A PoSt proof kind: its spec is the sector size, its input a [`PostInput`].
+pub(crate) trait PostProofKind: ProofKind<Spec = u64, Input = PostInput> {
+    const POST: PostKind;
 }
 
-impl Post {
-    fn sector_size(&self, spec: &CircuitSpec) -> Result<u64, KindError> {
-        (self.sector_size)(spec).ok_or_else(|| not_mine(self.kind, spec))
+/// The PoSt a kind `K` is, as the functions its `ProofKind` impl calls.
+pub(crate) struct Post<K>(std::marker::PhantomData<K>);
+
+impl<K: PostProofKind> Post<K> {
+    fn input(input: Option<&JobInput>) -> Result<&PostInput, KindError> {
+        input_of::<K>(input)
     }
 
-    fn input<'a>(&self, input: Option<&'a JobInput>) -> Result<&'a PostInput, KindError> {
-        let input = needs_input(self.kind, input)?;
-        (self.input)(input).ok_or_else(|| not_mine(self.kind, input))
+    /// The job a checked request makes (either door: JSON or the cuzk interface).
+    pub(crate) fn job(parsed: Parsed<u64, PostInput>) -> ParsedRequest {
+        ParsedRequest {
+            spec: circuit_spec::<K>(&parsed.spec),
+            partitions: parsed.partitions,
+            seed: 0,
+            input: Some(JobInput::of::<K>(parsed.input)),
+        }
     }
 
-    pub(super) fn parse(&self, input: &serde_json::Map<String, serde_json::Value>) -> Result<ParsedRequest, KindError> {
-        let parsed = self.post.parse(input)?;
-        let input = Some((self.wrap)(parsed.input));
-        Ok(ParsedRequest { spec: parsed.spec, partitions: parsed.partitions, seed: 0, input })
+    pub(super) fn parse(input: &serde_json::Map<String, serde_json::Value>) -> Result<ParsedRequest, KindError> {
+        Ok(Self::job(K::POST.parse(input)?))
     }
 
-    pub(super) fn visit_blank<V: CircuitVisitor>(
-        &self,
-        spec: &CircuitSpec,
-        visitor: V,
-    ) -> Result<V::Output, KindError> {
-        Ok(self.post.visit_blank(self.sector_size(spec)?, visitor)?)
+    pub(super) fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
+        Ok(K::POST.visit_blank(spec_of::<K>(spec)?, visitor)?)
     }
 
     /// From two sectors, copied ([`PostKind::record_blank_shape`]).
-    pub(super) fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
+    pub(super) fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
         let id = spec.circuit_id();
-        self.post
-            .record_blank_shape(self.sector_size(spec)?, &id)
+        K::POST
+            .record_blank_shape(spec_of::<K>(spec)?, &id)
             .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
     }
 
     pub(super) fn visit_partition<V: CircuitVisitor>(
-        &self,
         spec: &CircuitSpec,
         partition: u32,
         input: Option<&JobInput>,
         visitor: V,
     ) -> Result<V::Output, KindError> {
-        self.sector_size(spec)?;
-        Ok(self.post.visit_partition(self.input(input)?, partition as usize, visitor)?)
+        spec_of::<K>(spec)?;
+        Ok(K::POST.visit_partition(Self::input(input)?, partition as usize, visitor)?)
     }
 
     pub(super) fn native_witness(
-        &self,
         spec: &CircuitSpec,
         partition: u32,
         input: Option<&JobInput>,
     ) -> Result<snarkflow_synthesis::PartitionWitness, KindError> {
-        self.sector_size(spec)?;
-        Ok(self.post.native_witness(self.input(input)?, partition as usize, &spec.circuit_id())?)
+        spec_of::<K>(spec)?;
+        Ok(K::POST.native_witness(Self::input(input)?, partition as usize, &spec.circuit_id())?)
     }
 
-    pub(super) fn param_file_stem(&self, spec: &CircuitSpec) -> Result<String, KindError> {
-        Ok(self.post.param_file_stem(self.sector_size(spec)?)?)
+    pub(super) fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
+        Ok(K::POST.param_file_stem(spec_of::<K>(spec)?)?)
     }
 
-    pub(super) fn verify(
-        &self,
-        input: Option<&JobInput>,
-        params_dir: &Path,
-        proofs: &[Vec<u8>],
-    ) -> Result<(), VerifyFailure> {
-        let input = self.input(input).map_err(|e| VerifyFailure::whole(e.to_string()))?;
-        self.post.verify(input, params_dir, proofs)
+    pub(super) fn verify(input: Option<&JobInput>, params_dir: &Path, proofs: &[Vec<u8>]) -> Result<(), VerifyFailure> {
+        let input = Self::input(input).map_err(|e| VerifyFailure::whole(e.to_string()))?;
+        K::POST.verify(input, params_dir, proofs)
     }
 
-    pub(super) fn public_inputs(&self, input: Option<&JobInput>) -> Result<Vec<Vec<Fr>>, KindError> {
-        Ok(self.post.public_inputs(self.input(input)?)?)
+    pub(super) fn public_inputs(input: Option<&JobInput>) -> Result<Vec<Vec<Fr>>, KindError> {
+        Ok(K::POST.public_inputs(Self::input(input)?)?)
     }
 }
 
 /// `impl ProofKind for $Kind` through the [`Post`] constant `$post`.
 macro_rules! post_kind {
-    ($Kind:ident, $priority:ident, $deadline_secs:expr, $post:ident) => {
+    ($Kind:ident, $name:literal, $priority:ident, $deadline_secs:expr, $post:expr) => {
+        impl super::post::PostProofKind for $Kind {
+            const POST: snarkflow_filecoin::PostKind = $post;
+        }
+
         impl crate::ProofKind for $Kind {
-            const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::$Kind;
+            const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::new($name);
+            /// The sector size.
+            type Spec = u64;
+            type Input = snarkflow_filecoin::PostInput;
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::$priority;
             const DEFAULT_DEADLINE_SECS: u64 = $deadline_secs;
             const TAKES_INPUT: bool = true;
             const FILECOIN: bool = true;
             const VERIFIED_WHOLE: bool = true;
 
+            fn render_spec(sector_size: &u64) -> String {
+                super::sector_size_params(*sector_size)
+            }
+
+            fn parse_spec(params: &str) -> Option<u64> {
+                super::parse_sector_size_params(params)
+            }
+
+            fn sector_size(sector_size: &u64) -> Option<u64> {
+                Some(*sector_size)
+            }
+
             fn parse(
                 input: &serde_json::Map<String, serde_json::Value>,
             ) -> Result<crate::ParsedRequest, crate::KindError> {
-                $post.parse(input)
+                super::post::Post::<Self>::parse(input)
             }
 
             fn visit_blank<V: snarkflow_synthesis::CircuitVisitor>(
                 spec: &snarkflow_wire::CircuitSpec,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                $post.visit_blank(spec, visitor)
+                super::post::Post::<Self>::visit_blank(spec, visitor)
             }
 
             fn record_shape(
                 spec: &snarkflow_wire::CircuitSpec,
             ) -> Result<snarkflow_synthesis::ConstraintShape, crate::KindError> {
-                $post.record_shape(spec)
+                super::post::Post::<Self>::record_shape(spec)
             }
 
             fn visit_partition<V: snarkflow_synthesis::CircuitVisitor>(
                 spec: &snarkflow_wire::CircuitSpec,
                 _seed: u64,
                 partition: u32,
-                input: Option<&snarkflow_filecoin::JobInput>,
+                input: Option<&crate::JobInput>,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                $post.visit_partition(spec, partition, input, visitor)
+                super::post::Post::<Self>::visit_partition(spec, partition, input, visitor)
             }
 
             fn native_witness(
                 spec: &snarkflow_wire::CircuitSpec,
                 partition: u32,
-                input: Option<&snarkflow_filecoin::JobInput>,
+                input: Option<&crate::JobInput>,
             ) -> Option<Result<snarkflow_synthesis::PartitionWitness, crate::KindError>> {
-                Some($post.native_witness(spec, partition, input))
+                Some(super::post::Post::<Self>::native_witness(spec, partition, input))
             }
 
             fn param_file_stem(spec: &snarkflow_wire::CircuitSpec) -> Result<String, crate::KindError> {
-                $post.param_file_stem(spec)
+                super::post::Post::<Self>::param_file_stem(spec)
             }
 
             fn verify(
                 _spec: &snarkflow_wire::CircuitSpec,
-                input: Option<&snarkflow_filecoin::JobInput>,
+                input: Option<&crate::JobInput>,
                 params_dir: &std::path::Path,
                 partition_proofs: &[Vec<u8>],
             ) -> Option<Result<(), snarkflow_filecoin::VerifyFailure>> {
-                Some($post.verify(input, params_dir, partition_proofs))
+                Some(super::post::Post::<Self>::verify(input, params_dir, partition_proofs))
             }
 
             fn public_inputs(
                 _spec: &snarkflow_wire::CircuitSpec,
                 _seed: u64,
                 _partitions: u32,
-                input: Option<&snarkflow_filecoin::JobInput>,
+                input: Option<&crate::JobInput>,
             ) -> Result<Vec<Vec<blstrs::Scalar>>, crate::KindError> {
-                $post.public_inputs(input)
+                super::post::Post::<Self>::public_inputs(input)
             }
         }
     };

@@ -4,47 +4,61 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::{snap, JobInput, VerifyFailure};
+use snarkflow_filecoin::{snap, Parsed, SnapInput, VerifyFailure};
 use snarkflow_synthesis::CircuitVisitor;
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
-use crate::kind::{needs_input, not_mine, KindError, ParsedRequest, ProofKind};
+use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
+use crate::JobInput;
 
 #[derive(Debug)]
-pub(crate) struct Snap;
+pub struct Snap;
 
-fn input_of(input: Option<&JobInput>) -> Result<&snap::SnapInput, KindError> {
-    match needs_input(Snap::KIND, input)? {
-        JobInput::SnapUpdate(i) => Ok(i),
-        other @ (JobInput::PorepC2(_) | JobInput::WindowPost(_) | JobInput::WinningPost(_)) => {
-            Err(not_mine(Snap::KIND, other))
+fn snap_input(input: Option<&JobInput>) -> Result<&SnapInput, KindError> {
+    input_of::<Snap>(input)
+}
+
+fn sector_size(spec: &CircuitSpec) -> Result<u64, KindError> {
+    spec_of::<Snap>(spec)
+}
+
+impl Snap {
+    /// The job a checked request makes (either door: JSON or the cuzk interface).
+    pub(crate) fn job(parsed: Parsed<u64, SnapInput>) -> ParsedRequest {
+        ParsedRequest {
+            spec: circuit_spec::<Snap>(&parsed.spec),
+            partitions: parsed.partitions,
+            seed: 0,
+            input: Some(JobInput::of::<Snap>(parsed.input)),
         }
     }
 }
 
-fn sector_size(spec: &CircuitSpec) -> Result<u64, KindError> {
-    match *spec {
-        CircuitSpec::SnapUpdate { sector_size } => Ok(sector_size),
-        CircuitSpec::Sha256Chain { .. }
-        | CircuitSpec::DenseChain { .. }
-        | CircuitSpec::PorepC2 { .. }
-        | CircuitSpec::WindowPost { .. }
-        | CircuitSpec::WinningPost { .. } => Err(not_mine(Snap::KIND, spec)),
-    }
-}
-
 impl ProofKind for Snap {
-    const KIND: JobKind = JobKind::SnapUpdate;
+    const KIND: JobKind = JobKind::new("snap-update");
+    /// The sector size.
+    type Spec = u64;
+    type Input = SnapInput;
     const DEFAULT_PRIORITY: Priority = Priority::Normal;
     const DEFAULT_DEADLINE_SECS: u64 = 6 * 3600;
     const TAKES_INPUT: bool = true;
     const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
 
+    fn render_spec(sector_size: &u64) -> String {
+        super::sector_size_params(*sector_size)
+    }
+
+    fn parse_spec(params: &str) -> Option<u64> {
+        super::parse_sector_size_params(params)
+    }
+
+    fn sector_size(sector_size: &u64) -> Option<u64> {
+        Some(*sector_size)
+    }
+
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-        let parsed = snap::parse(input)?;
-        let input = Some(JobInput::SnapUpdate(parsed.input));
-        Ok(ParsedRequest { spec: parsed.spec, partitions: parsed.partitions, seed: 0, input })
+        Ok(Snap::job(snap::parse(input)?))
     }
 
     fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
@@ -59,7 +73,7 @@ impl ProofKind for Snap {
         visitor: V,
     ) -> Result<V::Output, KindError> {
         sector_size(spec)?;
-        Ok(snap::visit_partition(input_of(input)?, partition as usize, visitor)?)
+        Ok(snap::visit_partition(snap_input(input)?, partition as usize, visitor)?)
     }
 
     fn native_witness(
@@ -69,7 +83,7 @@ impl ProofKind for Snap {
     ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
         let native = || -> Result<_, KindError> {
             sector_size(spec)?;
-            Ok(snap::native_witness(input_of(input)?, partition as usize, &spec.circuit_id())?)
+            Ok(snap::native_witness(snap_input(input)?, partition as usize, &spec.circuit_id())?)
         };
         Some(native())
     }
@@ -84,7 +98,7 @@ impl ProofKind for Snap {
         params_dir: &Path,
         partition_proofs: &[Vec<u8>],
     ) -> Option<Result<(), VerifyFailure>> {
-        Some(match input_of(input) {
+        Some(match snap_input(input) {
             Ok(input) => snap::verify(input, params_dir, partition_proofs),
             Err(e) => Err(VerifyFailure::whole(e.to_string())),
         })
@@ -96,6 +110,6 @@ impl ProofKind for Snap {
         _partitions: u32,
         input: Option<&JobInput>,
     ) -> Result<Vec<Vec<Fr>>, KindError> {
-        Ok(snap::public_inputs(input_of(input)?)?)
+        Ok(snap::public_inputs(snap_input(input)?)?)
     }
 }

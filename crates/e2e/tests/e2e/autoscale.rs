@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use snarkflow_e2e::{api_client, start_gateway_with, start_gpu_worker, start_synth_worker, Stack};
 use snarkflow_testkit::NatsServer;
-use snarkflow_wire::CircuitSpec;
 
 const CONSTRAINTS: u32 = 4096;
 
@@ -51,7 +50,9 @@ async fn the_backlog_rises_with_work_and_falls_as_workers_take_it() {
         ids.push(stack.submit(&body).await.unwrap());
     }
     // no worker yet: six partitions wait for synthesis, each counted at its declared size
-    let per = snarkflow_circuits::test_constraints(&CircuitSpec::DenseChain { constraints: CONSTRAINTS }).unwrap();
+    let per =
+        snarkflow_circuits::test_constraints(&snarkflow_circuits::circuit(&format!("dense-chain-c{}", CONSTRAINTS)))
+            .unwrap();
     until(&stack, "submitted work", |(synth, prove, _)| synth == 6 * per && prove == 0).await;
 
     // a synth-worker takes it: the work now waits for a GPU, sized as the worker reported it

@@ -24,7 +24,6 @@ use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_e2e::{api_client, filecoin_env, gpu_worker_args, params_dir, test_gateway_flags, verify_job_proof};
 use snarkflow_prover::ParamStore;
 use snarkflow_testkit::NatsCluster;
-use snarkflow_wire::{CircuitSpec, JobKind};
 
 const MINER: u64 = 1000;
 
@@ -162,9 +161,9 @@ async fn submit(http: &reqwest::Client, base: &str, request: &Value, patience: D
 /// Check a done job's proof independently: synthetic kinds against their recomputed public
 /// inputs, Filecoin kinds with filecoin-proofs' verifiers on the job's own input.
 fn verify(job: &Value, request: &Value, proof: &[u8]) -> anyhow::Result<()> {
-    let kind = JobKind::parse(request["kind"].as_str().unwrap()).unwrap();
+    let kind = snarkflow_circuits::kind_named(request["kind"].as_str().unwrap()).unwrap();
     if snarkflow_circuits::test_constraints(
-        &CircuitSpec::parse_circuit_id(job["circuit_id"].as_str().unwrap()).unwrap(),
+        &snarkflow_circuits::parse_circuit_id(job["circuit_id"].as_str().unwrap()).unwrap(),
     )
     .is_some()
     {
@@ -188,9 +187,9 @@ async fn chaos() {
     let t0 = Instant::now();
     let phase = |what: &str| println!("chaos: {what} at {:.0} s", t0.elapsed().as_secs_f64());
     for spec in [
-        CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false },
-        CircuitSpec::WindowPost { sector_size: 2048 },
-        CircuitSpec::WinningPost { sector_size: 2048 },
+        snarkflow_circuits::circuit("porep-c2-2KiB"),
+        snarkflow_circuits::circuit("window-post-2KiB"),
+        snarkflow_circuits::circuit("winning-post-2KiB"),
     ] {
         tokio::task::spawn_blocking(move || {
             ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)

@@ -92,10 +92,10 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
         .unwrap()
     };
     params_for(&[
-        CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false },
-        CircuitSpec::WindowPost { sector_size: 2048 },
-        CircuitSpec::WinningPost { sector_size: 2048 },
-        CircuitSpec::SnapUpdate { sector_size: 2048 },
+        snarkflow_circuits::circuit("porep-c2-2KiB"),
+        snarkflow_circuits::circuit("window-post-2KiB"),
+        snarkflow_circuits::circuit("winning-post-2KiB"),
+        snarkflow_circuits::circuit("snap-update-2KiB"),
     ])
     .await;
     let addr = format!("127.0.0.1:{}", free_port());
@@ -232,7 +232,7 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     filecoin_env();
-    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
+    let spec = snarkflow_circuits::circuit("porep-c2-2KiB");
     params_for(&[spec]).await;
     let prover_id = snarkflow_filecoin::prover_id(MINER);
     let c1 = tokio::task::spawn_blocking(move || {

@@ -58,8 +58,8 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     filecoin_env();
     let dir = tempfile::tempdir().unwrap();
     let sector = sealed(dir.path(), 7, 1).await;
-    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
-    params_for(spec).await;
+    let spec = snarkflow_circuits::circuit("porep-c2-2KiB");
+    params_for(spec.clone()).await;
     // the witness comes from the native generator (the default), checked against the gadgets
     let listen = format!("127.0.0.1:{}", snarkflow_e2e::free_port());
     let stack = Stack::start_with(&["--native-check-every", "1", "--status-listen", &listen]).await.unwrap();
@@ -107,7 +107,7 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
 
     // the gateway's check names the partition that fails
     let input = snarkflow_circuits::parse_request(
-        snarkflow_wire::JobKind::PorepC2,
+        snarkflow_wire::JobKind::new("porep-c2"),
         sector.porep_request_input().as_object().unwrap(),
     )
     .unwrap()
@@ -197,9 +197,9 @@ async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
         .unwrap()
     };
     for spec in [
-        CircuitSpec::WindowPost { sector_size: 2048 },
-        CircuitSpec::WinningPost { sector_size: 2048 },
-        CircuitSpec::SnapUpdate { sector_size: 2048 },
+        snarkflow_circuits::circuit("window-post-2KiB"),
+        snarkflow_circuits::circuit("winning-post-2KiB"),
+        snarkflow_circuits::circuit("snap-update-2KiB"),
     ] {
         params_for(spec).await;
     }
@@ -236,14 +236,14 @@ fn compact_rebuild_equals_full_synthesis_for_every_filecoin_kind() {
     let sector = seal_sector(dir.path(), RegisteredSealProof::StackedDrg2KiBV1_1, MINER, 21, 5).unwrap();
     let randomness = [9u8; 32];
     let requests = [
-        (JobKind::PorepC2, sector.porep_request_input()),
-        (JobKind::WindowPost, sector.post_request_input(true, randomness).unwrap()),
-        (JobKind::WinningPost, sector.post_request_input(false, randomness).unwrap()),
-        (JobKind::SnapUpdate, sector.snap_request_input(&dir.path().join("snap"), 6).unwrap()),
+        (JobKind::new("porep-c2"), sector.porep_request_input()),
+        (JobKind::new("window-post"), sector.post_request_input(true, randomness).unwrap()),
+        (JobKind::new("winning-post"), sector.post_request_input(false, randomness).unwrap()),
+        (JobKind::new("snap-update"), sector.snap_request_input(&dir.path().join("snap"), 6).unwrap()),
     ];
     for (kind, request) in requests {
         let parsed = snarkflow_circuits::parse_request(kind, request.as_object().unwrap()).unwrap();
-        let (spec, id) = (parsed.spec, parsed.spec.circuit_id());
+        let (spec, id) = (parsed.spec.clone(), parsed.spec.circuit_id());
         let shape = snarkflow_circuits::visit_blank(&spec, RecordShape(&id)).unwrap().unwrap();
         let full = snarkflow_circuits::visit_with_witness(&spec, 0, 0, parsed.input.as_ref(), Synthesize(&id, 0))
             .unwrap()
@@ -272,8 +272,8 @@ fn compact_rebuild_equals_full_synthesis_for_every_filecoin_kind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipeline() {
     filecoin_env();
-    let spec = CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false };
-    params_for(spec).await;
+    let spec = snarkflow_circuits::circuit("porep-c2-2KiB");
+    params_for(spec.clone()).await;
     let prover_id = snarkflow_filecoin::prover_id(MINER);
     let c1 = tokio::task::spawn_blocking(move || {
         snarkflow_filecoin::sparse::porep_c1(
@@ -329,8 +329,8 @@ async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipelin
 async fn sparse_post_fixtures_prove_through_the_pipeline() {
     use snarkflow_filecoin::PostKind;
     filecoin_env();
-    params_for(CircuitSpec::WindowPost { sector_size: 2048 }).await;
-    params_for(CircuitSpec::WinningPost { sector_size: 2048 }).await;
+    params_for(snarkflow_circuits::circuit("window-post-2KiB")).await;
+    params_for(snarkflow_circuits::circuit("winning-post-2KiB")).await;
     let stack = Stack::start().await.unwrap();
     for (kind, name) in [(PostKind::Window, "window-post"), (PostKind::Winning, "winning-post")] {
         let input =

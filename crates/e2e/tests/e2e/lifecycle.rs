@@ -6,7 +6,7 @@ use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_e2e::{params_dir, start_gpu_worker, start_gpu_worker_with, verify_job_proof, Stack};
 use snarkflow_prover::ParamStore;
-use snarkflow_wire::{CircuitSpec, Priority, Stage};
+use snarkflow_wire::{Priority, Stage};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 /// Big enough that proving takes seconds on a 2-core machine.
@@ -45,7 +45,7 @@ async fn wait_for_pickup(stack: &Stack) {
 }
 
 async fn big_job(stack: &Stack) -> String {
-    let spec = CircuitSpec::DenseChain { constraints: CONSTRAINTS };
+    let spec = snarkflow_circuits::circuit(&format!("dense-chain-c{}", CONSTRAINTS));
     tokio::task::spawn_blocking(move || {
         ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)
     })

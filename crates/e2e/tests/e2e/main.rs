@@ -4,6 +4,7 @@
 //! binaries: a failpoint (`tests/device_errors.rs`, so that no other test's prover trips it) and
 //! the global tracing subscriber (`tests/trace.rs`).
 
+mod added_kind;
 mod autoscale;
 mod chaos;
 mod curio;

@@ -8,7 +8,7 @@ use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
 use snarkflow_e2e::{gpu_worker_args, params_dir, start_gpu_worker, verify_job_proof, Stack};
 use snarkflow_prover::ParamStore;
-use snarkflow_wire::{CircuitSpec, Priority, Stage};
+use snarkflow_wire::{Priority, Stage};
 
 /// 2^16 constraints: several seconds of CPU proving on a 2-core machine, a wide window in
 /// which to kill the worker.
@@ -16,7 +16,7 @@ const CONSTRAINTS: u32 = 1 << 16;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gpu_worker_killed_mid_partition_does_not_lose_the_job() {
-    let spec = CircuitSpec::DenseChain { constraints: CONSTRAINTS };
+    let spec = snarkflow_circuits::circuit(&format!("dense-chain-c{}", CONSTRAINTS));
     tokio::task::spawn_blocking(move || {
         ParamStore::new(params_dir(), snarkflow_circuits::catalog()).generate(&spec, false)
     })

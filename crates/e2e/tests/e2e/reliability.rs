@@ -7,7 +7,7 @@ use serde_json::json;
 use snarkflow_bus::{now_ms, Bus, BusConfig};
 use snarkflow_e2e::{start_gateway_with, verify_job_proof, Stack};
 use snarkflow_testkit::NatsServer;
-use snarkflow_wire::{CircuitSpec, JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
+use snarkflow_wire::{JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -64,7 +64,7 @@ fn job_record(id: &str, created: u64) -> JobRecord {
     JobRecord {
         schema: SCHEMA_VERSION,
         id: id.into(),
-        circuit: CircuitSpec::DenseChain { constraints: 256 },
+        circuit: snarkflow_circuits::circuit("dense-chain-c256"),
         priority: Priority::Normal,
         seed: 7,
         state: JobState::Queued,
@@ -250,7 +250,7 @@ async fn a_three_node_cluster_loses_a_node_and_no_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_full_object_store_refuses_inputs_with_503_and_partitions_wait_for_room() {
     snarkflow_e2e::filecoin_env();
-    let spec = CircuitSpec::WinningPost { sector_size: 2048 };
+    let spec = snarkflow_circuits::circuit("winning-post-2KiB");
     tokio::task::spawn_blocking(move || {
         snarkflow_prover::ParamStore::new(snarkflow_e2e::params_dir(), snarkflow_circuits::catalog())
             .generate(&spec, false)

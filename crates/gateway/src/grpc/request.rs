@@ -3,7 +3,9 @@
 //! API's JSON, so both interfaces say the same things about bad input. Registered proofs arrive
 //! as go-state-types ABI numbers and become filecoin-proofs-api names.
 
-use snarkflow_circuits::{FilecoinRequest, JobInput};
+use snarkflow_circuits::filecoin_kinds::{Porep, Snap, WindowPost, WinningPost};
+use snarkflow_circuits::{circuit_spec, FilecoinRequest};
+use snarkflow_filecoin::PorepSpec;
 use snarkflow_wire::{sector_size_name, CircuitSpec, Priority, SECTOR_SIZES};
 
 use super::pb::{self, ProofKind};
@@ -134,7 +136,7 @@ fn post_input(req: pb::SubmitProofRequest, window: bool) -> Result<FilecoinReque
 /// names (the C1 output carries its own registered proof; a request that disagrees with it is
 /// refused), and the sector number the C1 envelope names.
 pub(super) fn check_porep_job(registered_proof: u64, sector_number: u64, job: &ValidJob) -> Result<(), ApiError> {
-    if let CircuitSpec::PorepC2 { sector_size, synthetic } = job.circuit {
+    if let Ok(PorepSpec { sector_size, synthetic }) = snarkflow_circuits::spec_of::<Porep>(&job.circuit) {
         let (abi_size, abi_synthetic) = seal_abi(registered_proof)?;
         if (abi_size, abi_synthetic) != (sector_size, synthetic) {
             return Err(invalid(format!(
@@ -144,7 +146,7 @@ pub(super) fn check_porep_job(registered_proof: u64, sector_number: u64, job: &V
             )));
         }
     }
-    if let Some(JobInput::PorepC2(input)) = job.input.as_deref() {
+    if let Some(input) = job.input.as_deref().and_then(|i| i.get::<Porep>()) {
         if input.sector_id != sector_number {
             return Err(invalid(format!(
                 "sector_number {sector_number} differs from the C1 envelope's SectorNum {}",
@@ -158,7 +160,7 @@ pub(super) fn check_porep_job(registered_proof: u64, sector_number: u64, job: &V
 /// A circuit named as cuzk names them (`porep-32g`, `wpost-32g`, `winning-32g`, `snap-64g`,
 /// and the other sizes as `2k`, `8m`, `512m`) or by our own circuit id (`porep-c2-32GiB`).
 pub(super) fn circuit_from_id(id: &str) -> Result<CircuitSpec, ApiError> {
-    if let Some(spec) = CircuitSpec::parse_circuit_id(id) {
+    if let Some(spec) = snarkflow_circuits::parse_circuit_id(id) {
         return Ok(spec);
     }
     let unknown = || {
@@ -176,10 +178,10 @@ pub(super) fn circuit_from_id(id: &str) -> Result<CircuitSpec, ApiError> {
         _ => return Err(unknown()),
     };
     match family {
-        "porep" => Ok(CircuitSpec::PorepC2 { sector_size, synthetic: false }),
-        "wpost" => Ok(CircuitSpec::WindowPost { sector_size }),
-        "winning" => Ok(CircuitSpec::WinningPost { sector_size }),
-        "snap" => Ok(CircuitSpec::SnapUpdate { sector_size }),
+        "porep" => Ok(circuit_spec::<Porep>(&PorepSpec { sector_size, synthetic: false })),
+        "wpost" => Ok(circuit_spec::<WindowPost>(&sector_size)),
+        "winning" => Ok(circuit_spec::<WinningPost>(&sector_size)),
+        "snap" => Ok(circuit_spec::<Snap>(&sector_size)),
         _ => Err(unknown()),
     }
 }
@@ -207,17 +209,11 @@ mod tests {
 
     #[test]
     fn cuzk_circuit_ids_map_to_ours() {
-        assert_eq!(
-            circuit_from_id("porep-32g").unwrap(),
-            CircuitSpec::PorepC2 { sector_size: 32 << 30, synthetic: false }
-        );
-        assert_eq!(circuit_from_id("wpost-32g").unwrap(), CircuitSpec::WindowPost { sector_size: 32 << 30 });
-        assert_eq!(circuit_from_id("winning-2k").unwrap(), CircuitSpec::WinningPost { sector_size: 2048 });
-        assert_eq!(circuit_from_id("snap-64g").unwrap(), CircuitSpec::SnapUpdate { sector_size: 64 << 30 });
-        assert_eq!(
-            circuit_from_id("porep-c2-2KiB").unwrap(),
-            CircuitSpec::PorepC2 { sector_size: 2048, synthetic: false }
-        );
+        assert_eq!(circuit_from_id("porep-32g").unwrap(), snarkflow_circuits::circuit("porep-c2-32GiB"));
+        assert_eq!(circuit_from_id("wpost-32g").unwrap(), snarkflow_circuits::circuit("window-post-32GiB"));
+        assert_eq!(circuit_from_id("winning-2k").unwrap(), snarkflow_circuits::circuit("winning-post-2KiB"));
+        assert_eq!(circuit_from_id("snap-64g").unwrap(), snarkflow_circuits::circuit("snap-update-64GiB"));
+        assert_eq!(circuit_from_id("porep-c2-2KiB").unwrap(), snarkflow_circuits::circuit("porep-c2-2KiB"));
         assert!(message(circuit_from_id("porep-16g").unwrap_err()).contains("unknown circuit_id"));
     }
 
@@ -235,7 +231,7 @@ mod tests {
             ..Default::default()
         };
         let request = job_request(req).unwrap();
-        assert_eq!(request.kind, snarkflow_wire::JobKind::WindowPost);
+        assert_eq!(request.kind, snarkflow_wire::JobKind::new("window-post"));
         assert_eq!(request.priority, Some(Priority::Critical));
         assert_eq!(request.idempotency_key.as_deref(), Some("r-1"));
         match request.input {

@@ -26,7 +26,7 @@ const COUNTS_TTL: Duration = Duration::from_secs(1);
 /// Jobs per kind and state, from one pass over the ledger.
 #[derive(Debug, Clone, Default)]
 pub(super) struct LedgerCounts {
-    pub queues: BTreeMap<&'static str, (u32, u32)>,
+    pub queues: BTreeMap<snarkflow_wire::JobKind, (u32, u32)>,
     pub done: u64,
     pub failed: u64,
 }
@@ -45,7 +45,7 @@ impl CountsCache {
         let mut counts = LedgerCounts::default();
         let jobs = state.index.jobs(&state.ledger).await?;
         for record in jobs {
-            let (pending, running) = counts.queues.entry(record.kind.as_str()).or_default();
+            let (pending, running) = counts.queues.entry(record.kind).or_default();
             match record.state {
                 JobState::Queued => *pending += 1,
                 JobState::Synthesizing | JobState::Proving => *running += 1,
@@ -110,7 +110,7 @@ pub(super) fn status_response(
         .queues
         .iter()
         .map(|(kind, (pending, running))| pb::QueueStatus {
-            proof_kind: (*kind).to_owned(),
+            proof_kind: kind.to_string(),
             pending: *pending,
             in_progress: *running,
         })

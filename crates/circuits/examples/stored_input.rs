@@ -8,14 +8,15 @@
 //!   filecoin-proofs' vanilla check, which are the same work.
 //!
 //! ```text
-//! cargo run --release -p snarkflow-filecoin --example stored_input -- 32GiB
+//! cargo run --release -p snarkflow-circuits --example stored_input -- 32GiB
 //! ```
 
 use std::time::Instant;
 
 use rand::SeedableRng;
 use sha2::Digest as _;
-use snarkflow_filecoin::{porep, FilecoinRequest, JobInput, PorepInput};
+use snarkflow_circuits::JobInput;
+use snarkflow_filecoin::{porep, FilecoinRequest};
 
 fn main() -> anyhow::Result<()> {
     let size = std::env::args().nth(1).unwrap_or_else(|| "2KiB".into());
@@ -25,7 +26,11 @@ fn main() -> anyhow::Result<()> {
     let prover_id = snarkflow_filecoin::prover_id(1000);
     let c1 = snarkflow_filecoin::sparse::porep_c1(porep::registered_proof(bytes, false)?, prover_id, 7, &mut rng)?;
     let envelope = serde_json::to_vec(&porep::c1_envelope(&c1, 7))?;
-    let input = JobInput::PorepC2(PorepInput { miner_id: 1000, sector_id: 7, prover_id, c1 });
+    let kind = snarkflow_circuits::kind_named("porep-c2").expect("this build proves PoRep");
+    let envelope_json = serde_json::json!({ "miner_id": 1000, "c1": porep::c1_envelope(&c1, 7) });
+    let input = snarkflow_circuits::parse_request(kind, envelope_json.as_object().expect("an object"))?
+        .input
+        .expect("a PoRep job has an input");
     let timed = |f: &dyn Fn() -> usize| {
         let started = Instant::now();
         let n = f();
@@ -34,8 +39,8 @@ fn main() -> anyhow::Result<()> {
     let (json, binary) = (input.to_json(), input.to_bytes());
     let (_, json_write) = timed(&|| input.to_json().len());
     let (_, binary_write) = timed(&|| input.to_bytes().len());
-    let (_, json_read) = timed(&|| JobInput::from_bytes(&json).map(|_| 0).expect("reads"));
-    let (_, binary_read) = timed(&|| JobInput::from_bytes(&binary).map(|_| 0).expect("reads"));
+    let (_, json_read) = timed(&|| JobInput::from_bytes(kind, &json).map(|_| 0).expect("reads"));
+    let (_, binary_read) = timed(&|| JobInput::from_bytes(kind, &binary).map(|_| 0).expect("reads"));
     println!("STORED_INPUT porep-c2 {size}: json {} B, write {json_write:.3} s, read {json_read:.3} s", json.len());
     println!(
         "STORED_INPUT porep-c2 {size}: binary {} B, write {binary_write:.3} s, read {binary_read:.3} s",
@@ -58,9 +63,10 @@ fn submit(size: &str, envelope: Vec<u8>) -> anyhow::Result<()> {
     let started = Instant::now();
     let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope };
     let _fingerprint = request.fingerprint();
-    let now = request.check()?;
+    let now = snarkflow_circuits::parse_filecoin_request(request)?;
     let typed_s = started.elapsed().as_secs_f64();
-    anyhow::ensure!(before.partitions == now.partitions && before.spec == now.spec, "the two paths differ");
+    let same_circuit = snarkflow_circuits::filecoin_sector_size(&now.spec) == Some(before.spec.sector_size);
+    anyhow::ensure!(before.partitions == now.partitions && same_circuit, "the two paths differ");
     println!(
         "SUBMIT_INPUT porep-c2 {size}: envelope {envelope_bytes} B | JSON tree, JSON input, JSON fingerprint {json_s:.3} s | FilecoinRequest {typed_s:.3} s"
     );

@@ -1,0 +1,146 @@
+//! `cube`: an example kind, compiled only with the `example-kind` feature. It exists to show
+//! that a kind is this one module plus one line in `registry!`, and nothing else: the
+//! in-process stack proves it end to end (crates/e2e/tests/e2e/added_kind.rs) with no other
+//! file naming it. Partition p proves knowledge of x_0 = input.x + p with
+//! x_{i+1} = x_i^3 + x_i + 5 after `rounds` steps, x_rounds public.
+//!
+//! Request: `{"kind": "cube", "input": {"rounds": 8, "x": 3, "partitions": 2}}`.
+
+use std::path::Path;
+
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar as Fr;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use snarkflow_filecoin::VerifyFailure;
+use snarkflow_synthesis::CircuitVisitor;
+use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+
+use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
+use crate::JobInput;
+
+/// What a `cube` job carries besides its spec: the chain's start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct CubeInput {
+    x: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Cube;
+
+/// The circuit: `rounds` steps from `x0` (`None`: blank).
+struct CubeChain {
+    rounds: u32,
+    x0: Option<Fr>,
+}
+
+fn step(x: Fr) -> Fr {
+    x * x * x + x + Fr::from(5u64)
+}
+
+impl Circuit<Fr> for CubeChain {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut value = self.x0;
+        let mut x = cs.alloc(|| "x0", || value.ok_or(SynthesisError::AssignmentMissing))?;
+        for i in 0..self.rounds {
+            let square = value.map(|v| v * v);
+            let sq = cs.alloc(|| format!("square {i}"), || square.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(|| format!("square {i}"), |lc| lc + x, |lc| lc + x, |lc| lc + sq);
+            let next_value = value.map(step);
+            let get = || next_value.ok_or(SynthesisError::AssignmentMissing);
+            let next = if i + 1 == self.rounds { cs.alloc_input(|| "x_n", get)? } else { cs.alloc(|| "x", get)? };
+            // x² · x = next − x − 5
+            cs.enforce(
+                || format!("cube {i}"),
+                |lc| lc + sq,
+                |lc| lc + x,
+                |lc| lc + next - x - (Fr::from(5u64), CS::one()),
+            );
+            (x, value) = (next, next_value);
+        }
+        Ok(())
+    }
+}
+
+fn start(input: Option<&JobInput>, partition: u32) -> Result<Fr, KindError> {
+    Ok(Fr::from(input_of::<Cube>(input)?.x) + Fr::from(u64::from(partition)))
+}
+
+impl ProofKind for Cube {
+    const KIND: JobKind = JobKind::new("cube");
+    /// The number of rounds.
+    type Spec = u32;
+    type Input = CubeInput;
+    const DEFAULT_PRIORITY: Priority = Priority::Low;
+    const DEFAULT_DEADLINE_SECS: u64 = 600;
+    const TAKES_INPUT: bool = true;
+    const FILECOIN: bool = false;
+    const VERIFIED_WHOLE: bool = false;
+    const DOCUMENTED: bool = false;
+
+    fn render_spec(rounds: &u32) -> String {
+        format!("r{rounds}")
+    }
+
+    fn parse_spec(params: &str) -> Option<u32> {
+        params.strip_prefix('r')?.parse().ok().filter(|r| (1..=1 << 16).contains(r))
+    }
+
+    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
+        let field = |name: &str| input.get(name).and_then(Value::as_u64);
+        let rounds = field("rounds").filter(|r| (1..=1 << 16).contains(r));
+        let rounds = rounds.ok_or_else(|| KindError::new("input.rounds must be between 1 and 65536"))? as u32;
+        let x = field("x").ok_or_else(|| KindError::new("input.x must be a non-negative integer"))?;
+        let partitions = match input.get("partitions") {
+            None => 1,
+            Some(_) => field("partitions")
+                .filter(|p| (1..=4).contains(p))
+                .ok_or_else(|| KindError::new("input.partitions must be between 1 and 4"))?
+                as u32,
+        };
+        Ok(ParsedRequest {
+            spec: circuit_spec::<Cube>(&rounds),
+            partitions,
+            seed: 0,
+            input: Some(JobInput::of::<Cube>(CubeInput { x })),
+        })
+    }
+
+    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
+        Ok(visitor.visit(CubeChain { rounds: spec_of::<Cube>(spec)?, x0: None }))
+    }
+
+    fn visit_partition<V: CircuitVisitor>(
+        spec: &CircuitSpec,
+        _seed: u64,
+        partition: u32,
+        input: Option<&JobInput>,
+        visitor: V,
+    ) -> Result<V::Output, KindError> {
+        let rounds = spec_of::<Cube>(spec)?;
+        Ok(visitor.visit(CubeChain { rounds, x0: Some(start(input, partition)?) }))
+    }
+
+    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
+        spec_of::<Cube>(spec)?;
+        Ok(spec.circuit_id())
+    }
+
+    fn test_constraints(spec: &CircuitSpec) -> Option<u64> {
+        spec_of::<Cube>(spec).ok().map(|rounds| 2 * u64::from(rounds))
+    }
+
+    fn verify(_: &CircuitSpec, _: Option<&JobInput>, _: &Path, _: &[Vec<u8>]) -> Option<Result<(), VerifyFailure>> {
+        None
+    }
+
+    fn public_inputs(
+        spec: &CircuitSpec,
+        _seed: u64,
+        partitions: u32,
+        input: Option<&JobInput>,
+    ) -> Result<Vec<Vec<Fr>>, KindError> {
+        let rounds = spec_of::<Cube>(spec)?;
+        (0..partitions).map(|p| Ok(vec![(0..rounds).fold(start(input, p)?, |x, _| step(x))])).collect()
+    }
+}

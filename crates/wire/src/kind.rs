@@ -1,0 +1,231 @@
+//! A proof kind's name and a circuit's shape as they travel. The wire names no kind: which kinds
+//! exist, what their specs mean and how they are proved is the circuits registry's business
+//! (`snarkflow_circuits`). Here a kind is a well-formed name, and a circuit spec is that name
+//! plus the kind's own rendering of its parameters, which is also the tail of the circuit id.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The name of a proof kind (`porep-c2`, `dense-chain`): 1 to 31 bytes of lowercase ASCII
+/// letters, digits and inner dashes, held inline so that the type is `Copy`. Any well-formed
+/// name travels; whether this build knows the kind is asked of the registry.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobKind {
+    len: u8,
+    bytes: [u8; JobKind::MAX_LEN],
+}
+
+impl JobKind {
+    pub const MAX_LEN: usize = 31;
+
+    /// A kind's own constant. Panics on a malformed name (at compile time in a `const`).
+    pub const fn new(name: &str) -> JobKind {
+        match JobKind::try_new(name) {
+            Some(kind) => kind,
+            None => panic!("a kind's name is 1 to 31 bytes of a-z, 0-9 and inner dashes"),
+        }
+    }
+
+    /// `None` unless `name` is well formed (type docs).
+    pub const fn try_new(name: &str) -> Option<JobKind> {
+        let b = name.as_bytes();
+        if b.is_empty() || b.len() > JobKind::MAX_LEN || b[0] == b'-' || b[b.len() - 1] == b'-' {
+            return None;
+        }
+        let mut bytes = [0u8; JobKind::MAX_LEN];
+        let mut i = 0;
+        while i < b.len() {
+            if !(b[i].is_ascii_lowercase() || b[i].is_ascii_digit() || b[i] == b'-') {
+                return None;
+            }
+            bytes[i] = b[i];
+            i += 1;
+        }
+        Some(JobKind { len: b.len() as u8, bytes })
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len as usize]).expect("kind names are ASCII")
+    }
+}
+
+impl fmt::Debug for JobKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for JobKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for JobKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for JobKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        JobKind::try_new(&name).ok_or_else(|| serde::de::Error::custom(format!("{name:?} is not a kind name")))
+    }
+}
+
+/// The shape of one partition's circuit: its kind and the kind's own parameters, rendered by the
+/// kind (`32GiB`, `synthetic-32GiB`, `c1024`). Two partitions with equal specs share Groth16
+/// parameters; [`CircuitSpec::circuit_id`] names them (and their shapes and metrics).
+///
+/// JSON form: `{"kind": "porep-c2", "spec": "32GiB"}`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CircuitSpec {
+    kind: JobKind,
+    params: Arc<str>,
+}
+
+/// Longest rendering of a kind's parameters.
+const MAX_PARAMS_LEN: usize = 64;
+
+impl CircuitSpec {
+    /// The spec of a `kind` circuit whose parameters the kind renders as `params`: 1 to 64 bytes
+    /// of ASCII letters, digits, `-` and `_` (circuit ids name files, metrics and subjects).
+    pub fn new(kind: JobKind, params: &str) -> Result<CircuitSpec, BadSpec> {
+        let ok = !params.is_empty()
+            && params.len() <= MAX_PARAMS_LEN
+            && params.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(BadSpec(format!("{params:?} is not a {kind} circuit's parameters")));
+        }
+        Ok(CircuitSpec { kind, params: params.into() })
+    }
+
+    pub fn kind(&self) -> JobKind {
+        self.kind
+    }
+
+    /// The kind's rendering of its parameters: what follows the kind's name in the circuit id.
+    pub fn params(&self) -> &str {
+        &self.params
+    }
+
+    /// Stable identity of the circuit shape: the kind's name, a dash, its parameters
+    /// (`porep-c2-32GiB`, `dense-chain-c1024`). Synthetic kinds' parameter files are named by
+    /// it; Filecoin parameter files keep filecoin-proofs' own names.
+    pub fn circuit_id(&self) -> String {
+        format!("{}-{}", self.kind, self.params)
+    }
+}
+
+impl fmt::Debug for CircuitSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.kind, self.params)
+    }
+}
+
+/// A circuit spec that is not well formed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadSpec(pub String);
+
+#[derive(Serialize, Deserialize)]
+struct SpecRepr {
+    kind: JobKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spec: Option<String>,
+    /// The form written before 2026-12-04 (below).
+    #[serde(flatten, skip_serializing)]
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Serialize for CircuitSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SpecRepr { kind: self.kind, spec: Some(self.params.to_string()), fields: Default::default() }.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CircuitSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let repr = SpecRepr::deserialize(d)?;
+        let params = match repr.spec {
+            Some(params) => params,
+            None => legacy_params(&repr.fields).ok_or_else(|| {
+                serde::de::Error::custom(format!("a {} circuit spec without its \"spec\"", repr.kind))
+            })?,
+        };
+        CircuitSpec::new(repr.kind, &params).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The parameters of a spec in the form ledger records and messages had before 2026-12-04: the
+/// kind's fields beside its name (`{"kind": "porep-c2", "sector_size": 34359738368,
+/// "synthetic": false}`), rendered as the kinds of that time render them. Records live a week;
+/// this can go once none of that age can be left.
+fn legacy_params(fields: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    let uint = |name: &str| fields.get(name).and_then(serde_json::Value::as_u64);
+    if let Some(blocks) = uint("blocks") {
+        return Some(format!("b{blocks}"));
+    }
+    if let Some(constraints) = uint("constraints") {
+        return Some(format!("c{constraints}"));
+    }
+    let size = uint("sector_size")?;
+    let name = crate::sector_size_name(size).map(str::to_owned).unwrap_or_else(|| format!("{size}B"));
+    let synthetic = fields.get("synthetic").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    Some(if synthetic { format!("synthetic-{name}") } else { name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DENSE: JobKind = JobKind::new("dense-chain");
+
+    #[test]
+    fn kind_names_are_checked() {
+        assert_eq!(DENSE.as_str(), "dense-chain");
+        for bad in ["", "-porep", "porep-", "Porep", "po rep", "porep.c2", &"k".repeat(32)] {
+            assert_eq!(JobKind::try_new(bad), None, "{bad:?}");
+        }
+        assert!(JobKind::try_new(&"k".repeat(31)).is_some());
+        assert_eq!(serde_json::to_string(&DENSE).unwrap(), "\"dense-chain\"");
+        assert_eq!(serde_json::from_str::<JobKind>("\"dense-chain\"").unwrap(), DENSE);
+        let e = serde_json::from_str::<JobKind>("\"Dense\"").unwrap_err().to_string();
+        assert!(e.contains("\"Dense\" is not a kind name"), "{e}");
+    }
+
+    #[test]
+    fn a_spec_travels_as_its_kind_and_parameters() {
+        let spec = CircuitSpec::new(JobKind::new("porep-c2"), "synthetic-32GiB").unwrap();
+        assert_eq!(spec.circuit_id(), "porep-c2-synthetic-32GiB");
+        let json = serde_json::to_string(&spec).unwrap();
+        assert_eq!(json, r#"{"kind":"porep-c2","spec":"synthetic-32GiB"}"#);
+        assert_eq!(serde_json::from_str::<CircuitSpec>(&json).unwrap(), spec);
+        for bad in ["", "32 GiB", "a.b", "x>", &"p".repeat(65)] {
+            assert!(CircuitSpec::new(DENSE, bad).is_err(), "{bad:?}");
+        }
+        let e = serde_json::from_str::<CircuitSpec>(r#"{"kind":"dense-chain","spec":"c1.0"}"#).unwrap_err();
+        assert!(e.to_string().contains("not a dense-chain circuit's parameters"), "{e}");
+        let e = serde_json::from_str::<CircuitSpec>(r#"{"kind":"dense-chain"}"#).unwrap_err();
+        assert!(e.to_string().contains("without its \"spec\""), "{e}");
+    }
+
+    /// Ledger records and queued messages written before the spec became kind + parameters.
+    #[test]
+    fn the_old_form_reads_as_the_same_spec() {
+        for (old, id) in [
+            (r#"{"kind":"sha256-chain","blocks":64}"#, "sha256-chain-b64"),
+            (r#"{"kind":"dense-chain","constraints":1024}"#, "dense-chain-c1024"),
+            (r#"{"kind":"porep-c2","sector_size":34359738368,"synthetic":false}"#, "porep-c2-32GiB"),
+            (r#"{"kind":"porep-c2","sector_size":68719476736,"synthetic":true}"#, "porep-c2-synthetic-64GiB"),
+            (r#"{"kind":"snap-update","sector_size":2048}"#, "snap-update-2KiB"),
+            (r#"{"kind":"window-post","sector_size":34359738368}"#, "window-post-32GiB"),
+            (r#"{"kind":"winning-post","sector_size":536870912}"#, "winning-post-512MiB"),
+        ] {
+            assert_eq!(serde_json::from_str::<CircuitSpec>(old).unwrap().circuit_id(), id, "{old}");
+        }
+    }
+}
