@@ -160,7 +160,23 @@ pub(crate) fn sector_size_params(bytes: u64) -> String {
     snarkflow_wire::sector_size_name(bytes).map(str::to_owned).unwrap_or_else(|| format!("{bytes}B"))
 }
 
-/// A Filecoin kind's spec that is its sector size alone.
-pub(crate) fn parse_sector_size_params(params: &str) -> Option<u64> {
-    snarkflow_wire::parse_sector_size(params)
+/// The `ProofKind` items of a Filecoin kind whose spec is its sector size alone.
+macro_rules! sector_size_spec {
+    () => {
+        /// The sector size.
+        type Spec = u64;
+
+        fn render_spec(sector_size: &u64) -> String {
+            super::sector_size_params(*sector_size)
+        }
+
+        fn parse_spec(params: &str) -> Option<u64> {
+            snarkflow_wire::parse_sector_size(params)
+        }
+
+        fn sector_size(sector_size: &u64) -> Option<u64> {
+            Some(*sector_size)
+        }
+    };
 }
+pub(crate) use sector_size_spec;

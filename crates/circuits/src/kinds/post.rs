@@ -92,8 +92,6 @@ macro_rules! post_kind {
 
         impl crate::ProofKind for $Kind {
             const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::new($name);
-            /// The sector size.
-            type Spec = u64;
             type Input = snarkflow_filecoin::PostInput;
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::$priority;
             const DEFAULT_DEADLINE_SECS: u64 = $deadline_secs;
@@ -101,17 +99,7 @@ macro_rules! post_kind {
             const FILECOIN: bool = true;
             const VERIFIED_WHOLE: bool = true;
 
-            fn render_spec(sector_size: &u64) -> String {
-                super::sector_size_params(*sector_size)
-            }
-
-            fn parse_spec(params: &str) -> Option<u64> {
-                super::parse_sector_size_params(params)
-            }
-
-            fn sector_size(sector_size: &u64) -> Option<u64> {
-                Some(*sector_size)
-            }
+            super::sector_size_spec!();
 
             fn parse(
                 input: &serde_json::Map<String, serde_json::Value>,

@@ -36,8 +36,6 @@ impl Snap {
 
 impl ProofKind for Snap {
     const KIND: JobKind = JobKind::new("snap-update");
-    /// The sector size.
-    type Spec = u64;
     type Input = SnapInput;
     const DEFAULT_PRIORITY: Priority = Priority::Normal;
     const DEFAULT_DEADLINE_SECS: u64 = 6 * 3600;
@@ -45,17 +43,7 @@ impl ProofKind for Snap {
     const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
 
-    fn render_spec(sector_size: &u64) -> String {
-        super::sector_size_params(*sector_size)
-    }
-
-    fn parse_spec(params: &str) -> Option<u64> {
-        super::parse_sector_size_params(params)
-    }
-
-    fn sector_size(sector_size: &u64) -> Option<u64> {
-        Some(*sector_size)
-    }
+    super::sector_size_spec!();
 
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
         Ok(Snap::job(snap::parse(input)?))

@@ -271,11 +271,16 @@ async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     assert!(status.loaded_srs.iter().any(|s| s.circuit_id == "porep-c2-2KiB"), "{status:?}");
     let unknown = client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "porep-16g".into() }).await.unwrap_err();
     assert_eq!(unknown.code(), tonic::Code::InvalidArgument, "{unknown:?}");
-    // only circuits the cluster serves: a test circuit far past the job bound is not built
+    // only circuits the cluster serves: a test circuit past the job bound (2^24 constraints) is
+    // not built, and one past what its kind makes at all is not a circuit
     let huge =
-        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "dense-chain-c4000000000".into() }).await.unwrap_err();
+        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "dense-chain-c67108864".into() }).await.unwrap_err();
     assert_eq!(huge.code(), tonic::Code::InvalidArgument, "{huge:?}");
     assert!(huge.message().contains("max-test-job-constraints"), "{huge:?}");
+    let beyond =
+        client.preload_srs(cuzk::PreloadSrsRequest { circuit_id: "dense-chain-c4000000000".into() }).await.unwrap_err();
+    assert_eq!(beyond.code(), tonic::Code::InvalidArgument, "{beyond:?}");
+    assert!(beyond.message().contains("unknown circuit_id"), "{beyond:?}");
 
     // AwaitProof with a timeout answers TIMEOUT and the job keeps running
     let envelope = snarkflow_filecoin::porep::c1_envelope(&c1, 21);
