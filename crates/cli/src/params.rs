@@ -24,9 +24,13 @@ pub(crate) enum ParamsCommand {
     /// Filecoin kinds get filecoin-proofs' file names (`v28-<circuit id>.params/.vk/.meta`).
     Generate {
         /// Circuit kind: sha256-chain, dense-chain, porep-c2, snap-update, window-post,
-        /// winning-post.
-        #[arg(long, alias = "proof")]
-        kind: String,
+        /// winning-post, with its size flags below; or give --circuit instead.
+        #[arg(long, alias = "proof", required_unless_present = "circuit")]
+        kind: Option<String>,
+        /// The circuit by its id (`porep-c2-32GiB`, `dense-chain-c1024`): any kind this build
+        /// proves, with no flags of its own.
+        #[arg(long, conflicts_with_all = ["kind", "sector_size", "synthetic", "blocks", "constraints"])]
+        circuit: Option<String>,
         /// Filecoin kinds: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
         #[arg(long)]
         sector_size: Option<String>,
@@ -91,12 +95,28 @@ pub(crate) struct ParamFiles {
 /// Run a `params` subcommand.
 pub(crate) async fn run(command: ParamsCommand) -> anyhow::Result<ExitCode> {
     match command {
-        ParamsCommand::Generate { kind, sector_size, synthetic, blocks, constraints, force, device, seed, params } => {
-            let spec = match snarkflow_circuits::kind_named(&kind) {
-                Some(k) if snarkflow_circuits::kind_info(k).is_some_and(|i| i.filecoin) => {
-                    filecoin_spec_of(k, sector_size.as_deref(), synthetic)?
-                }
-                _ => spec_of(&kind, blocks, constraints)?,
+        ParamsCommand::Generate {
+            kind,
+            circuit,
+            sector_size,
+            synthetic,
+            blocks,
+            constraints,
+            force,
+            device,
+            seed,
+            params,
+        } => {
+            let spec = match (circuit, kind) {
+                (Some(id), _) => snarkflow_circuits::parse_circuit_id(&id)
+                    .with_context(|| format!("{id:?} is not a circuit id this build knows"))?,
+                (None, Some(kind)) => match snarkflow_circuits::kind_named(&kind) {
+                    Some(k) if snarkflow_circuits::kind_info(k).is_some_and(|i| i.filecoin) => {
+                        filecoin_spec_of(k, sector_size.as_deref(), synthetic)?
+                    }
+                    _ => spec_of(&kind, blocks, constraints)?,
+                },
+                (None, None) => anyhow::bail!("give --kind (with its size) or --circuit"),
             };
             let store =
                 ParamStore::new(params.dir(), snarkflow_circuits::catalog()).with_param_device(param_device(&device)?);

@@ -169,3 +169,36 @@ async fn fetch_from_an_http_mirror_continues_with_a_range() {
     assert!(text(&out).contains("continued after 123456"), "{}", text(&out));
     assert_eq!(std::fs::read(cache.path().join("v28-h.params")).unwrap(), big);
 }
+
+/// `params generate --circuit ID` names any circuit by its id, and gives the same file as the
+/// kind with its size flags; mixing the two ways is refused.
+#[test]
+fn generate_takes_a_circuit_id_as_well_as_a_kind_and_its_size() {
+    let by_id = tempfile::tempdir().unwrap();
+    let by_flags = tempfile::tempdir().unwrap();
+    let (i, f) = (by_id.path().to_str().unwrap(), by_flags.path().to_str().unwrap());
+    let out = snarkflow(&["params", "generate", "--circuit", "dense-chain-c8", "--seed", "5", "--params-dir", i]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = snarkflow(&[
+        "params",
+        "generate",
+        "--kind",
+        "dense-chain",
+        "--constraints",
+        "8",
+        "--seed",
+        "5",
+        "--params-dir",
+        f,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let file = "dense-chain-c8.params";
+    assert_eq!(std::fs::read(by_id.path().join(file)).unwrap(), std::fs::read(by_flags.path().join(file)).unwrap());
+
+    let out =
+        snarkflow(&["params", "generate", "--circuit", "dense-chain-c8", "--kind", "dense-chain", "--params-dir", i]);
+    assert!(!out.status.success());
+    let out = snarkflow(&["params", "generate", "--circuit", "dense-chain-cX", "--params-dir", i]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("\"dense-chain-cX\" is not a circuit id this build knows"), "{}", text(&out));
+}
