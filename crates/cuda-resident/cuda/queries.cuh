@@ -1,0 +1,134 @@
+// The MSMs of one query beside the NTTs (included once, by resident.cu, after the device types
+// and helpers): a plain MSM, the 0/1 split and the sum of the points whose scalar is 1, the
+// Pippenger MSM over the rest ("tail"), and reading the split's counts back.
+
+template<class bucket, class point, class affine, class mem>
+static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t* scalars, size_t n, const char* what)
+{
+    if (n == 0) {
+        out.inf();
+        return;
+    }
+    TRACE("%s over %zu points", what, n);
+    msm_t<bucket, point, affine, scalar_t> m{nullptr, n, sizeof(affine), gpu.id()};
+    // Typed as affine_t (not its mem_t) so that, unwrapped, the call lands on the overload that
+    // takes plain pointers: with mem_t the device-pointer template calls itself forever.
+    RustError e = m.invoke(out, dev_ptr_t<affine>{reinterpret_cast<affine*>(const_cast<mem*>(points))}, n,
+                           dev_ptr_t<scalar_t>{const_cast<scalar_t*>(scalars)}, true);
+    if (e.code != cudaSuccess) {
+        std::string msg = std::string(what) + ": " + (e.message ? e.message : cudaGetErrorString((cudaError_t)e.code));
+        free(e.message);
+        throw sf_error(e.code, msg);
+    }
+}
+
+// Split the scalars w[map[i]], i < n, on `side` (asynchronously: the counts are read back in
+// splits_known).
+static void split_async(const gpu_t& gpu, cudaStream_t side, split_t& sp, const scalar_t* w, const uint32_t* map, size_t n)
+{
+    sp.n = n;
+    sp.n_ones = sp.n_tail = 0;
+    if (n == 0)
+        return;
+    if (n >= (size_t)1 << 31)
+        throw sf_error(-1, "a query of 2^31 points or more");
+    sp.ones.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    sp.tail.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    sp.counts.ensure(2 * sizeof(uint32_t), "allocating the 0/1 split");
+    check(cudaMemsetAsync(sp.counts.ptr, 0, 2 * sizeof(uint32_t), side), "clearing the 0/1 split");
+    uint32_t blocks, threads;
+    grid_for(gpu, n, blocks, threads);
+    fr_t one = fr_t::one();
+    fr_bits one_bits;
+    memcpy(&one_bits, &one, sizeof(one_bits));
+    split_lists<<<blocks, threads, 0, side>>>(sp.ones.as<uint32_t>(), sp.tail.as<uint32_t>(), sp.counts.as<uint32_t>(),
+                                              w, map, n, one_bits);
+    check(cudaGetLastError(), "the 0/1 split");
+}
+
+// The points of `points` whose scalar is 1 in `sp`, summed per warp on `side` by sppark's batch
+// addition over the index list (not a cooperative launch, so it shares the device with the
+// work on the main stream).
+template<class bucket, class mem>
+static void sum_ones_async(const gpu_t& gpu, cudaStream_t side, ones_sum_t& o, const mem* points, const split_t& sp)
+{
+    typedef typename bucket::mem_t bucket_h;
+    if (sp.n == 0)
+        return;
+    uint32_t grid = (uint32_t)gpu.sm_count();
+    o.nsums = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    o.sums.ensure(o.nsums * sizeof(bucket_h), "allocating the sums of the ones");
+    void (*add)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
+    // the count is read on the device: a reference into device memory, as sppark passes it
+    const uint32_t& count = *sp.counts.as<uint32_t>();
+    add<<<grid, BATCH_ADD_BLOCK_SIZE, 0, side>>>(o.sums.as<bucket_h>(), points, sp.n, sp.ones.as<uint32_t>(), count);
+    check(cudaGetLastError(), "summing the points whose scalar is 1");
+}
+
+// Σ s_i·P_i over one query, once its split is known, except the sum of the points whose scalar
+// is 1 (still being made on `side`; `add_ones` adds it): a Pippenger MSM over the tail's points
+// (gathered next to each other), or a plain MSM over all points when the split does not pay.
+template<class bucket, class point, class affine, class mem>
+static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
+                       const scalar_t* w, const uint32_t* map, const char* what)
+{
+    stream_t& s = gpu;
+    uint32_t blocks, threads;
+    out.inf();
+    if (sp.n == 0)
+        return;
+    TRACE("%s: %zu scalars, %u ones, %u neither 0 nor 1%s", what, sp.n, sp.n_ones, sp.n_tail, sp.used() ? "" : " (not split)");
+    if (!sp.used()) {
+        const scalar_t* scalars = w;
+        if (map) {
+            d->scalars.ensure(sp.n * sizeof(scalar_t), "allocating gathered scalars");
+            grid_for(gpu, sp.n, blocks, threads);
+            gather<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.n);
+            check(cudaGetLastError(), "gathering scalars");
+            scalars = d->scalars.as<scalar_t>();
+        }
+        // sppark's MSM runs on its own streams: everything above must be done first
+        check(cudaStreamSynchronize(s), what);
+        msm<bucket, point, affine>(gpu, out, points, scalars, sp.n, what);
+        return;
+    }
+    if (sp.n_tail == 0)
+        return;
+    d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
+    d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
+    grid_for(gpu, sp.n_tail, blocks, threads);
+    gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
+    gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
+    check(cudaGetLastError(), what);
+    check(cudaStreamSynchronize(s), what);
+    msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);
+}
+
+// Add the sum of the points whose scalar is 1 to a query's `out`, once `side` is done (only
+// where the split was used: otherwise the plain MSM counted them).
+template<class bucket, class point>
+static void add_ones(point& out, const split_t& sp, const ones_sum_t& o, const char* what)
+{
+    typedef typename bucket::mem_t bucket_h;
+    if (sp.n == 0 || !sp.used())
+        return;
+    std::vector<bucket> partial(o.nsums);
+    check(cudaMemcpy(partial.data(), o.sums.ptr, o.nsums * sizeof(bucket_h), cudaMemcpyDeviceToHost), what);
+    point ones = sum_up(partial);
+    out.add(ones);
+}
+
+// Wait for the splits on `side` (not for the sums of the ones queued after them) and read
+// their counts back.
+static void splits_known(sf_device* d)
+{
+    check(cudaEventSynchronize(d->split_ready), "the 0/1 split");
+    for (auto& sp : d->split) {
+        if (sp.n == 0)
+            continue;
+        uint32_t counts[2];
+        check(cudaMemcpy(counts, sp.counts.ptr, sizeof(counts), cudaMemcpyDeviceToHost), "reading the 0/1 split");
+        sp.n_ones = counts[0];
+        sp.n_tail = counts[1];
+    }
+}

@@ -1,0 +1,182 @@
+// The FFI for what a prove reads (included once, by resident.cu): a witness's device memory and
+// its upload, the parameters' points converted from the file's bytes, the constraint shape.
+
+static void witness_free(sf_witness* w)
+{
+    w->dev->gpu->select();
+    w->buf.release();
+    if (w->stream)
+        (void)cudaStreamDestroy(w->stream);
+    delete w;
+}
+
+// Device memory for a witness of up to `capacity` field elements, with its own upload stream.
+SF_FFI RustError::by_value sf_witness_new(sf_device* d, size_t capacity, sf_witness** out)
+{
+    auto* w = new sf_witness();
+    w->dev = d;
+    RustError e = guarded([&] {
+        d->gpu->select();
+        check(cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking), "creating a witness upload stream");
+        w->buf.ensure(std::max<size_t>(capacity, 1) * sizeof(scalar_t), "allocating device memory for a witness");
+    });
+    if (e.code != cudaSuccess)
+        witness_free(w);
+    else
+        *out = w;
+    return e;
+}
+
+// Copy `len` field elements (preferably pinned memory) into the witness and wait for the copy.
+// Takes no device lock: it runs while another partition proves.
+SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host, size_t len)
+{
+    return guarded([&] {
+        if (len * sizeof(scalar_t) > w->buf.bytes)
+            throw sf_error(-1, "the witness is larger than its device buffer");
+        w->dev->gpu->select();
+        w->len = 0;
+        check(cudaMemcpyAsync(w->buf.ptr, host, len * sizeof(scalar_t), cudaMemcpyHostToDevice, w->stream), "uploading the witness");
+        check(cudaStreamSynchronize(w->stream), "uploading the witness");
+        w->len = len;
+    });
+}
+
+SF_FFI void sf_witness_free(sf_witness* w)
+{
+    if (w)
+        witness_free(w);
+}
+
+SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS], sf_srs** out)
+{
+    auto* srs = new sf_srs();
+    RustError e = guarded([&] {
+        d->gpu->select();
+        srs->dev = d;
+        for (uint32_t s = 0; s < SECTIONS; s++) {
+            srs->count[s] = counts[s];
+            srs->points[s].ensure(std::max<size_t>(counts[s], 1) * point_bytes(s), "allocating device memory for the parameters");
+        }
+    });
+    if (e.code != cudaSuccess) {
+        for (auto& p : srs->points) p.release();
+        delete srs;
+    } else {
+        *out = srs;
+    }
+    return e;
+}
+
+// Convert `count` raw points of `section`, starting at point `first`, from the parameter
+// file's bytes (`raw`, preferably pinned) into resident device memory.
+SF_FFI RustError::by_value sf_srs_load(sf_srs* srs, uint32_t section, size_t first, const uint8_t* raw, size_t count)
+{
+    return guarded([&] {
+        if (section >= SECTIONS)
+            throw sf_error(-1, "no such parameter section");
+        if (first + count > srs->count[section])
+            throw sf_error(-1, "more points than the section holds");
+        if (count == 0)
+            return;
+        const gpu_t& gpu = *srs->dev->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        size_t file_bytes = count * (section == SEC_B2 ? 192 : 96);
+        upload(srs->staging, raw, file_bytes, "uploading parameter points", s);
+        uint32_t blocks, threads;
+        grid_for(gpu, count, blocks, threads);
+        if (section == SEC_B2)
+            g2_from_file<<<blocks, threads, 0, s>>>(srs->points[section].as<g2_mem_t>() + first, srs->staging.as<uint8_t>(), count);
+        else
+            g1_from_file<<<blocks, threads, 0, s>>>(srs->points[section].as<g1_mem_t>() + first, srs->staging.as<uint8_t>(), count);
+        check(cudaGetLastError(), "converting parameter points");
+        check(cudaStreamSynchronize(s), "converting parameter points");
+    });
+}
+
+SF_FFI void sf_srs_loaded(sf_srs* srs)
+{
+    srs->dev->gpu->select();
+    srs->staging.release();
+}
+
+SF_FFI size_t sf_srs_bytes(const sf_srs* srs)
+{
+    size_t total = 0;
+    for (auto& p : srs->points) total += p.bytes;
+    return total;
+}
+
+SF_FFI void sf_srs_free(sf_srs* srs)
+{
+    if (!srs) return;
+    std::lock_guard<std::mutex> lock(srs->dev->busy);
+    srs->dev->gpu->select();
+    for (auto& p : srs->points) p.release();
+    srs->staging.release();
+    delete srs;
+}
+
+SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc, sf_shape** out)
+{
+    auto* sh = new sf_shape();
+    RustError e = guarded([&] {
+        const gpu_t& gpu = *d->gpu;
+        gpu.select();
+        stream_t& s = gpu;
+        sh->dev = d;
+        sh->num_inputs = desc->num_inputs;
+        sh->num_aux = desc->num_aux;
+        sh->rows = desc->m[0].rows;
+        for (int i = 0; i < 3; i++)
+            if (desc->m[i].rows != sh->rows)
+                throw sf_error(-1, "the three matrices must have as many rows");
+        size_t lg = 0;
+        while (((size_t)1 << lg) < sh->rows) lg++;
+        if (lg > 31)
+            throw sf_error(-1, "too many constraints for the NTT domain");
+        sh->lg_domain = lg;
+        sh->bytes = 0;
+        for (int i = 0; i < 3; i++) {
+            const sf_csr& m = desc->m[i];
+            dev_csr& dm = sh->m[i];
+            dm.rows = m.rows;
+            dm.nnz = m.nnz;
+            upload(dm.row_starts, m.row_starts, (m.rows + 1) * sizeof(uint64_t), "uploading the constraint shape", s);
+            upload(dm.cols, m.cols, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
+            upload(dm.coeffs, m.coeffs, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
+            sh->bytes += dm.row_starts.bytes + dm.cols.bytes + dm.coeffs.bytes;
+        }
+        upload(sh->table, desc->table, desc->table_len * sizeof(scalar_t), "uploading the coefficient table", s);
+        upload(sh->a_gather, desc->a_gather, desc->a_gather_len * sizeof(uint32_t), "uploading the A density", s);
+        upload(sh->b_gather, desc->b_gather, desc->b_gather_len * sizeof(uint32_t), "uploading the B density", s);
+        sh->bytes += sh->table.bytes + sh->a_gather.bytes + sh->b_gather.bytes;
+        sh->table_len = desc->table_len;
+        sh->a_gather_len = desc->a_gather_len;
+        sh->b_gather_len = desc->b_gather_len;
+        sh->one_index = desc->one_index;
+        sh->minus_one_index = desc->minus_one_index;
+        check(cudaStreamSynchronize(s), "uploading the constraint shape");
+    });
+    if (e.code != cudaSuccess) {
+        for (auto& m : sh->m) { m.row_starts.release(); m.cols.release(); m.coeffs.release(); }
+        sh->table.release(); sh->a_gather.release(); sh->b_gather.release();
+        delete sh;
+    } else {
+        *out = sh;
+    }
+    return e;
+}
+
+SF_FFI size_t sf_shape_bytes(const sf_shape* sh) { return sh->bytes; }
+
+SF_FFI void sf_shape_free(sf_shape* sh)
+{
+    if (!sh) return;
+    std::lock_guard<std::mutex> lock(sh->dev->busy);
+    sh->dev->gpu->select();
+    for (auto& m : sh->m) { m.row_starts.release(); m.cols.release(); m.coeffs.release(); }
+    sh->table.release(); sh->a_gather.release(); sh->b_gather.release();
+    delete sh;
+}
