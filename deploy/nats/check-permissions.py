@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CREDENTIALS_SCRIPT = REPO / "deploy" / "scripts" / "nats-credentials.sh"
 
-# --- the topology, as crates/wire/src/topology.rs and crates/bus/src/topology.rs declare it ---
+# --- the topology, as crates/wire/src/topology.rs and crates/bus/src/connect.rs and lanes.rs declare it ---
 PRIORITIES = ["critical", "high", "normal", "low"]
 SYNTH, PROVE, EVENTS = "SNARKFLOW_SYNTH", "SNARKFLOW_PROVE", "SNARKFLOW_EVENTS"
 JOBS, IDEMPOTENCY, PARTITIONS = "snarkflow_jobs", "snarkflow_idempotency", "snarkflow_partitions"

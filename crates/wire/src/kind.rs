@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The name of a proof kind (`porep-c2`, `dense-chain`): 1 to 31 bytes of lowercase ASCII
 /// letters, digits and inner dashes, held inline so that the type is `Copy`. Any well-formed
 /// name travels; whether this build knows the kind is asked of the registry.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct JobKind {
     len: u8,
     bytes: [u8; JobKind::MAX_LEN],
@@ -48,6 +48,19 @@ impl JobKind {
 
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.bytes[..self.len as usize]).expect("kind names are ASCII")
+    }
+}
+
+/// By name, as strings order.
+impl Ord for JobKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for JobKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -191,6 +204,8 @@ mod tests {
             assert_eq!(JobKind::try_new(bad), None, "{bad:?}");
         }
         assert!(JobKind::try_new(&"k".repeat(31)).is_some());
+        // kinds order by name, not by length
+        assert!(JobKind::new("a-longer-name") < JobKind::new("cube"));
         assert_eq!(serde_json::to_string(&DENSE).unwrap(), "\"dense-chain\"");
         assert_eq!(serde_json::from_str::<JobKind>("\"dense-chain\"").unwrap(), DENSE);
         let e = serde_json::from_str::<JobKind>("\"Dense\"").unwrap_err().to_string();
