@@ -216,6 +216,19 @@ impl JobRecord {
 mod tests {
     use super::*;
 
+    /// A ledger record written before the spec became a kind's name plus its rendering.
+    #[test]
+    fn a_record_in_the_old_spec_form_is_read() {
+        let old = r#"{"schema":1,"id":"j","circuit":{"kind":"window-post","sector_size":34359738368},
+            "priority":"high","seed":0,"state":"queued","error":null,"trace_id":null,"idempotency_key":null,
+            "created_at_ms":1,"updated_at_ms":1,"finished_at_ms":null,"partitions":[],"assemble_s":null}"#;
+        let record: JobRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(record.circuit.circuit_id(), "window-post-32GiB");
+        assert_eq!(record.kind().as_str(), "window-post");
+        let again: JobRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(again, record);
+    }
+
     #[test]
     fn priority_order_puts_critical_first() {
         assert_eq!(Priority::ALL[0], Priority::Critical);

@@ -265,6 +265,19 @@ mod tests {
         }
     }
 
+    /// A synthesis task queued by a gateway from before the spec became a kind's name plus its
+    /// rendering reads as the same task.
+    #[test]
+    fn a_task_queued_in_the_old_spec_form_is_read() {
+        let old = br#"{"schema":1,"job_id":"j","circuit":{"kind":"porep-c2","sector_size":34359738368,"synthetic":false},
+            "priority":"high","seed":0,"partition":3,"partitions":10,"input":null}"#;
+        let task: SynthTask = decode(old).unwrap();
+        assert_eq!(task.circuit.circuit_id(), "porep-c2-32GiB");
+        assert_eq!((task.partition, task.priority), (3, Priority::High));
+        let again: SynthTask = decode(&encode(&task)).unwrap();
+        assert_eq!(again, task);
+    }
+
     #[test]
     fn event_round_trips_and_schema_is_checked() {
         let ev =
