@@ -1,7 +1,7 @@
 // A Pippenger MSM for one large query whose points and scalars are both on the device (the H
 // query): sppark's kernels — digit breakdown, radix sort, bucket accumulation, batch addition —
 // scheduled here as one pass over all points on the caller's stream, with a bucket reduction of
-// our own. Included by resident.cu (it uses its dbuf, check and TRACE).
+// our own. Included by device_types.cuh (it uses its dbuf, check and TRACE).
 //
 // Why not sppark's msm_t::invoke for H: at 2^27 points it picks 18-bit windows and cuts the
 // points into 8 batches; after each batch the host waits for `integrate` (one block per window,
