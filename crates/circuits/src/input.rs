@@ -65,6 +65,8 @@ impl fmt::Debug for JobInput {
 
 const MAGIC: &[u8; 4] = b"SFJI";
 const VERSION: u8 = 2;
+/// The kinds version 1's tag bytes stood for (a frozen table: version 1 is written no more).
+const VERSION_1_TAGS: [&str; 4] = ["porep-c2", "snap-update", "window-post", "winning-post"];
 
 fn unreadable(e: impl fmt::Display) -> KindError {
     KindError(format!("stored job input is unreadable: {e}"))
@@ -85,7 +87,11 @@ pub(crate) fn decode<K: ProofKind>(bytes: &[u8]) -> Result<JobInput, KindError> 
     let body = match rest {
         [VERSION, body @ ..] => body,
         // version 1: a kind tag byte, then the same bincode
-        [1, _tag, body @ ..] => body,
+        [1, tag, body @ ..] => match VERSION_1_TAGS.get(usize::from(*tag)) {
+            Some(name) if *name == K::KIND.as_str() => body,
+            _ => return Err(unreadable(format!("it is tagged {tag}, not a {} input", K::KIND))),
+        },
+        [1] => return Err(unreadable("it ends after its header")),
         [version, ..] => return Err(unreadable(format!("stored form version {version}, this build reads {VERSION}"))),
         [] => return Err(unreadable("it ends after its header")),
     };

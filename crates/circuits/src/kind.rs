@@ -154,7 +154,10 @@ pub fn spec_of<K: ProofKind>(spec: &CircuitSpec) -> Result<K::Spec, KindError> {
     if spec.kind() != K::KIND {
         return Err(KindError(format!("{spec:?} does not belong to a {} job", K::KIND)));
     }
+    // only the kind's own rendering: one circuit, one id (its files, shapes and caches are
+    // keyed by it); `check_spec` turns other spellings into that rendering
     K::parse_spec(spec.params())
+        .filter(|parsed| K::render_spec(parsed) == spec.params())
         .ok_or_else(|| KindError(format!("{spec:?} is not a {} circuit this build knows", K::KIND)))
 }
 

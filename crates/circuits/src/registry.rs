@@ -1,7 +1,8 @@
 //! The registry: every proof kind, one line each, and the only place that joins the kinds.
 //! Adding a kind is a module in `crate::kinds` and a line in `registry!` below; nothing else in
-//! snarkflow names a kind (the wire carries a kind's name and its rendered spec, a job's input
-//! is the kind's own type behind [`JobInput`]).
+//! the pipeline names a kind (the wire carries a kind's name and its rendered spec, a job's
+//! input is the kind's own type behind [`JobInput`]) except the adapters to other software's
+//! names that docs/ARCHITECTURE.md lists (cuzk's gRPC mapping, the CLI's Filecoin tools).
 
 use std::path::Path;
 
@@ -130,7 +131,11 @@ pub fn circuit(id: &str) -> CircuitSpec {
 /// `spec` if its kind reads it, in the kind's own rendering (a spec from outside, e.g. one that
 /// names a sector size by its byte count, becomes the one the kind's ids use).
 pub fn check_spec(spec: &CircuitSpec) -> Result<CircuitSpec, KindError> {
-    with_kind!(spec.kind(), K => Ok(crate::kind::circuit_spec::<K>(&crate::kind::spec_of::<K>(spec)?)), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => {
+        let parsed = K::parse_spec(spec.params())
+            .ok_or_else(|| KindError(format!("{spec:?} is not a {} circuit this build knows", K::KIND)))?;
+        Ok(crate::kind::circuit_spec::<K>(&parsed))
+    }, unknown => Err(unknown(spec.kind())))
 }
 
 /// The sector size of a Filecoin circuit; `None` for the others.

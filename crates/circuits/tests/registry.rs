@@ -64,6 +64,20 @@ fn a_spec_from_outside_becomes_the_kinds_own_rendering() {
     assert!(e.contains("unknown kind not-a-kind (this build proves sha256-chain, dense-chain, porep-c2"), "{e}");
 }
 
+/// One circuit has one id: a spec spelled other than its kind renders it is not read as that
+/// kind's (it would key its own parameters, shapes and caches), but `check_spec` renders it.
+#[test]
+fn only_the_kinds_own_rendering_is_its_spec() {
+    let (porep, dense) = (kind_named("porep-c2").unwrap(), kind_named("dense-chain").unwrap());
+    for (kind, other, own) in [(porep, "34359738368", "32GiB"), (porep, "32gib", "32GiB"), (dense, "c008", "c8")] {
+        let (spelled, rendered) = (CircuitSpec::new(kind, other).unwrap(), CircuitSpec::new(kind, own).unwrap());
+        let e = snarkflow_circuits::param_file_stem(&spelled).unwrap_err().to_string();
+        assert!(e.contains("is not a"), "{e}");
+        assert!(snarkflow_circuits::param_file_stem(&rendered).is_ok());
+        assert_eq!(snarkflow_circuits::check_spec(&spelled).unwrap(), rendered);
+    }
+}
+
 #[test]
 fn a_job_of_a_kind_this_build_lacks_fails_with_a_reason() {
     let spec = CircuitSpec::new(JobKind::new("not-a-kind"), "x1").unwrap();
@@ -71,7 +85,8 @@ fn a_job_of_a_kind_this_build_lacks_fails_with_a_reason() {
     assert!(e.contains("unknown kind not-a-kind"), "{e}");
     let verdict = snarkflow_circuits::verify_job(&spec, None, std::path::Path::new("/nowhere"), &[]);
     assert!(verdict.unwrap().is_err(), "an unknown kind's proof is never passed");
-    assert!(JobInput::from_bytes(spec.kind(), b"SFJI\x02").is_err());
+    let e = JobInput::from_bytes(spec.kind(), b"SFJI\x02").unwrap_err().to_string();
+    assert!(e.contains("unknown kind not-a-kind"), "{e}");
     assert!(snarkflow_circuits::verified_whole(spec.kind()));
 }
 
@@ -112,6 +127,13 @@ fn inputs() -> Vec<JobInput> {
         let request = sparse_post::post_request(post, 2 << 10, 1000, sectors, &mut rng).unwrap();
         inputs.push(parse(kind, &request));
     }
+    inputs.push(JobInput::of::<snarkflow_circuits::filecoin_kinds::Snap>(snarkflow_filecoin::SnapInput {
+        registered_proof: filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1,
+        comm_r_old: [1; 32],
+        comm_r_new: [2; 32],
+        comm_d_new: [3; 32],
+        vanilla_proofs: vec![vec![4, 5, 6], vec![]],
+    }));
     inputs
 }
 
@@ -127,10 +149,15 @@ fn every_kind_reads_back_what_it_stored_in_every_form() {
         assert_eq!(back.to_json(), input.to_json());
         // what gateways stored before the binary form: JSON with the kind's name in it
         assert_eq!(JobInput::from_bytes(kind, &input.to_json()).unwrap().to_json(), input.to_json());
-        // version 1 (2026-12-03): a kind tag byte after the version
-        let mut v1 = b"SFJI\x01\x00".to_vec();
+        // version 1 (2026-12-03): the kind's tag byte after the version
+        let tag = ["porep-c2", "snap-update", "window-post", "winning-post"].iter().position(|k| *k == kind.as_str());
+        let mut v1 = vec![b'S', b'F', b'J', b'I', 1, tag.unwrap() as u8];
         v1.extend_from_slice(&stored[5..]);
         assert_eq!(JobInput::from_bytes(kind, &v1).unwrap().to_json(), input.to_json());
+        // another kind's tag is refused, even where the bytes would read (the two PoSt kinds)
+        v1[5] = (tag.unwrap() as u8 + 1) % 4;
+        let e = JobInput::from_bytes(kind, &v1).unwrap_err().to_string();
+        assert!(e.contains(&format!("not a {kind} input")), "{e}");
         assert!(stored.len() < input.to_json().len(), "the binary form is the smaller one");
     }
 }

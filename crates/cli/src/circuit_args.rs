@@ -127,13 +127,42 @@ pub(crate) fn spec_of(kind: &str, blocks: Option<u32>, constraints: Option<u32>)
     if snarkflow_circuits::kind_info(kind).is_some_and(|k| k.filecoin) {
         bail!("{kind} needs --sector-size");
     }
-    let params = match (blocks, constraints) {
-        (Some(blocks), None) => format!("b{blocks}"),
-        (None, Some(constraints)) => format!("c{constraints}"),
+    let (flag, prefix, size, other_flag, other_prefix) = match (blocks, constraints) {
+        (Some(blocks), None) => ("--blocks", 'b', blocks, "--constraints", 'c'),
+        (None, Some(constraints)) => ("--constraints", 'c', constraints, "--blocks", 'b'),
         (Some(_), Some(_)) => bail!("give one of --blocks and --constraints"),
         (None, None) => bail!("{kind} needs its size: --blocks for sha256-chain, --constraints for dense-chain"),
     };
-    snarkflow_circuits::parse_circuit_id(&format!("{kind}-{params}")).filter(|s| s.kind() == kind).with_context(|| {
-        format!("{kind} does not take {} (or it is out of range)", params.trim_start_matches(char::is_alphabetic))
-    })
+    let spec = |prefix: char| {
+        snarkflow_circuits::parse_circuit_id(&format!("{kind}-{prefix}{size}")).filter(|s| s.kind() == kind)
+    };
+    if let Some(spec) = spec(prefix) {
+        return Ok(spec);
+    }
+    if spec(other_prefix).is_some() {
+        bail!("{kind} is sized by {other_flag}, not {flag}");
+    }
+    bail!("{kind} has no circuit of {flag} {size}: out of its range, or not a size it takes (params generate also takes --circuit <id>)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_flags_name_a_synthetic_circuit_or_say_which_flag_the_kind_takes() {
+        assert_eq!(spec_of("dense-chain", None, Some(8)).unwrap().circuit_id(), "dense-chain-c8");
+        assert_eq!(spec_of("sha256-chain", Some(2), None).unwrap().circuit_id(), "sha256-chain-b2");
+        let e = spec_of("sha256-chain", None, Some(8)).unwrap_err().to_string();
+        assert!(e.contains("sha256-chain is sized by --blocks, not --constraints"), "{e}");
+        let e = spec_of("dense-chain", None, Some(u32::MAX)).unwrap_err().to_string();
+        assert!(e.contains("dense-chain has no circuit of --constraints 4294967295"), "{e}");
+        let e = spec_of("porep-c2", Some(1), None).unwrap_err().to_string();
+        assert!(e.contains("porep-c2 needs --sector-size"), "{e}");
+        assert!(spec_of("nope", Some(1), None).unwrap_err().to_string().contains("unknown kind \"nope\""));
+        let spec = filecoin_spec_of(JobKind::new("porep-c2"), Some("32GiB"), true).unwrap();
+        assert_eq!(spec.circuit_id(), "porep-c2-synthetic-32GiB");
+        let e = filecoin_spec_of(JobKind::new("window-post"), Some("2KiB"), true).unwrap_err().to_string();
+        assert!(e.contains("window-post has no Synthetic PoRep circuit"), "{e}");
+    }
 }

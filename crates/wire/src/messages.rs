@@ -15,7 +15,7 @@ pub struct SynthTask {
     pub seed: u64,
     pub partition: u32,
     pub partitions: u32,
-    /// The job's input, for the kinds that have one (the Filecoin kinds).
+    /// The job's input, for the kinds that take one (`TAKES_INPUT`: the Filecoin kinds, `cube`).
     #[serde(default)]
     pub input: Option<InputRef>,
 }
@@ -269,7 +269,8 @@ mod tests {
     /// rendering reads as the same task.
     #[test]
     fn a_task_queued_in_the_old_spec_form_is_read() {
-        let old = br#"{"schema":1,"job_id":"j","circuit":{"kind":"porep-c2","sector_size":34359738368,"synthetic":false},
+        let old =
+            br#"{"schema":1,"job_id":"j","circuit":{"kind":"porep-c2","sector_size":34359738368,"synthetic":false},
             "priority":"high","seed":0,"partition":3,"partitions":10,"input":null}"#;
         let task: SynthTask = decode(old).unwrap();
         assert_eq!(task.circuit.circuit_id(), "porep-c2-32GiB");

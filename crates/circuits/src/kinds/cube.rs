@@ -44,11 +44,15 @@ impl Circuit<Fr> for CubeChain {
         let mut x = cs.alloc(|| "x0", || value.ok_or(SynthesisError::AssignmentMissing))?;
         for i in 0..self.rounds {
             let square = value.map(|v| v * v);
-            let sq = cs.alloc(|| format!("square {i}"), || square.ok_or(SynthesisError::AssignmentMissing))?;
+            let sq = cs.alloc(|| format!("x{i} squared"), || square.ok_or(SynthesisError::AssignmentMissing))?;
             cs.enforce(|| format!("square {i}"), |lc| lc + x, |lc| lc + x, |lc| lc + sq);
             let next_value = value.map(step);
             let get = || next_value.ok_or(SynthesisError::AssignmentMissing);
-            let next = if i + 1 == self.rounds { cs.alloc_input(|| "x_n", get)? } else { cs.alloc(|| "x", get)? };
+            let next = if i + 1 == self.rounds {
+                cs.alloc_input(|| "x_n", get)?
+            } else {
+                cs.alloc(|| format!("x{}", i + 1), get)?
+            };
             // x² · x = next − x − 5
             cs.enforce(
                 || format!("cube {i}"),
@@ -87,12 +91,15 @@ impl ProofKind for Cube {
     }
 
     fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
+        if let Some(key) = input.keys().find(|k| !["rounds", "x", "partitions"].contains(&k.as_str())) {
+            return Err(KindError(format!("input.{key} is not a field of cube (fields: rounds, x, partitions)")));
+        }
         let field = |name: &str| input.get(name).and_then(Value::as_u64);
         let rounds = field("rounds").filter(|r| (1..=1 << 16).contains(r));
         let rounds = rounds.ok_or_else(|| KindError::new("input.rounds must be between 1 and 65536"))? as u32;
         let x = field("x").ok_or_else(|| KindError::new("input.x must be a non-negative integer"))?;
         let partitions = match input.get("partitions") {
-            None => 1,
+            None | Some(Value::Null) => 1,
             Some(_) => field("partitions")
                 .filter(|p| (1..=4).contains(p))
                 .ok_or_else(|| KindError::new("input.partitions must be between 1 and 4"))?
@@ -142,5 +149,29 @@ impl ProofKind for Cube {
     ) -> Result<Vec<Vec<Fr>>, KindError> {
         let rounds = spec_of::<Cube>(spec)?;
         (0..partitions).map(|p| Ok(vec![(0..rounds).fold(start(input, p)?, |x, _| step(x))])).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::util_cs::test_cs::TestConstraintSystem;
+
+    #[test]
+    fn the_chain_is_satisfied_and_its_output_is_the_public_input() {
+        let request = serde_json::json!({"rounds": 5, "x": 3, "partitions": 2});
+        let job = Cube::parse(request.as_object().unwrap()).unwrap();
+        let inputs = Cube::public_inputs(&job.spec, 0, 2, job.input.as_ref()).unwrap();
+        for (p, expected) in inputs.iter().enumerate() {
+            let mut cs = TestConstraintSystem::<Fr>::new();
+            let x0 = start(job.input.as_ref(), p as u32).unwrap();
+            CubeChain { rounds: 5, x0: Some(x0) }.synthesize(&mut cs).unwrap();
+            assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
+            assert_eq!(cs.num_constraints(), 10);
+            assert!(cs.verify(expected));
+        }
+        assert_ne!(inputs[0], inputs[1], "partitions start from different values");
+        let e = Cube::parse(serde_json::json!({"rounds": 5, "x": 3, "partitoins": 2}).as_object().unwrap());
+        assert!(e.unwrap_err().to_string().contains("input.partitoins is not a field of cube"));
     }
 }

@@ -1,5 +1,5 @@
 //! What WindowPoSt and WinningPoSt share as proof kinds: one construction
-//! (`snarkflow_filecoin::PostKind`), told apart by the kind's spec and input variants.
+//! (`snarkflow_filecoin::PostKind`), told apart by their kind (the tag on their specs and inputs).
 
 use std::path::Path;
 

@@ -153,7 +153,7 @@ pub(super) async fn params_command(state: &AppState, command: ParamsCommand) -> 
 }
 
 /// Our circuit id for a `PreloadSRS`/`EvictSRS` request's, if this gateway serves that circuit
-/// (it takes jobs for it): an id such as `dense-chain-c4000000000` would otherwise have every
+/// (it takes jobs for it): an id such as `dense-chain-c67108864` would otherwise have every
 /// gpu-worker try to build or load parameters no job will use.
 pub(super) fn served_circuit_id(state: &AppState, id: &str) -> Result<String, ApiError> {
     let spec: CircuitSpec = super::request::circuit_from_id(id)?;
