@@ -45,10 +45,15 @@ up: build
         echo "started $name (pid $!, log .state/logs/$name.log)"
     }
     start nats nats-server -js -a 127.0.0.1 -p {{nats_port}} -sd "{{state}}/nats"
-    # a local admin API token, made once: the CLI reads .state/api-token, curl can too
-    export SNARKFLOW_TOKENS_FILE="{{state}}/tokens.json"
-    if [ ! -s "{{state}}/api-token" ]; then
+    # a local admin API token, made once: the CLI reads .state/api-token, curl can too. The
+    # tokens file is the one compose-setup.sh makes for `docker compose` too, so one token
+    # serves both local stacks (two files would leave .state/api-token valid for one only).
+    mkdir -p "{{state}}/tokens"
+    export SNARKFLOW_TOKENS_FILE="{{state}}/tokens/tokens.json"
+    if [ ! -s "{{state}}/api-token" ] || [ ! -s "$SNARKFLOW_TOKENS_FILE" ]; then
         (umask 077; "{{bin}}/snarkflow" admin token create --tenant local --scopes admin --max-priority critical | tail -n 1 >"{{state}}/api-token")
+        # the compose gateway container reads the file as another user
+        chmod 644 "$SNARKFLOW_TOKENS_FILE"
         echo "created a local admin API token in .state/api-token"
     fi
     # a local development stack: the synthetic test kinds are on

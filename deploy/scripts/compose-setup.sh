@@ -2,8 +2,8 @@
 # One-time setup for `docker compose`: NATS passwords per role (deploy/nats/auth.conf and
 # deploy/nats/<role>.password, git-ignored; the services' copies in .state/compose-secrets)
 # and an admin API token for the gateway
-# (.state/compose-tokens/tokens.json; the token itself in .state/api-token, which the CLI
-# reads). Safe to run again: what exists is kept.
+# (.state/tokens/tokens.json, which `just up` uses too; the token itself in .state/api-token,
+# which the CLI reads). Safe to run again: what exists is kept.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ ! -f deploy/nats/auth.conf ]; then
@@ -21,13 +21,13 @@ for role in gateway synth-worker gpu-worker; do
         install -m 644 "deploy/nats/$role.password" "$secrets/$role.password"
     fi
 done
-mkdir -p .state/compose-tokens
-if [ ! -s .state/api-token ] || [ ! -s .state/compose-tokens/tokens.json ]; then
+mkdir -p .state/tokens
+if [ ! -s .state/api-token ] || [ ! -s .state/tokens/tokens.json ]; then
     cli=target/debug/snarkflow
     [ -x "$cli" ] || cargo build -p snarkflow-cli
-    (umask 077; "$cli" admin token create --tokens-file .state/compose-tokens/tokens.json \
+    (umask 077; "$cli" admin token create --tokens-file .state/tokens/tokens.json \
         --tenant local --scopes admin --max-priority critical | tail -n 1 >.state/api-token)
     # the gateway container reads the file as another user
-    chmod 644 .state/compose-tokens/tokens.json
+    chmod 644 .state/tokens/tokens.json
     echo "admin API token in .state/api-token"
 fi
