@@ -156,8 +156,13 @@ pub fn spec_of<K: ProofKind>(spec: &CircuitSpec) -> Result<K::Spec, KindError> {
     }
     // only the kind's own rendering: one circuit, one id (its files, shapes and caches are
     // keyed by it); `check_spec` turns other spellings into that rendering
+    read_spec::<K>(spec, true)
+}
+
+/// `spec`'s parameters as `K` reads them; with `rendered_only`, only in `K`'s own rendering.
+pub(crate) fn read_spec<K: ProofKind>(spec: &CircuitSpec, rendered_only: bool) -> Result<K::Spec, KindError> {
     K::parse_spec(spec.params())
-        .filter(|parsed| K::render_spec(parsed) == spec.params())
+        .filter(|parsed| !rendered_only || K::render_spec(parsed) == spec.params())
         .ok_or_else(|| KindError(format!("{spec:?} is not a {} circuit this build knows", K::KIND)))
 }
 

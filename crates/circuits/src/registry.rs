@@ -132,9 +132,7 @@ pub fn circuit(id: &str) -> CircuitSpec {
 /// names a sector size by its byte count, becomes the one the kind's ids use).
 pub fn check_spec(spec: &CircuitSpec) -> Result<CircuitSpec, KindError> {
     with_kind!(spec.kind(), K => {
-        let parsed = K::parse_spec(spec.params())
-            .ok_or_else(|| KindError(format!("{spec:?} is not a {} circuit this build knows", K::KIND)))?;
-        Ok(crate::kind::circuit_spec::<K>(&parsed))
+        Ok(crate::kind::circuit_spec::<K>(&crate::kind::read_spec::<K>(spec, false)?))
     }, unknown => Err(unknown(spec.kind())))
 }
 

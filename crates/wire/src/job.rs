@@ -48,6 +48,11 @@ pub fn sector_size_name(bytes: u64) -> Option<&'static str> {
     SECTOR_SIZES.iter().find(|(b, _)| *b == bytes).map(|(_, n)| *n)
 }
 
+/// How circuit ids write a sector size: its name, or `<bytes>B` for a size Filecoin does not use.
+pub fn sector_size_label(bytes: u64) -> String {
+    sector_size_name(bytes).map(str::to_owned).unwrap_or_else(|| format!("{bytes}B"))
+}
+
 /// Inverse of [`sector_size_name`]; also takes plain byte counts.
 pub fn parse_sector_size(s: &str) -> Option<u64> {
     SECTOR_SIZES

@@ -186,7 +186,7 @@ fn legacy_params(fields: &serde_json::Map<String, serde_json::Value>) -> Option<
         return Some(format!("c{constraints}"));
     }
     let size = uint("sector_size")?;
-    let name = crate::sector_size_name(size).map(str::to_owned).unwrap_or_else(|| format!("{size}B"));
+    let name = crate::sector_size_label(size);
     let synthetic = fields.get("synthetic").and_then(serde_json::Value::as_bool).unwrap_or(false);
     Some(if synthetic { format!("synthetic-{name}") } else { name })
 }

@@ -155,11 +155,6 @@ pub(crate) fn synthetic_request(
     Ok(SyntheticRequest { size, partitions, seed })
 }
 
-/// A Filecoin kind's sector size as its specs render it: `2KiB` ... `64GiB`.
-pub(crate) fn sector_size_params(bytes: u64) -> String {
-    snarkflow_wire::sector_size_name(bytes).map(str::to_owned).unwrap_or_else(|| format!("{bytes}B"))
-}
-
 /// The `ProofKind` items of a Filecoin kind whose spec is its sector size alone.
 macro_rules! sector_size_spec {
     () => {
@@ -167,7 +162,7 @@ macro_rules! sector_size_spec {
         type Spec = u64;
 
         fn render_spec(sector_size: &u64) -> String {
-            super::sector_size_params(*sector_size)
+            snarkflow_wire::sector_size_label(*sector_size)
         }
 
         fn parse_spec(params: &str) -> Option<u64> {

@@ -49,7 +49,7 @@ impl ProofKind for Porep {
 
     /// `32GiB`, `synthetic-32GiB`.
     fn render_spec(spec: &PorepSpec) -> String {
-        let size = super::sector_size_params(spec.sector_size);
+        let size = snarkflow_wire::sector_size_label(spec.sector_size);
         if spec.synthetic {
             format!("synthetic-{size}")
         } else {
