@@ -1,23 +1,49 @@
 //! Compiles `cuda/resident.cu` with nvcc when the `cuda` feature is on. Architectures come from
-//! `SNARKFLOW_CUDA_ARCHS` (space-separated compute capabilities, default `90` for H100/H200),
-//! as in deploy/scripts/cuda-env.sh; the last one is also embedded as PTX.
+//! `SNARKFLOW_CUDA_ARCHS` (space-separated compute capabilities), as in
+//! deploy/scripts/cuda-env.sh, which exports it; unset, every architecture providers own that
+//! the toolkit knows. The newest one is also embedded as PTX, for the driver to JIT-compile on
+//! newer devices. (cuda-env.sh's `NVCC_APPEND_FLAGS` adds the same list to every nvcc run.)
+//!
+//! What was built is handed to the crate's code, so a worker can say what it carries and refuse
+//! a device it has no kernels for: `SNARKFLOW_CUDA_ARCHS_BUILT` (the SASS list),
+//! `SNARKFLOW_CUDA_PTX_ARCH` and `SNARKFLOW_CUDA_TOOLKIT_BUILT` (nvcc's `major.minor`); all empty
+//! without the `cuda` feature, so `env!` compiles either way.
+
+use std::process::Command;
+
+/// A100, RTX 3090/A6000, RTX 4090/L40S, H100/H200, B200, RTX 50-series (docs/gpu.md)
+const ARCHS_PROVIDERS_OWN: &str = "80 86 89 90 100 120";
+/// sm_100 and sm_120 came with CUDA 12.8: an older nvcc rejects them
+const ARCHS_BEFORE_CUDA_12_8: &str = "80 86 89 90";
 
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
-    println!("cargo:rerun-if-env-changed=SNARKFLOW_CUDA_ARCHS");
+    for var in ["SNARKFLOW_CUDA_ARCHS", "CUDA_PATH", "NVCC_APPEND_FLAGS"] {
+        // CUDA_PATH names the toolkit cuda-env.sh put first on PATH (cargo does not track PATH)
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        export_built("", "", "");
         return;
     }
-    let archs = std::env::var("SNARKFLOW_CUDA_ARCHS").unwrap_or_else(|_| "90".into());
-    let archs: Vec<&str> = archs.split_whitespace().collect();
     let mut nvcc = cc::Build::new();
     nvcc.cuda(true);
+    let (major, minor) = nvcc_version(nvcc.get_compiler().path());
+    let default_archs = if (major, minor) >= (12, 8) { ARCHS_PROVIDERS_OWN } else { ARCHS_BEFORE_CUDA_12_8 };
+    let archs = std::env::var("SNARKFLOW_CUDA_ARCHS").unwrap_or_else(|_| default_archs.into());
+    let archs: Vec<&str> = archs.split_whitespace().collect();
+    for a in &archs {
+        assert!(
+            !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()),
+            "SNARKFLOW_CUDA_ARCHS holds compute capabilities such as \"86 90\", not {a:?}"
+        );
+    }
+    let ptx = archs.iter().max_by_key(|a| a.parse::<u32>().unwrap_or(0)).expect("SNARKFLOW_CUDA_ARCHS is empty");
+    export_built(&archs.join(" "), ptx, &format!("{major}.{minor}"));
     for a in &archs {
         nvcc.flag("-gencode").flag(format!("arch=compute_{a},code=sm_{a}"));
     }
-    if let Some(last) = archs.last() {
-        nvcc.flag("-gencode").flag(format!("arch=compute_{last},code=compute_{last}"));
-    }
+    nvcc.flag("-gencode").flag(format!("arch=compute_{ptx},code=compute_{ptx}"));
     nvcc.define("FEATURE_BLS12_381", None);
     nvcc.define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None);
     // blst's assembly entry points take the ADX path when the build machine has it, as blst does
@@ -71,4 +97,26 @@ fn main() {
         archive.object(object);
     }
     archive.compile("snarkflow_resident");
+}
+
+/// What the crate's code reads with `env!` (see the crate docs above).
+fn export_built(archs: &str, ptx: &str, toolkit: &str) {
+    println!("cargo:rustc-env=SNARKFLOW_CUDA_ARCHS_BUILT={archs}");
+    println!("cargo:rustc-env=SNARKFLOW_CUDA_PTX_ARCH={ptx}");
+    println!("cargo:rustc-env=SNARKFLOW_CUDA_TOOLKIT_BUILT={toolkit}");
+}
+
+/// The toolkit's version from `nvcc --version` ("… release 12.4, V12.4.131"), as sppark reads it.
+fn nvcc_version(nvcc: &std::path::Path) -> (u32, u32) {
+    let out =
+        Command::new(nvcc).arg("--version").output().unwrap_or_else(|e| panic!("running {}: {e}", nvcc.display()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let release = text
+        .split("release ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_else(|| panic!("no \"release X.Y,\" in {} --version: {text}", nvcc.display()));
+    let (major, minor) = release.split_once('.').unwrap_or((release, "0"));
+    let parse = |n: &str| n.trim().parse::<u32>().unwrap_or_else(|_| panic!("nvcc release {release:?} is not X.Y"));
+    (parse(major), parse(minor))
 }

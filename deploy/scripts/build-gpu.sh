@@ -9,11 +9,18 @@
 # `--backend cuda-supraseal`.
 # Output: target/gpu/{gpu-worker,snarkflow} (cuda) and target/gpu/{gpu-worker,snarkflow}-supraseal,
 # stripped; SNARKFLOW_GPU_BACKENDS="cuda-supraseal" builds only one.
+# Kernels for every architecture providers own (SNARKFLOW_CUDA_ARCHS narrows it). With
+# SNARKFLOW_CUDA_TOOLKIT=12 (CUDA 12.4, for drivers older than R580; see cuda-env.sh) the
+# binaries go to target/gpu-cuda12/ instead, built in their own target dir: sppark's and
+# ec-gpu-gen's build scripts do not rerun when only the toolkit changes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/scripts/cuda-env.sh
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-build}"
-mkdir -p target/gpu
+out=target/gpu
+[ "$SNARKFLOW_CUDA_TOOLKIT" = 13 ] || out="target/gpu-cuda$SNARKFLOW_CUDA_TOOLKIT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-build${out#target/gpu}}"
+echo "CUDA $SNARKFLOW_CUDA_TOOLKIT, SASS for: $SNARKFLOW_CUDA_ARCHS (and PTX of the newest) -> $out"
+mkdir -p "$out"
 for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
     features="snarkflow-gpu-worker/$backend,snarkflow-cli/$backend"
     [ "$backend" = cuda ] || features="$features,snarkflow-gpu-worker/cuda-resident,snarkflow-cli/cuda-resident"
@@ -21,8 +28,8 @@ for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
     suffix=""
     [ "$backend" = cuda ] || suffix="-${backend#cuda-}"
     for bin in gpu-worker snarkflow; do
-        cp "$CARGO_TARGET_DIR/release/$bin" "target/gpu/$bin$suffix"
-        strip "target/gpu/$bin$suffix"
+        cp "$CARGO_TARGET_DIR/release/$bin" "$out/$bin$suffix"
+        strip "$out/$bin$suffix"
     done
 done
-ls -la target/gpu
+ls -la "$out"

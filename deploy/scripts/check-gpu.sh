@@ -4,6 +4,10 @@
 # gpu-worker and CLI with each GPU build (`cuda`; `cuda-supraseal` with `cuda-resident`, our
 # own kernels), then each backend's gpu-worker started against the stub driver must answer
 # /readyz 503 "device unusable" (no silent CPU fallback). CI runs this after the test suite.
+# Both toolkits (cuda-env.sh): CUDA 13 for sm_90 (the lent H200's), CUDA 12 for sm_86, one
+# architecture each because every architecture is another full nvcc compile of every kernel.
+# Clippy runs once (with CUDA 13: the Rust code is the same for both); the readiness builds run
+# for both, since only a build links cudart and the stub driver of the toolkit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -11,10 +15,9 @@ if ! command -v g++ >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; th
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ python3-pip
 fi
-source deploy/scripts/cuda-env.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/gpu-check}"
+target_dir="${CARGO_TARGET_DIR:-target/gpu-check}"
 # the features of one GPU build: `cuda-supraseal` builds carry the resident prover too
 features() {
     case "$1" in
@@ -22,36 +25,54 @@ features() {
         *) echo "snarkflow-gpu-worker/$1,snarkflow-cli/$1,snarkflow-gpu-worker/cuda-resident,snarkflow-cli/cuda-resident" ;;
     esac
 }
-for build in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
-    echo "== $build"
-    cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
-        --features "$(features "$build")" -- -D warnings
-done
+clippy() {
+    for build in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
+        echo "== $build (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
+        cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
+            --features "$(features "$build")" -- -D warnings
+    done
+}
 
 # A GPU build on a machine without a usable driver must be not ready and say why (never prove
 # on the CPU): start each GPU gpu-worker against the stub driver and read its /readyz.
 port=19102
-for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal cuda-resident}; do
-    echo "== $backend: readiness without a driver"
-    build=$backend
-    [ "$backend" = cuda-resident ] && build=cuda-supraseal
-    cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
-    log=$(mktemp)
-    LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" --backend "$backend" \
-        --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
-    pid=$!
-    body=""
-    for _ in $(seq 1 100); do
-        body=$(curl -s -w ' HTTP %{http_code}' "http://127.0.0.1:$port/readyz" || true)
-        case "$body" in *'"state":"device unusable"'*) break ;; esac
-        sleep 0.2
+readiness() {
+    for backend in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal cuda-resident}; do
+        echo "== $backend: readiness without a driver (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
+        build=$backend
+        [ "$backend" = cuda-resident ] && build=cuda-supraseal
+        cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
+        log=$(mktemp)
+        LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" --backend "$backend" \
+            --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
+        pid=$!
+        body=""
+        for _ in $(seq 1 100); do
+            body=$(curl -s -w ' HTTP %{http_code}' "http://127.0.0.1:$port/readyz" || true)
+            case "$body" in *'"state":"device unusable"'*) break ;; esac
+            sleep 0.2
+        done
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        echo "$body"
+        case "$body" in
+            *'"ready":false'*'"state":"device unusable"'*'HTTP 503'* | *'"state":"device unusable"'*'"ready":false'*'HTTP 503'*) ;;
+            *) echo "FAIL: the $backend gpu-worker without a driver did not report itself unusable"; cat "$log"; exit 1 ;;
+        esac
+        rm -f "$log"
     done
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    echo "$body"
-    case "$body" in
-        *'"ready":false'*'"state":"device unusable"'*'HTTP 503'* | *'"state":"device unusable"'*'"ready":false'*'HTTP 503'*) ;;
-        *) echo "FAIL: the $backend gpu-worker without a driver did not report itself unusable"; cat "$log"; exit 1 ;;
-    esac
-    rm -f "$log"
-done
+}
+
+# a subshell per toolkit: cuda-env.sh puts its nvcc first on PATH; a target dir per toolkit,
+# since sppark's and ec-gpu-gen's build scripts do not rerun when only the toolkit changes
+(
+    export SNARKFLOW_CUDA_TOOLKIT=13 SNARKFLOW_CUDA_ARCHS=90 CARGO_TARGET_DIR="$target_dir"
+    source deploy/scripts/cuda-env.sh
+    clippy
+    readiness
+)
+(
+    export SNARKFLOW_CUDA_TOOLKIT=12 SNARKFLOW_CUDA_ARCHS=86 CARGO_TARGET_DIR="$target_dir-cuda12"
+    source deploy/scripts/cuda-env.sh
+    readiness
+)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The units of deploy/systemd under a real systemd: a Debian 12 root (debootstrap, cached in
 # ~/.cache/snarkflow/systemd-root) booted with systemd-nspawn (systemd 252 as the container's
-# PID 1, loopback-only network), set up as docs/operations.md says (a `snarkflow` user, units in
-# /etc/systemd/system, env files in /etc/snarkflow, NATS passwords through LoadCredential=),
-# with nats-server on deploy/nats/nats.conf (a user per role). Then:
+# PID 1, loopback-only network), set up as docs/operations.md says (a user per service role,
+# units in /etc/systemd/system, env files in /etc/snarkflow, NATS passwords through
+# LoadCredential=, the API token written as the gateway's user), with deploy/systemd/
+# nats-server.service running deploy/nats/nats.conf (one server, a NATS user per role). Then:
 #   1. every unit reaches `active` through Type=notify (READY=1 sent by the service itself);
 #   2. a dense-chain job of 2 partitions submitted with the CLI is proved and `done`;
 #   3. a synth-worker killed with SIGKILL is started again by Restart=on-failure;
@@ -36,12 +37,16 @@ cp -a "$cache/." "$root/"
 in_root() { chroot "$root" "$@"; }
 
 # --- install, as docs/operations.md "Deploying on bare metal" says
-in_root useradd --system --home /var/lib/snarkflow --shell /usr/sbin/nologin snarkflow
 in_root groupadd -f render
+in_root groupadd --system snarkflow
+in_root useradd --system --gid snarkflow --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin snarkflow-gateway
+for user in snarkflow-synth snarkflow-gpu nats; do
+    in_root useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$user"
+done
 install -m 755 "$BIN/gateway" "$BIN/synth-worker" "$BIN/gpu-worker" "$BIN/snarkflow" "$(command -v nats-server)" \
     "$root/usr/local/bin/"
-install -d -m 750 -o root -g "$(in_root getent group snarkflow | cut -d: -f3)" \
-    "$root/etc/snarkflow" "$root/etc/snarkflow/credentials"
+install -d -m 755 "$root/etc/snarkflow"
+install -d -m 700 "$root/etc/snarkflow/credentials"
 install -m 644 deploy/systemd/*.service "$root/etc/systemd/system/"
 # the example env files, adapted to one host without TLS or a trace collector
 cat >"$root/etc/snarkflow/snarkflow.env" <<'EOF'
@@ -64,29 +69,27 @@ cat >"$root/etc/snarkflow/gpu-worker.env" <<'EOF'
 SNARKFLOW_GENERATE_MISSING_PARAMS=true
 SNARKFLOW_TEST_PARAMS=true
 EOF
-chmod 640 "$root"/etc/snarkflow/*.env
-in_root chgrp snarkflow /etc/snarkflow/snarkflow.env /etc/snarkflow/gateway.env /etc/snarkflow/synth-worker.env \
-    /etc/snarkflow/gpu-worker.env
-# NATS: the repository's configuration, a password per role
-install -d -m 700 "$root/etc/nats"
+cat >"$root/etc/snarkflow/gpu-worker@0.env" <<'EOF'
+SNARKFLOW_STATUS_LISTEN=127.0.0.1:9200
+EOF
+# read by systemd for the services, not by them
+chmod 600 "$root"/etc/snarkflow/*.env
+# NATS: the repository's configuration for one server, a password per role, its own user
+install -d -m 750 -o root -g "$(in_root getent group nats | cut -d: -f3)" "$root/etc/nats"
 cp deploy/nats/nats.conf deploy/nats/permissions.conf "$root/etc/nats/"
 bash deploy/scripts/nats-credentials.sh "$root/etc/nats/creds" >/dev/null
-cp "$root/etc/nats/creds/auth.conf" "$root/etc/nats/"
+install -m 640 "$root/etc/nats/creds/auth.conf" "$root/etc/nats/"
+in_root chgrp nats /etc/nats/auth.conf
 for role in gateway synth-worker gpu-worker; do
-    install -m 600 "$root/etc/nats/creds/$role.password" "$root/etc/snarkflow/credentials/$role.nats-password"
+    install -m 600 "$root/etc/nats/creds/$role.password" "$root/etc/snarkflow/credentials/"
 done
-cat >"$root/etc/systemd/system/nats-server.service" <<'EOF'
-[Unit]
-Description=NATS with JetStream (deploy/nats/nats.conf)
-[Service]
-WorkingDirectory=/var/lib/nats
-StateDirectory=nats
-ExecStart=/usr/local/bin/nats-server -c /etc/nats/nats.conf
-[Install]
-WantedBy=multi-user.target
-EOF
-install -d -m 750 "$root/var/lib/snarkflow" "$root/var/lib/snarkflow/params"
-in_root chown -R snarkflow:snarkflow /var/lib/snarkflow
+# the gpu-workers' parameter directory: root's; the workers add shapes and digest checks (the
+# sticky bit: they cannot replace root's files); the gateway's verifying keys in one of root's
+install -d -m 755 "$root/var/lib/snarkflow" "$root/var/lib/snarkflow/verifying-keys"
+install -d -m 1775 -o root -g "$(in_root getent group snarkflow-gpu | cut -d: -f3)" "$root/var/lib/snarkflow/params"
+# the gateway's state directory before its first start, for the token step below
+install -d -m 700 -o "$(in_root id -u snarkflow-gateway)" -g "$(in_root getent group snarkflow | cut -d: -f3)" \
+    "$root/var/lib/snarkflow/gateway"
 in_root systemctl enable nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0 2>/dev/null
 
 # --- boot it
@@ -126,10 +129,9 @@ pid1_log=$(run /bin/journalctl --no-pager -o cat _PID=1)
 said=$(echo "$pid1_log" | grep -iE "snarkflow|nats-server" | grep -iE "warn|fail|ignor|couldn|unknown" | sort | uniq -c || true)
 echo "SYSTEMD SAID about the units, of $(echo "$pid1_log" | wc -l) lines from PID 1: ${said:-nothing amiss}"
 
-# --- a job through the units
-run /usr/local/bin/snarkflow admin token create --tenant ops --scopes admin \
-    --tokens-file /var/lib/snarkflow/tokens.json >"$root.token" 2>/dev/null
-run /bin/chown snarkflow:snarkflow /var/lib/snarkflow/tokens.json
+# --- a job through the units (the token written as the gateway's user, which must read it)
+run /usr/sbin/runuser -u snarkflow-gateway -- /usr/local/bin/snarkflow admin token create --tenant ops \
+    --scopes admin --tokens-file /var/lib/snarkflow/gateway/tokens.json >"$root.token" 2>/dev/null
 token=$(tail -1 "$root.token")
 sleep 1.5   # the gateway rereads its tokens file each second
 t=$(date +%s.%N)

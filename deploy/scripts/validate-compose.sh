@@ -19,3 +19,13 @@ if command -v docker >/dev/null && docker compose version >/dev/null 2>&1; then
     echo "docker compose config: ok"
 fi
 "$cache/venv/bin/check-jsonschema" --schemafile "$schema" docker-compose.yml
+# Exposure (docs/security.md): every published port names the address it binds (loopback
+# unless SNARKFLOW_BIND says otherwise), and cuzk's gRPC, which takes no credentials from Curio,
+# is published on 127.0.0.1 only.
+unbound=$(grep -nE '^\s*-\s*"?[0-9]+:[0-9]+"?\s*(#.*)?$' docker-compose.yml || true)
+grpc=$(grep -nE '^\s*-\s*"[^"]*:9820:9820"' docker-compose.yml | grep -v '"127.0.0.1:9820:9820"' || true)
+if [ -n "$unbound$grpc" ]; then
+    printf '%s\n' ${unbound:+"published on every address: $unbound"} ${grpc:+"gRPC published beyond loopback: $grpc"} >&2
+    exit 1
+fi
+echo "docker-compose.yml: every published port bound to an address; gRPC on 127.0.0.1"

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Context;
 use ff::Field;
 use rand::SeedableRng;
 use snarkflow_circuits::JobInput;
+use snarkflow_prover::memory_plan::PlanRequest;
 use snarkflow_prover::resident::{ResidentKey, Timings};
 use snarkflow_prover::ParamStore;
 use snarkflow_synthesis::SynthesizedPartition;
@@ -24,7 +24,7 @@ pub(crate) struct Compare {
 }
 
 /// How much to run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Runs {
     /// Distinct partitions.
     pub partitions: usize,
@@ -32,6 +32,50 @@ pub(crate) struct Runs {
     pub runs: usize,
     /// Generate the parameters from this seed (overwriting the file).
     pub params_seed: Option<u64>,
+    /// Each in turn, on the same partitions with the same r and s (the proofs must be equal).
+    pub memory_plans: Vec<PlanRequest>,
+    /// Then, for each card size (GiB), the plan chosen with only that much device memory free:
+    /// `ballast` (a program holding all but argv[1] MiB of the device until killed) holds the
+    /// rest.
+    pub cards: Vec<u64>,
+    pub ballast: Option<std::path::PathBuf>,
+}
+
+/// Device memory a card of this size leaves a prover, below its size: the driver's own and a
+/// CUDA context (measured on 24 GB cards: ~0.8 GiB).
+const CARD_UNUSABLE_MIB: u64 = 800;
+
+/// Clears its flag when dropped.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A process holding all but `leave_mib` of the device's free memory, killed when dropped.
+struct Ballast(std::process::Child);
+
+impl Ballast {
+    fn hold(program: &Path, leave_mib: u64) -> anyhow::Result<Ballast> {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(program)
+            .arg(leave_mib.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+        println!("CARD ballast: {}", line.trim());
+        Ok(Ballast(child))
+    }
+}
+
+impl Drop for Ballast {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
@@ -42,15 +86,38 @@ fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
 
 fn row(t: &Timings) -> String {
     format!(
-        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} wait-ones {:.1} total {:.1} ms",
-        t.upload, t.spmv, t.ntt, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2, t.wait_h, t.msm_h, t.wait_ones, t.total
+        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} wait-ones {:.1} total {:.1} ms | pcie copied {:.2} GB mapped {:.2} GB ({:.1} GB/s over the prove)",
+        t.upload,
+        t.spmv,
+        t.ntt,
+        t.msm_l,
+        t.msm_a,
+        t.msm_b_g1,
+        t.msm_b_g2,
+        t.wait_h,
+        t.msm_h,
+        t.wait_ones,
+        t.total,
+        t.h2d_copied / 1e9,
+        t.h2d_mapped / 1e9,
+        (t.h2d_copied + t.h2d_mapped) / 1e6 / t.total.max(1e-3),
     )
+}
+
+/// The process's peak resident set (VmHWM), GiB.
+fn peak_rss_gib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / (1u64 << 20) as f64)
 }
 
 /// Run the comparison; `Ok(false)` when a proof differed or did not verify.
 pub(crate) fn run(
     (spec, input, available): (CircuitSpec, Option<JobInput>, u32),
-    Runs { partitions, runs, params_seed }: Runs,
+    Runs { partitions, runs, params_seed, memory_plans, cards, ballast }: Runs,
     compare: Compare,
     params_dir: &Path,
 ) -> anyhow::Result<bool> {
@@ -75,19 +142,8 @@ pub(crate) fn run(
         shape.a.nnz() + shape.b.nnz() + shape.c.nnz(),
         started.elapsed().as_secs_f64()
     );
-    let device = snarkflow_prover::resident::Device::open(0).map_err(anyhow::Error::msg)?;
-    let (free0, total) = device.memory().map_err(anyhow::Error::msg)?;
-    let started = Instant::now();
-    let (vk, key) = ResidentKey::load(&device, &path, &shape).context("uploading parameters and shape")?;
-    let (free1, _) = device.memory().map_err(anyhow::Error::msg)?;
-    println!(
-        "RESIDENT-LOAD {id} {:.2} s, key {:.2} GiB on the device ({:.2} GiB used of {:.1})",
-        started.elapsed().as_secs_f64(),
-        key.device_bytes() as f64 / (1u64 << 30) as f64,
-        (free0 - free1) as f64 / (1u64 << 30) as f64,
-        total as f64 / (1u64 << 30) as f64
-    );
-    drop(shape);
+    let vk =
+        bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(std::io::BufReader::new(std::fs::File::open(&path)?))?;
     let pvk = bellperson::groth16::prepare_verifying_key(&vk);
     let cpu_params = if compare.cpu {
         let file = std::fs::File::open(&path)?;
@@ -111,59 +167,197 @@ pub(crate) fn run(
     eprintln!("bench resident: comparison keys loaded; synthesizing {partitions} partitions");
     let parts: Vec<SynthesizedPartition> =
         crate::bench::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
+    let device = snarkflow_prover::resident::Device::open(0).map_err(anyhow::Error::msg)?;
     let mut all_good = true;
-    for (i, part) in parts.iter().enumerate() {
-        let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
-        let public = part.public_inputs().to_vec();
-        let mut times = Vec::new();
-        let mut resident: Option<bellperson::groth16::Proof<blstrs::Bls12>> = None;
-        eprintln!("bench resident: partition {i} synthesized, proving");
-        for run in 0..runs.max(1) {
-            let (proof, t) = key.prove(&vk, &part.input_assignment, &part.aux_assignment, r, s)?;
-            // the same r and s every run (a device setting such as SNARKFLOW_MSM_WBITS may change
-            // between runs): each run's proof must equal the first's
-            let same = resident.as_ref().is_none_or(|first| proof_bytes(first) == proof_bytes(&proof));
-            if runs > 1 {
-                println!("RUN {id} partition {i} run {run} {} | same as run 0: {same}", row(&t));
+    // per partition: the first plan's proof, which every later plan's must equal
+    let mut first: Vec<Option<Vec<u8>>> = vec![None; parts.len()];
+    let settings = memory_plans.iter().map(|&p| (p, None)).chain(cards.iter().map(|&c| (PlanRequest::Auto, Some(c))));
+    for (plan, card) in settings {
+        // the shared prove buffers of the key before are still allocated: free them before the
+        // ballast counts the free memory (the loader would, but only after the ballast)
+        device.release_workspace();
+        let _held = match (card, &ballast) {
+            (None, _) => None,
+            (Some(gib), Some(program)) => {
+                println!(
+                    "CARD {gib} GiB: all but {} MiB of the device held by another process",
+                    gib * 1024 - CARD_UNUSABLE_MIB
+                );
+                Some(Ballast::hold(program, gib * 1024 - CARD_UNUSABLE_MIB)?)
             }
-            all_good &= same;
-            times.push(t);
-            resident.get_or_insert(proof);
-        }
-        let resident = resident.expect("one run at least");
-        times.sort_by(|a, b| a.total.total_cmp(&b.total));
-        let median = times[times.len() / 2];
-        let verified = snarkflow_prover::verify(&pvk, &resident, &public);
-        let mine = proof_bytes(&resident);
-        // printed before any comparison, which may take long (or fail) on its own
-        println!("RESIDENT {id} partition {i} {} | verified {verified}", row(&median));
-        println!("PROOF {id} partition {i} params-seed {params_seed:?} {}", hex::encode(&mine));
-        let mut line = format!("COMPARE {id} partition {i}");
-        all_good &= verified;
-        if let Some(params) = &cpu_params {
-            let started = Instant::now();
-            let cpu = snarkflow_prover::prove(part.clone(), params, r, s)?;
-            let same = proof_bytes(&cpu) == mine;
-            line += &format!(" | cpu {:.2} s identical {same}", started.elapsed().as_secs_f64());
-            all_good &= same;
-        }
-        #[cfg(feature = "cuda-supraseal")]
-        if let Some(srs) = &supra {
-            let started = Instant::now();
-            let theirs = snarkflow_prover::supraseal::prove(part, &vk, srs, r, s)?;
-            let same = proof_bytes(&theirs) == mine;
-            // with equal r and s a valid proof is unique: when the bytes differ, this says which
-            // side is wrong
-            let valid = snarkflow_prover::verify(&pvk, &theirs, &public);
-            line += &format!(" | supraseal {:.3} s identical {same} verified {valid}", started.elapsed().as_secs_f64());
-            // supraseal-c2 sometimes returns a proof that does not verify (measured at 512 MiB:
-            // docs/benchmarks.md); that is its failure, not the resident prover's
-            all_good &= same || !valid;
-        }
-        if compare.cpu || compare.supraseal {
-            println!("{line}");
-        }
+            (Some(_), None) => anyhow::bail!("--cards needs --ballast"),
+        };
+        let (free_before, _) = device.memory().map_err(anyhow::Error::msg)?;
+        let Some(key) = load_key(&device, &path, &shape, plan, &id)? else {
+            // a card too small for every plan is a result, not a failure
+            if card.is_none() {
+                all_good = false;
+            }
+            continue;
+        };
+        // the least free device memory while this key proves (sppark's MSMs take and give back
+        // memory of their own inside a prove), sampled every few milliseconds
+        let sampling = std::sync::atomic::AtomicBool::new(true);
+        let least_free = std::sync::atomic::AtomicU64::new(u64::MAX);
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            scope.spawn(|| {
+                while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok((free, _)) = device.memory() {
+                        least_free.fetch_min(free, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+            // stops the sampler however this scope is left (an error below returns early)
+            let _stop = StopOnDrop(&sampling);
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
+            for (i, part) in parts.iter().enumerate() {
+                let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
+                let public = part.public_inputs().to_vec();
+                let mine = match prove_runs(&key, &vk, &pvk, part, (r, s), runs, &id, i) {
+                    Ok(Some(proof)) => proof,
+                    Ok(None) => {
+                        all_good = false;
+                        continue;
+                    }
+                    Err(e) => {
+                        // a plan that does not fit after all is a finding to print, then the next
+                        println!("FAILED {id} {} partition {i}: {e:#}", key.plan().kind);
+                        all_good = false;
+                        break;
+                    }
+                };
+                let plan_name = key.plan().kind.name();
+                match &first[i] {
+                    Some(theirs) => {
+                        let same = *theirs == mine;
+                        println!("PLANS {id} partition {i} {plan_name} identical to the first plan's proof: {same}");
+                        all_good &= same;
+                        continue;
+                    }
+                    None => first[i] = Some(mine.clone()),
+                }
+                // the other provers once, against the first plan's proof
+                let mut line = format!("COMPARE {id} partition {i}");
+                if let Some(params) = &cpu_params {
+                    let started = Instant::now();
+                    let cpu = snarkflow_prover::prove(part.clone(), params, r, s)?;
+                    let same = proof_bytes(&cpu) == mine;
+                    line += &format!(" | cpu {:.2} s identical {same}", started.elapsed().as_secs_f64());
+                    all_good &= same;
+                }
+                #[cfg(feature = "cuda-supraseal")]
+                if let Some(srs) = &supra {
+                    let started = Instant::now();
+                    let theirs = snarkflow_prover::supraseal::prove(part, &vk, srs, r, s)?;
+                    let same = proof_bytes(&theirs) == mine;
+                    // with equal r and s a valid proof is unique: when the bytes differ, this says
+                    // which side is wrong
+                    let valid = snarkflow_prover::verify(&pvk, &theirs, &public);
+                    line += &format!(
+                        " | supraseal {:.3} s identical {same} verified {valid}",
+                        started.elapsed().as_secs_f64()
+                    );
+                    // supraseal-c2 sometimes returns a proof that does not verify (measured at 512
+                    // MiB: docs/benchmarks.md); that is its failure, not the resident prover's
+                    all_good &= same || !valid;
+                }
+                if compare.cpu || compare.supraseal {
+                    println!("{line}");
+                }
+            }
+            Ok(())
+        })?;
+        // the device memory this plan really used at its peak, against its estimate
+        let least = least_free.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "USED {id} {}: {:.2} GiB of device memory at the peak, {:.2} GiB planned",
+            key.plan().kind,
+            free_before.saturating_sub(least.min(free_before)) as f64 / (1u64 << 30) as f64,
+            key.plan().device_bytes as f64 / (1u64 << 30) as f64
+        );
     }
+    let (free_end, _) = device.memory().map_err(anyhow::Error::msg)?;
+    println!(
+        "PEAK {id} host RSS {:.2} GiB, device free at the end {:.2} GiB",
+        peak_rss_gib(),
+        free_end as f64 / (1u64 << 30) as f64
+    );
     Ok(all_good)
+}
+
+/// The key in `plan`, with a line saying where it went; `None` (and a line saying why) when no
+/// plan fits the device.
+fn load_key(
+    device: &std::sync::Arc<snarkflow_prover::resident::Device>,
+    path: &Path,
+    shape: &snarkflow_synthesis::ConstraintShape,
+    plan: PlanRequest,
+    id: &str,
+) -> anyhow::Result<Option<ResidentKey>> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let (free0, total) = device.memory().map_err(anyhow::Error::msg)?;
+    let started = Instant::now();
+    let key = match ResidentKey::load(device, path, shape, plan) {
+        Ok((_, key)) => key,
+        Err(snarkflow_prover::resident::LoadError::NoPlan(e)) => {
+            println!("PLAN {id} none: {e}");
+            return Ok(None);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("uploading parameters and shape")),
+    };
+    let (free1, _) = device.memory().map_err(anyhow::Error::msg)?;
+    println!(
+        "RESIDENT-LOAD {id} {:.2} s, key {:.2} GiB on the device, {:.2} GiB pinned on the host ({:.2} GiB used of {:.1})",
+        started.elapsed().as_secs_f64(),
+        gib(key.device_bytes()),
+        gib(key.host_bytes()),
+        gib(free0.saturating_sub(free1)),
+        gib(total)
+    );
+    println!("PLAN {id} {} ({}), {:.2} GiB free at load", key.plan().summary(), key.plan().why, gib(free0));
+    Ok(Some(key))
+}
+
+/// `runs` proves of one partition with the same r and s: each run's proof must equal the first's
+/// and verify. The proof's bytes, or `None` when it failed either.
+#[allow(clippy::too_many_arguments)]
+fn prove_runs(
+    key: &ResidentKey,
+    vk: &bellperson::groth16::VerifyingKey<blstrs::Bls12>,
+    pvk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+    part: &SynthesizedPartition,
+    (r, s): (blstrs::Scalar, blstrs::Scalar),
+    runs: usize,
+    id: &str,
+    i: usize,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let plan = key.plan().kind.name();
+    let mut times = Vec::new();
+    let mut proof: Option<Vec<u8>> = None;
+    let mut good = true;
+    eprintln!("bench resident: partition {i}, {plan} plan, proving");
+    for run in 0..runs.max(1) {
+        let (p, t) = key.prove(vk, &part.input_assignment, &part.aux_assignment, r, s)?;
+        let bytes = proof_bytes(&p);
+        // a device setting such as SNARKFLOW_MSM_WBITS may change between runs: each run's
+        // proof must equal the first's
+        let same = proof.as_ref().is_none_or(|first| *first == bytes);
+        if runs > 1 {
+            println!("RUN {id} {plan} partition {i} run {run} {} | same as run 0: {same}", row(&t));
+        }
+        good &= same;
+        times.push(t);
+        proof.get_or_insert(bytes);
+    }
+    let proof = proof.expect("one run at least");
+    times.sort_by(|a, b| a.total.total_cmp(&b.total));
+    // the lower middle: with two runs, the second (warm) one is usually the faster
+    let median = times[(times.len() - 1) / 2];
+    let parsed = bellperson::groth16::Proof::<blstrs::Bls12>::read(&proof[..])?;
+    let verified = snarkflow_prover::verify(pvk, &parsed, part.public_inputs());
+    // printed before any comparison, which may take long (or fail) on its own
+    println!("RESIDENT {id} {plan} partition {i} {} | verified {verified}", row(&median));
+    println!("PROOF {id} partition {i} {}", hex::encode(&proof));
+    Ok((good && verified).then_some(proof))
 }

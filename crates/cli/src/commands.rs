@@ -160,6 +160,19 @@ enum BenchCommand {
         /// seed makes the same parameters on any host, so proofs can be compared across hosts.
         #[arg(long)]
         params_seed: Option<u64>,
+        /// Memory plans to prove in, each in turn on the same partitions (their proofs must be
+        /// equal): `auto` (the fastest that fits the device), `resident`, `partly-resident`,
+        /// `streamed`; comma-separated.
+        #[arg(long, default_value = "auto", value_delimiter = ',', value_parser = snarkflow_prover::memory_plan::PlanRequest::parse)]
+        memory_plan: Vec<snarkflow_prover::memory_plan::PlanRequest>,
+        /// Then simulate cards of these sizes (GiB, comma-separated): the plan `auto` chooses
+        /// with only that much device memory free, the rest held by `--ballast`.
+        #[arg(long, value_delimiter = ',')]
+        cards: Vec<u64>,
+        /// A program that holds all but argv[1] MiB of the device's memory until killed, and
+        /// prints one line once it does (deploy/scripts/device-memory-plans.sh builds one).
+        #[arg(long)]
+        ballast: Option<std::path::PathBuf>,
         #[command(flatten)]
         params: ParamsDir,
     },
@@ -313,14 +326,33 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
-            command: BenchCommand::Resident { circuit, partitions, runs, no_cpu, supraseal, params_seed, params },
+            command:
+                BenchCommand::Resident {
+                    circuit,
+                    partitions,
+                    runs,
+                    no_cpu,
+                    supraseal,
+                    params_seed,
+                    memory_plan,
+                    cards,
+                    ballast,
+                    params,
+                },
         } => {
             let circuit = circuit.resolve()?;
             let params_dir = params.dir();
             #[cfg(feature = "cuda-resident")]
             {
                 let compare = crate::bench_resident::Compare { cpu: !no_cpu, supraseal };
-                let runs = crate::bench_resident::Runs { partitions, runs, params_seed };
+                let runs = crate::bench_resident::Runs {
+                    partitions,
+                    runs,
+                    params_seed,
+                    memory_plans: memory_plan,
+                    cards,
+                    ballast,
+                };
                 let good = tokio::task::spawn_blocking(move || {
                     crate::bench_resident::run(circuit, runs, compare, &params_dir)
                 })
@@ -329,7 +361,18 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             #[cfg(not(feature = "cuda-resident"))]
             {
-                let _ = (circuit, partitions, runs, no_cpu, supraseal, params_seed, params_dir);
+                let _ = (
+                    circuit,
+                    partitions,
+                    runs,
+                    no_cpu,
+                    supraseal,
+                    params_seed,
+                    memory_plan,
+                    cards,
+                    ballast,
+                    params_dir,
+                );
                 anyhow::bail!("this snarkflow was built without the cuda-resident backend (`just build-gpu`)")
             }
         }

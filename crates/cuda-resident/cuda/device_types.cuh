@@ -37,31 +37,73 @@ static bool tracing_on()
     static const bool on = getenv("SNARKFLOW_RESIDENT_TRACE") != nullptr;
     return on;
 }
+// SNARKFLOW_SEVEN_NTT=1 makes h the way bellperson does (c = C·w, seven NTTs), for measuring
+// against the default: c = a∘b on the domain (a satisfied system's identity), six NTTs, and no
+// C matrix on the device. Read once per process; a shape uploaded under one setting proves
+// under it.
+static bool seven_ntt()
+{
+    static const bool on = getenv("SNARKFLOW_SEVEN_NTT") != nullptr;
+    return on;
+}
+
 #define TRACE(...) do { if (tracing_on()) { fprintf(stderr, "resident: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 // ---------------------------------------------------------------------------------------------
 // device buffers
 
+// Memory the kernels read: device memory, or (`on_host`) page-locked host memory mapped into
+// the device's address space, which kernels read over PCIe ("zero-copy": only the bytes a
+// kernel touches cross the bus). `ptr` is the address kernels use, `host` the one the CPU uses
+// (the same under unified addressing; null for device memory).
 struct dbuf {
     void* ptr = nullptr;
+    void* host = nullptr;
     size_t bytes = 0;
 
     void ensure(size_t want, const char* what)
     {
-        if (want <= bytes)
+        if (want <= bytes && !host)
             return;
         release();
         check(cudaMalloc(&ptr, want), what);
         bytes = want;
     }
+    void ensure_host(size_t want, const char* what)
+    {
+        if (want <= bytes && host)
+            return;
+        release();
+        check(cudaHostAlloc(&host, want, cudaHostAllocMapped | cudaHostAllocPortable), what);
+        cudaError_t e = cudaHostGetDevicePointer(&ptr, host, 0);
+        if (e != cudaSuccess) {
+            (void)cudaFreeHost(host);
+            host = nullptr;
+            check(e, what);
+        }
+        bytes = want;
+    }
+    void ensure_at(bool on_host, size_t want, const char* what)
+    {
+        if (on_host)
+            ensure_host(want, what);
+        else
+            ensure(want, what);
+    }
     void release()
     {
-        if (ptr)
+        if (host)
+            (void)cudaFreeHost(host);
+        else if (ptr)
             (void)cudaFree(ptr);
-        ptr = nullptr;
+        ptr = host = nullptr;
         bytes = 0;
     }
+    bool on_host() const { return host != nullptr; }
+    // device bytes held (mapped host memory is not device memory)
+    size_t device_bytes() const { return host ? 0 : bytes; }
     template<typename T> T* as() const { return reinterpret_cast<T*>(ptr); }
+    template<typename T> T* as_host() const { return reinterpret_cast<T*>(host); }
 };
 
 // a dbuf freed when it goes out of scope, errors included (for buffers of one call)
@@ -84,8 +126,12 @@ struct split_t {
     size_t n = 0;
     uint32_t n_ones = 0, n_tail = 0;
 
+    // points in host memory: never one MSM over all of them (each window would read every
+    // point over PCIe again), always the split
+    bool forced = false;
+
     // the tail MSM pays when it skips at least half the points (else: one MSM over all)
-    bool used() const { return n_tail <= n / 2; }
+    bool used() const { return forced || n_tail <= n / 2; }
     void release() { ones.release(); tail.release(); counts.release(); }
 };
 
@@ -117,6 +163,25 @@ struct sf_device {
     one_pass_work h_msm;
     // recorded on `side` once the three splits are written (the sums of the ones come after)
     cudaEvent_t split_ready = nullptr;
+    // What is not resident comes over on `copy`: the constraint shape in chunks of rows
+    // (`shape_stage`, two slots: one copied while the other's rows are multiplied) and the H
+    // points in batches (into b and c, which h no longer needs by then). `staged[i]` is recorded
+    // on `copy` when slot i is filled, `consumed[i]` on the stream that read it.
+    cudaStream_t copy = nullptr;
+    cudaEvent_t staged[2] = {nullptr, nullptr};
+    cudaEvent_t consumed[2] = {nullptr, nullptr};
+    dbuf shape_stage[2];
+    // The points whose scalar is 1, of sections in mapped host memory, come over on `fetch` in
+    // chunks of MAPPED_CHUNK (copy_points into `mapped_stage`, two slots) and are summed on
+    // `side` from there (`fetched[i]`, `added[i]` say when slot i is full and free again);
+    // `iota` indexes a chunk in place, `chunk_count` holds each chunk's length, `more_sums` a
+    // chunk's partial sums before they are added to the query's.
+    cudaStream_t fetch = nullptr;
+    cudaEvent_t fetched[2] = {nullptr, nullptr};
+    cudaEvent_t added[2] = {nullptr, nullptr};
+    cudaEvent_t counted = nullptr;   // a query's chunk lengths are written
+    dbuf mapped_stage[2], iota, chunk_count, more_sums;
+    uint64_t chunks_queued = 0;
 
     void release_workspace()
     {
@@ -125,16 +190,36 @@ struct sf_device {
         for (auto& o : ones) o.sums.release();
         tail_points.release();
         h_msm.release();
+        for (auto& st : shape_stage) st.release();
+        for (auto& st : mapped_stage) st.release();
+        iota.release(); chunk_count.release(); more_sums.release();
     }
 };
 
+// points per chunk of a mapped section's 1s on their way to the device, and chunks per query
+static const size_t MAPPED_CHUNK = (size_t)1 << 20;
+static const uint32_t MAPPED_MAX_CHUNKS = 4096;
+
 enum section_t : uint32_t { SEC_H = 0, SEC_L = 1, SEC_A = 2, SEC_B1 = 3, SEC_B2 = 4, SECTIONS = 5 };
+
+// Where a key's parts live (sf_srs_new, sf_shape_new): bit s of `host_sections` puts section s
+// in mapped host memory; `shape_on_host` the three matrices (the table and the A/B gather
+// lists stay on the device: every prove reads them whole).
+struct sf_placement {
+    uint32_t host_sections;
+    uint32_t shape_on_host;
+    // points per H batch when H is on the host (0: the largest that fits in b or c)
+    size_t h_batch;
+    // non-zeros per shape chunk when the shape is on the host (0: a default)
+    size_t shape_chunk;
+};
 
 struct sf_srs {
     sf_device* dev;
     size_t count[SECTIONS];
     dbuf points[SECTIONS];
     dbuf staging;   // raw file bytes on their way to conversion
+    size_t h_batch;
 };
 
 struct sf_csr {
@@ -171,7 +256,10 @@ struct sf_shape {
     dbuf table, a_gather, b_gather;
     size_t table_len, a_gather_len, b_gather_len;
     uint32_t one_index, minus_one_index;
-    size_t bytes;
+    size_t bytes;          // device bytes
+    size_t host_bytes;     // mapped host bytes (the matrices, when on the host)
+    bool on_host;
+    size_t chunk_nnz;      // non-zeros per streamed chunk
 };
 
 struct sf_witness {
@@ -194,4 +282,8 @@ struct sf_msm_sums {
 // of the ones on `side` took past that
 struct sf_timings {
     double upload, spmv, ntt, msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2, wait_h, wait_ones, total;
+    // bytes copied to the device during the prove (streamed shape and H points; the witness is
+    // counted by its upload) and read by kernels from mapped host memory (an estimate: the
+    // points whose scalar is not 0)
+    double h2d_copied, h2d_mapped;
 };

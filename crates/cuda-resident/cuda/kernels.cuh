@@ -50,17 +50,19 @@ __global__ void g2_from_file(g2_mem_t* out, const uint8_t* raw, size_t n)
     }
 }
 
-// out[r] = Σ_k coeff(k) · w[col(k)] over row r
+// out[r] = Σ_k coeff(k) · w[col(k)] over row r; cols and coeffs hold the non-zeros from `base`
+// on (a chunk of rows streamed from the host starts past 0)
 __global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
-                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows)
+                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows,
+                     uint64_t base)
 {
     for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
         scalar_t acc;
         acc.zero();
         uint64_t end = row_starts[r + 1];
         for (uint64_t k = row_starts[r]; k < end; k++) {
-            uint32_t ci = coeffs[k];
-            scalar_t v = w[cols[k]];
+            uint32_t ci = coeffs[k - base];
+            scalar_t v = w[cols[k - base]];
             if (ci == one)
                 acc += v;
             else if (ci == minus_one)
@@ -82,6 +84,24 @@ __global__ void quotient(scalar_t* a, const scalar_t* b, const scalar_t* c, fr_b
         scalar_t x = a[i] * b[i];
         x -= c[i];
         a[i] = x * z_inv;
+    }
+}
+
+// out ← x·y
+__global__ void pointwise_mul(scalar_t* out, const scalar_t* x, const scalar_t* y, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = x[i] * y[i];
+}
+
+// a ← (a − c)·z
+__global__ void sub_scale(scalar_t* a, const scalar_t* c, fr_bits z_bits, size_t n)
+{
+    const scalar_t z = *reinterpret_cast<const scalar_t*>(&z_bits);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        scalar_t x = a[i];
+        x -= c[i];
+        a[i] = x * z;
     }
 }
 
@@ -148,4 +168,70 @@ __global__ void split_lists(uint32_t* ones, uint32_t* tail, uint32_t* counts,
         if (other)
             tail[at_other + __popc(other_bits & below)] = (uint32_t)i;
     }
+}
+
+// out[k] = points[sel[k]] for k < min(n, *count) (count: a device value; null: n), copying each
+// point as 16-byte words with consecutive threads on consecutive words: with the points in
+// mapped host memory, a warp then asks PCIe for whole points (a few large reads) instead of one
+// small read per limb. Few blocks suffice: the copy waits on PCIe, not on the SMs, which stay
+// free for the prove's other kernels.
+template<class mem>
+__global__ void copy_points(mem* out, const mem* points, const uint32_t* sel, size_t n, const uint32_t* count)
+{
+    static_assert(sizeof(mem) % 16 == 0, "points are whole 16-byte words");
+    const uint32_t words = sizeof(mem) / 16;
+    size_t len = n;
+    if (count && *count < len)
+        len = *count;
+    const size_t total = len * words, step = (size_t)gridDim.x * blockDim.x;
+    const uint4* in = reinterpret_cast<const uint4*>(points);
+    uint4* dst = reinterpret_cast<uint4*>(out);
+    for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < total; t += 4 * step) {
+        // four independent loads in flight per thread before the stores
+        uint4 v[4];
+        #pragma unroll
+        for (int u = 0; u < 4; u++) {
+            size_t at = t + u * step;
+            if (at < total)
+                v[u] = in[(size_t)sel[at / words] * words + at % words];
+        }
+        #pragma unroll
+        for (int u = 0; u < 4; u++) {
+            size_t at = t + u * step;
+            if (at < total)
+                dst[at] = v[u];
+        }
+    }
+}
+
+__global__ void iota(uint32_t* out, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = (uint32_t)i;
+}
+
+// out[k] = how many of the first *total entries fall in chunk k of `chunk` (k < nchunks)
+__global__ void chunk_counts(uint32_t* out, const uint32_t* total, uint32_t chunk, uint32_t nchunks)
+{
+    for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nchunks; k += gridDim.x * blockDim.x) {
+        uint64_t first = (uint64_t)k * chunk, t = *total;
+        uint64_t left = t <= first ? 0 : t - first;
+        out[k] = (uint32_t)(left < chunk ? left : chunk);
+    }
+}
+
+// sums[i] += more[i], i < n. `bucket::degree` threads per sum (sppark spreads an Fp2 over a
+// pair of lanes, which must run the same instructions): one pass, no loop, and the threads past
+// n compute on sum 0 without storing, so every lane of a warp takes the same path.
+template<class bucket>
+__global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::mem_t* more, size_t n)
+{
+    const size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / bucket::degree;
+    const bool in = i < n;
+    const size_t at = in ? i : 0;
+    bucket acc = sums[at];
+    bucket b = more[at];
+    acc.uadd(b);
+    if (in)
+        sums[i] = acc;
 }

@@ -65,6 +65,68 @@ static void sum_ones_async(const gpu_t& gpu, cudaStream_t side, ones_sum_t& o, c
     check(cudaGetLastError(), "summing the points whose scalar is 1");
 }
 
+// The same sums for points in mapped host memory: the 1s' points are copied to the device in
+// chunks on `fetch` (copy_points: whole points per read, few SMs) while `side` sums the chunk
+// before (batch addition over it in place, then added to the query's sums). The number of 1s is
+// known only on the device, so every chunk the query could need is queued, each reading its own
+// length (0 past the end). Queued right after the splits (`split_ready`).
+template<class bucket, class mem>
+static void sum_ones_mapped(const gpu_t& gpu, sf_device* d, ones_sum_t& o, const mem* points, const split_t& sp,
+                            uint32_t query)
+{
+    typedef typename bucket::mem_t bucket_h;
+    if (sp.n == 0)
+        return;
+    const size_t chunk = MAPPED_CHUNK;
+    const uint32_t nchunks = (uint32_t)((sp.n + chunk - 1) / chunk);
+    if (nchunks > MAPPED_MAX_CHUNKS)
+        throw sf_error(-1, "a query of 2^32 points or more");
+    uint32_t grid = (uint32_t)gpu.sm_count();
+    o.nsums = (size_t)grid * BATCH_ADD_BLOCK_SIZE / WARP_SZ;
+    o.sums.ensure(o.nsums * sizeof(bucket_h), "allocating the sums of the ones");
+    d->more_sums.ensure(o.nsums * sizeof(bucket2_t::mem_t), "allocating the sums of the ones");
+    for (auto& st : d->mapped_stage)
+        st.ensure(chunk * sizeof(g2_mem_t), "allocating the staging of mapped points");
+    uint32_t blocks, threads;
+    if (d->iota.bytes < chunk * sizeof(uint32_t)) {
+        d->iota.ensure(chunk * sizeof(uint32_t), "allocating the staging of mapped points");
+        grid_for(gpu, chunk, blocks, threads);
+        iota<<<blocks, threads, 0, d->side>>>(d->iota.as<uint32_t>(), chunk);
+        check(cudaGetLastError(), "the staging of mapped points");
+    }
+    // each query its own lengths (the four are queued one after another)
+    d->chunk_count.ensure(4 * MAPPED_MAX_CHUNKS * sizeof(uint32_t), "allocating the staging of mapped points");
+    uint32_t* counts = d->chunk_count.as<uint32_t>() + (size_t)query * MAPPED_MAX_CHUNKS;
+    chunk_counts<<<(nchunks + 255) / 256, 256, 0, d->side>>>(counts, sp.counts.as<uint32_t>(), (uint32_t)chunk, nchunks);
+    check(cudaGetLastError(), "the staging of mapped points");
+    check(cudaEventRecord(d->counted, d->side), "the staging of mapped points");
+    check(cudaStreamWaitEvent(d->fetch, d->counted, 0), "the staging of mapped points");
+    void (*add)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
+    const uint32_t copy_grid = std::max<uint32_t>(grid / 4, 1);
+    const uint32_t sum_blocks = (uint32_t)((o.nsums * bucket::degree + 255) / 256);
+    for (uint32_t k = 0; k < nchunks; k++) {
+        int slot = (int)(d->chunks_queued++ & 1);
+        mem* stage = d->mapped_stage[slot].as<mem>();
+        // the slot's chunk before must be summed before it is overwritten
+        check(cudaStreamWaitEvent(d->fetch, d->added[slot], 0), "fetching mapped points");
+        copy_points<mem><<<copy_grid, 256, 0, d->fetch>>>(stage, points, sp.ones.as<uint32_t>() + (size_t)k * chunk,
+                                                          chunk, counts + k);
+        check(cudaGetLastError(), "fetching mapped points");
+        check(cudaEventRecord(d->fetched[slot], d->fetch), "fetching mapped points");
+        check(cudaStreamWaitEvent(d->side, d->fetched[slot], 0), "summing mapped points");
+        // a reference into device memory, as sppark takes the count
+        const uint32_t& len = *(counts + k);
+        bucket_h* into = k == 0 ? o.sums.as<bucket_h>() : d->more_sums.as<bucket_h>();
+        add<<<grid, BATCH_ADD_BLOCK_SIZE, 0, d->side>>>(into, stage, chunk, d->iota.as<uint32_t>(), len);
+        check(cudaGetLastError(), "summing mapped points");
+        if (k > 0) {
+            add_sums<bucket><<<sum_blocks, 256, 0, d->side>>>(o.sums.as<bucket_h>(), d->more_sums.as<bucket_h>(), o.nsums);
+            check(cudaGetLastError(), "summing mapped points");
+        }
+        check(cudaEventRecord(d->added[slot], d->side), "summing mapped points");
+    }
+}
+
 // Σ s_i·P_i over one query, once its split is known, except the sum of the points whose scalar
 // is 1 (still being made on `side`; `add_ones` adds it): a Pippenger MSM over the tail's points
 // (gathered next to each other), or a plain MSM over all points when the split does not pay.
@@ -94,11 +156,16 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
     }
     if (sp.n_tail == 0)
         return;
+    // (with the points on the host, gather_points reads each tail point once over PCIe)
     d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
     d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
     grid_for(gpu, sp.n_tail, blocks, threads);
     gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
-    gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
+    if (sp.forced)   // points in mapped host memory: whole points per read
+        copy_points<mem><<<std::max(blocks / 4, 1u), 256, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(),
+                                                                  sp.n_tail, nullptr);
+    else
+        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
     check(cudaGetLastError(), what);
     check(cudaStreamSynchronize(s), what);
     msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);

@@ -9,6 +9,12 @@
 //   sf_witness one partition's witness, uploaded on its own stream before its prove (outside the
 //             device's prove lock, so the copy overlaps the kernels of the partition before).
 //
+// Where each part lives is the key's memory plan (sf_placement, chosen by the Rust side from the
+// device's free memory): any point section may sit in page-locked host memory mapped into the
+// device instead (L, A, B: the kernels read in place only the points whose scalar is not 0; H:
+// copied over in batches into b and c once h no longer needs them, each batch's MSM beside the
+// next copy), and the matrices too (copied in chunks of rows as a, b, c are made).
+//
 // One prove: a = A·w, b = B·w, c = C·w (SpMV) and h = (a·b − c)/Z by seven NTTs on one stream,
 // while the MSMs of L, A, B-G1 and B-G2 (whose scalars are the witness's own) run beside it;
 // then the H MSM over h. All against resident points. The caller assembles the proof from the
@@ -16,6 +22,7 @@
 // points cross the boundary in blst's memory layout (Montgomery form, Jacobian for results).
 
 #include <cuda.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +105,13 @@ SF_FFI RustError::by_value sf_device_count(size_t* out)
     });
 }
 
+// The newest CUDA version the installed driver supports (12040 for 12.4; 0 without a driver):
+// asked before anything else, so an old driver is named instead of failing later.
+SF_FFI RustError::by_value sf_driver_version(int* out)
+{
+    return guarded([&] { check(cudaDriverGetVersion(out), "reading the CUDA driver's version"); });
+}
+
 SF_FFI void sf_device_close(sf_device* d);
 
 SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
@@ -118,6 +132,21 @@ SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
                 e = cudaEventCreate(&ev);
         if (e == cudaSuccess)
             e = cudaEventCreateWithFlags(&d->split_ready, cudaEventDisableTiming);
+        if (e == cudaSuccess)
+            e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking);
+        if (e == cudaSuccess)
+            e = cudaStreamCreateWithFlags(&d->fetch, cudaStreamNonBlocking);
+        if (e == cudaSuccess)
+            e = cudaEventCreateWithFlags(&d->counted, cudaEventDisableTiming);
+        for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+            e = cudaEventCreateWithFlags(&d->staged[i], cudaEventDisableTiming);
+            if (e == cudaSuccess)
+                e = cudaEventCreateWithFlags(&d->consumed[i], cudaEventDisableTiming);
+            if (e == cudaSuccess)
+                e = cudaEventCreateWithFlags(&d->fetched[i], cudaEventDisableTiming);
+            if (e == cudaSuccess)
+                e = cudaEventCreateWithFlags(&d->added[i], cudaEventDisableTiming);
+        }
         if (e != cudaSuccess) {
             sf_device_close(d);
             check(e, "creating the side stream and the phase events");
@@ -144,6 +173,16 @@ SF_FFI void sf_device_close(sf_device* d)
             (void)cudaEventDestroy(ev);
     if (d->split_ready)
         (void)cudaEventDestroy(d->split_ready);
+    if (d->copy)
+        (void)cudaStreamDestroy(d->copy);
+    if (d->fetch)
+        (void)cudaStreamDestroy(d->fetch);
+    if (d->counted)
+        (void)cudaEventDestroy(d->counted);
+    for (int i = 0; i < 2; i++)
+        for (cudaEvent_t ev : {d->staged[i], d->consumed[i], d->fetched[i], d->added[i]})
+            if (ev)
+                (void)cudaEventDestroy(ev);
     delete d->prep;
     delete d;
 }
@@ -176,36 +215,95 @@ SF_FFI void sf_pinned_free(void* p)
 #include "resident_data.cuh"
 #include "queries.cuh"
 
-// a, b, c = A·w, B·w, C·w (zero beyond the last constraint), then h: to coefficients, to the
-// coset g·H, (a·b − c)/Z there, back to coefficients; h ends in `a`. Queued on `d->prep`, with
-// `d->marks` recorded at its start, after SpMV and at its end.
-static void queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
+// v = M·w for one matrix whose non-zeros are in mapped host memory: chunks of rows copied to
+// the device on `copy` into two slots in turn, each multiplied on `s` as soon as it is there,
+// while the next is copied. Returns the bytes copied.
+static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm, scalar_t* v, const sf_witness* wit,
+                            stream_t& s)
+{
+    const gpu_t& gpu = *d->gpu;
+    const size_t chunk_nnz = sh->chunk_nnz, chunk_rows = std::max<size_t>(chunk_nnz / 2, 1);
+    const size_t slot_bytes = (chunk_rows + 1) * sizeof(uint64_t) + 2 * chunk_nnz * sizeof(uint32_t);
+    for (auto& st : d->shape_stage)
+        st.ensure(slot_bytes, "allocating the constraint shape's staging");
+    const uint64_t* starts = dm.row_starts.as_host<uint64_t>();
+    const uint32_t* cols = dm.cols.as_host<uint32_t>();
+    const uint32_t* coeffs = dm.coeffs.as_host<uint32_t>();
+    size_t copied = 0;
+    uint32_t blocks, threads;
+    int slot = 0;
+    for (size_t r0 = 0; r0 < dm.rows; slot ^= 1) {
+        // as many rows as fit the slot: at most chunk_rows, at most chunk_nnz non-zeros (a row
+        // longer than that alone would not fit)
+        size_t limit = std::min(dm.rows, r0 + chunk_rows);
+        const uint64_t* end = std::upper_bound(starts + r0 + 1, starts + limit + 1, starts[r0] + chunk_nnz);
+        size_t r1 = (size_t)(end - starts) - 1;
+        if (r1 == r0)
+            throw sf_error(-1, "a constraint with more non-zeros than a shape chunk holds");
+        uint64_t base = starts[r0], nnz = starts[r1] - base;
+        dbuf& st = d->shape_stage[slot];
+        uint8_t* at = st.as<uint8_t>();
+        uint64_t* d_starts = reinterpret_cast<uint64_t*>(at);
+        uint32_t* d_cols = reinterpret_cast<uint32_t*>(at + (chunk_rows + 1) * sizeof(uint64_t));
+        uint32_t* d_coeffs = d_cols + chunk_nnz;
+        // the slot's last reader (two chunks ago) must be done before it is written again
+        check(cudaStreamWaitEvent(d->copy, d->consumed[slot], 0), "streaming the constraint shape");
+        check(cudaMemcpyAsync(d_starts, starts + r0, (r1 - r0 + 1) * sizeof(uint64_t), cudaMemcpyHostToDevice, d->copy),
+              "streaming the constraint shape");
+        check(cudaMemcpyAsync(d_cols, cols + base, nnz * sizeof(uint32_t), cudaMemcpyHostToDevice, d->copy),
+              "streaming the constraint shape");
+        check(cudaMemcpyAsync(d_coeffs, coeffs + base, nnz * sizeof(uint32_t), cudaMemcpyHostToDevice, d->copy),
+              "streaming the constraint shape");
+        check(cudaEventRecord(d->staged[slot], d->copy), "streaming the constraint shape");
+        check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the constraint shape");
+        grid_for(gpu, r1 - r0, blocks, threads);
+        spmv<<<blocks, threads, 0, s>>>(v + r0, d_starts, d_cols, d_coeffs, sh->table.as<scalar_t>(), sh->one_index,
+                                        sh->minus_one_index, wit->buf.as<scalar_t>(), r1 - r0, base);
+        check(cudaGetLastError(), "a, b, c");
+        check(cudaEventRecord(d->consumed[slot], s), "streaming the constraint shape");
+        copied += (r1 - r0 + 1) * sizeof(uint64_t) + 2 * nnz * sizeof(uint32_t);
+        r0 = r1;
+    }
+    return copied;
+}
+
+// a, b = A·w, B·w (zero beyond the last constraint) and c = a∘b, which for a satisfied system is
+// C·w on the domain; then h, the coefficients of (A·B − C)/Z: A·B on the coset g·H (a and b to
+// coefficients, then to the coset, multiplied) back to coefficients is P = A·B mod (xⁿ − gⁿ) =
+// H·(gⁿ − 1) + C, so h = (P − C)/(gⁿ − 1) with C = iNTT(c): six NTTs where making C·w's own
+// quotient on the coset takes seven (SNARKFLOW_SEVEN_NTT keeps that way, for comparison).
+// h ends in `a`. Queued on `d->prep`, with `d->marks` recorded at its start, after SpMV and at
+// its end. Returns the bytes of shape copied to the device (0 when it is resident).
+static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
 {
     const gpu_t& gpu = *d->gpu;
     stream_t& s = *d->prep;
     size_t m = (size_t)1 << sh->lg_domain;
     uint32_t blocks, threads;
+    size_t copied = 0;
+    const bool seven = seven_ntt();
     check(cudaEventRecord(d->marks[0], s), "timing a, b, c");
     dbuf* abc[3] = {&d->a, &d->b, &d->c};
+    for (auto* v : abc)
+        v->ensure(m * sizeof(scalar_t), "allocating a, b, c");
     grid_for(gpu, sh->rows, blocks, threads);
-    for (int i = 0; i < 3; i++) {
-        abc[i]->ensure(m * sizeof(scalar_t), "allocating a, b, c");
+    for (int i = 0; i < (seven ? 3 : 2); i++) {
         scalar_t* v = abc[i]->as<scalar_t>();
         if (m > sh->rows)
             check(cudaMemsetAsync(v + sh->rows, 0, (m - sh->rows) * sizeof(scalar_t), s), "clearing a, b, c");
         const dev_csr& dm = sh->m[i];
+        if (sh->on_host) {
+            copied += spmv_streamed(d, sh, dm, v, wit, s);
+            continue;
+        }
         spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
                                         sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
-                                        wit->buf.as<scalar_t>(), sh->rows);
+                                        wit->buf.as<scalar_t>(), sh->rows, 0);
         check(cudaGetLastError(), "a, b, c");
     }
-    check(cudaEventRecord(d->marks[1], s), "timing a, b, c");
+    scalar_t *a = d->a.as<scalar_t>(), *b = d->b.as<scalar_t>(), *c = d->c.as<scalar_t>();
     uint32_t lg = (uint32_t)sh->lg_domain;
-    for (int i = 0; i < 3; i++) {
-        scalar_t* v = abc[i]->as<scalar_t>();
-        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
-        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
-    }
+    // Z on the coset is the constant gⁿ − 1
     fr_t z = group_gen;
     for (uint32_t i = 0; i < lg; i++) z = z * z;
     z = z - fr_t::one();
@@ -213,10 +311,69 @@ static void queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
     fr_bits z_bits;
     memcpy(&z_bits, &z_inv, sizeof(z_bits));
     grid_for(gpu, m, blocks, threads);
-    quotient<<<blocks, threads, 0, s>>>(d->a.as<scalar_t>(), d->b.as<scalar_t>(), d->c.as<scalar_t>(), z_bits, m);
-    check(cudaGetLastError(), "the quotient");
-    NTT::Base_dev_ptr(s, d->a.as<scalar_t>(), lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+    if (!seven) {
+        pointwise_mul<<<blocks, threads, 0, s>>>(c, a, b, m);
+        check(cudaGetLastError(), "c = a∘b");
+    }
+    check(cudaEventRecord(d->marks[1], s), "timing a, b, c");
+    for (int i = 0; i < 3; i++) {
+        scalar_t* v = abc[i]->as<scalar_t>();
+        if (i == 2 && !seven) {
+            NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::standard);
+            break;
+        }
+        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+    }
+    if (seven) {
+        quotient<<<blocks, threads, 0, s>>>(a, b, c, z_bits, m);
+        check(cudaGetLastError(), "the quotient");
+        NTT::Base_dev_ptr(s, a, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+    } else {
+        pointwise_mul<<<blocks, threads, 0, s>>>(a, a, b, m);
+        check(cudaGetLastError(), "a·b on the coset");
+        NTT::Base_dev_ptr(s, a, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        sub_scale<<<blocks, threads, 0, s>>>(a, c, z_bits, m);
+        check(cudaGetLastError(), "the quotient");
+    }
     check(cudaEventRecord(d->marks[2], s), "timing the NTTs");
+    return copied;
+}
+
+// Σ h_i·H_i with the H points in mapped host memory: batches of points copied on `copy` into
+// b and c in turn (h is in a; b and c are free once h is made), each batch's MSM (sppark's,
+// against device memory) run while the next batch is copied. Returns the bytes copied.
+static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out)
+{
+    const gpu_t& gpu = *d->gpu;
+    out.inf();
+    size_t batch = srs->h_batch ? srs->h_batch : d->b.bytes / sizeof(g1_mem_t);
+    batch = std::min({batch, d->b.bytes / sizeof(g1_mem_t), d->c.bytes / sizeof(g1_mem_t), n});
+    if (batch == 0)
+        throw sf_error(-1, "no room for a batch of H points");
+    const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
+    g1_mem_t* slots[2] = {d->b.as<g1_mem_t>(), d->c.as<g1_mem_t>()};
+    // b and c were last written by the prep stream: the copies wait for it
+    check(cudaEventRecord(d->consumed[0], *d->prep), "streaming the H points");
+    check(cudaStreamWaitEvent(d->copy, d->consumed[0], 0), "streaming the H points");
+    auto copy = [&](size_t first, int slot) {
+        size_t len = std::min(batch, n - first);
+        check(cudaMemcpyAsync(slots[slot], host + first, len * sizeof(g1_mem_t), cudaMemcpyHostToDevice, d->copy),
+              "streaming the H points");
+        check(cudaEventRecord(d->staged[slot], d->copy), "streaming the H points");
+    };
+    copy(0, 0);
+    int slot = 0;
+    for (size_t first = 0; first < n; first += batch, slot ^= 1) {
+        // the other slot's MSM returned (sppark's invoke waits for its work): refill it
+        if (first + batch < n)
+            copy(first + batch, slot ^ 1);
+        check(cudaEventSynchronize(d->staged[slot]), "streaming the H points");
+        point_t part;
+        msm<bucket_t, point_t, affine_t>(gpu, part, slots[slot], h + first, std::min(batch, n - first), "the H MSM");
+        out.add(part);
+    }
+    return n * sizeof(g1_mem_t);
 }
 
 static double event_ms(cudaEvent_t from, cudaEvent_t to)
@@ -249,23 +406,38 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         gpu.select();
         auto started = clock_type::now();
 
-        TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu", sh->num_inputs, sh->num_aux, sh->rows, sh->lg_domain);
+        TRACE("prove: %zu inputs, %zu aux, %zu rows, domain 2^%zu%s%s", sh->num_inputs, sh->num_aux, sh->rows,
+              sh->lg_domain, sh->on_host ? ", shape streamed" : "", srs->points[SEC_H].on_host() ? ", H streamed" : "");
         t->upload = 0;   // the caller times the upload, done before this call
+        t->h2d_copied = t->h2d_mapped = 0;
         const scalar_t* w = wit->buf.as<scalar_t>();
         const uint32_t* a_map = sh->a_gather.as<uint32_t>();
         const uint32_t* b_map = sh->b_gather.as<uint32_t>();
+        d->split[0].forced = srs->points[SEC_L].on_host();
+        d->split[1].forced = srs->points[SEC_A].on_host();
+        d->split[2].forced = srs->points[SEC_B1].on_host() || srs->points[SEC_B2].on_host();
         split_async(gpu, d->side, d->split[0], w + sh->num_inputs, nullptr, sh->num_aux);
         split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
         split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
         check(cudaEventRecord(d->split_ready, d->side), "the 0/1 split");
-        sum_ones_async<bucket_t>(gpu, d->side, d->ones[0], srs->points[SEC_L].as<g1_mem_t>(), d->split[0]);
-        sum_ones_async<bucket_t>(gpu, d->side, d->ones[1], srs->points[SEC_A].as<g1_mem_t>(), d->split[1]);
-        sum_ones_async<bucket_t>(gpu, d->side, d->ones[2], srs->points[SEC_B1].as<g1_mem_t>(), d->split[2]);
-        sum_ones_async<bucket2_t>(gpu, d->side, d->ones[3], srs->points[SEC_B2].as<g2_mem_t>(), d->split[2]);
-        queue_h(d, sh, wit);
+        // (the points of sections in host memory come over in chunks first: sum_ones_mapped)
+        auto ones = [&](auto bucket_tag, uint32_t q, const dbuf& points, const split_t& sp) {
+            typedef decltype(bucket_tag) bucket;
+            typedef typename bucket::affine_t::mem_t mem;
+            if (points.on_host())
+                sum_ones_mapped<bucket>(gpu, d, d->ones[q], points.as<mem>(), sp, q);
+            else
+                sum_ones_async<bucket>(gpu, d->side, d->ones[q], points.as<mem>(), sp);
+        };
+        ones(bucket_t{}, 0, srs->points[SEC_L], d->split[0]);
+        ones(bucket_t{}, 1, srs->points[SEC_A], d->split[1]);
+        ones(bucket_t{}, 2, srs->points[SEC_B1], d->split[2]);
+        ones(bucket2_t{}, 3, srs->points[SEC_B2], d->split[2]);
+        t->h2d_copied += (double)queue_h(d, sh, wit);
         // deg h ≤ m − 2, so the H query has m − 1 points
+        const bool h_streamed = srs->points[SEC_H].on_host();
         const int wbits = h_msm_wbits();
-        bool one_pass = wbits >= 0;
+        bool one_pass = wbits >= 0 && !h_streamed;
         one_pass_plan h_plan;
         if (one_pass) {
             h_plan = one_pass_plan_for(gpu, m - 1, (uint32_t)wbits);
@@ -303,6 +475,9 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         if (one_pass) {
             one_pass_collect(gpu, *d->prep, d->h_msm, h_plan, out->h);
             t->msm_h = event_ms(d->marks[2], d->marks[3]) + ms_since(phase);
+        } else if (h_streamed) {
+            t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h);
+            t->msm_h = ms_since(phase);
         } else {
             msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1,
                                              "the H MSM");
@@ -315,6 +490,13 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         add_ones<bucket_t>(out->a, d->split[1], d->ones[1], "the A MSM");
         add_ones<bucket_t>(out->b_g1, d->split[2], d->ones[2], "the B-G1 MSM");
         add_ones<bucket2_t>(out->b_g2, d->split[2], d->ones[3], "the B-G2 MSM");
+        // what the kernels read of the sections in host memory: the points whose scalar is 1
+        // (summed) or neither 0 nor 1 (gathered); those whose scalar is 0 are never read
+        const uint32_t sections[4] = {SEC_L, SEC_A, SEC_B1, SEC_B2};
+        const int splits[4] = {0, 1, 2, 2};
+        for (int q = 0; q < 4; q++)
+            if (srs->points[sections[q]].on_host())
+                t->h2d_mapped += (double)(d->split[splits[q]].n_ones + d->split[splits[q]].n_tail) * point_bytes(sections[q]);
         t->total = ms_since(started);
     });
 }

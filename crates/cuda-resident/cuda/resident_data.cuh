@@ -48,15 +48,22 @@ SF_FFI void sf_witness_free(sf_witness* w)
         witness_free(w);
 }
 
-SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS], sf_srs** out)
+// Memory for `counts[s]` points of each section: on the device, or in mapped host memory for
+// the sections `place` names (the plans that do not hold the whole key on the device).
+SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS], const sf_placement* place,
+                                      sf_srs** out)
 {
     auto* srs = new sf_srs();
     RustError e = guarded([&] {
         d->gpu->select();
         srs->dev = d;
+        srs->h_batch = place->h_batch;
         for (uint32_t s = 0; s < SECTIONS; s++) {
             srs->count[s] = counts[s];
-            srs->points[s].ensure(std::max<size_t>(counts[s], 1) * point_bytes(s), "allocating device memory for the parameters");
+            bool on_host = (place->host_sections >> s) & 1;
+            srs->points[s].ensure_at(on_host, std::max<size_t>(counts[s], 1) * point_bytes(s),
+                                     on_host ? "allocating pinned host memory for the parameters"
+                                             : "allocating device memory for the parameters");
         }
     });
     if (e.code != cudaSuccess) {
@@ -86,6 +93,7 @@ SF_FFI RustError::by_value sf_srs_load(sf_srs* srs, uint32_t section, size_t fir
         upload(srs->staging, raw, file_bytes, "uploading parameter points", s);
         uint32_t blocks, threads;
         grid_for(gpu, count, blocks, threads);
+        // (a section in mapped host memory is written there over PCIe by the same kernels)
         if (section == SEC_B2)
             g2_from_file<<<blocks, threads, 0, s>>>(srs->points[section].as<g2_mem_t>() + first, srs->staging.as<uint8_t>(), count);
         else
@@ -101,10 +109,16 @@ SF_FFI void sf_srs_loaded(sf_srs* srs)
     srs->staging.release();
 }
 
-SF_FFI size_t sf_srs_bytes(const sf_srs* srs)
+// device bytes, and (host) the mapped host bytes
+SF_FFI size_t sf_srs_bytes(const sf_srs* srs, size_t* host)
 {
-    size_t total = 0;
-    for (auto& p : srs->points) total += p.bytes;
+    size_t total = 0, on_host = 0;
+    for (auto& p : srs->points) {
+        total += p.device_bytes();
+        on_host += p.bytes - p.device_bytes();
+    }
+    if (host)
+        *host = on_host;
     return total;
 }
 
@@ -118,7 +132,16 @@ SF_FFI void sf_srs_free(sf_srs* srs)
     delete srs;
 }
 
-SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc, sf_shape** out)
+// A copy of `bytes` at `src` in mapped host memory (the matrices of a shape kept on the host).
+static void to_host(dbuf& dst, const void* src, size_t bytes, const char* what)
+{
+    dst.ensure_host(std::max<size_t>(bytes, 32), what);
+    if (bytes)
+        memcpy(dst.host, src, bytes);
+}
+
+SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc, const sf_placement* place,
+                                        sf_shape** out)
 {
     auto* sh = new sf_shape();
     RustError e = guarded([&] {
@@ -126,6 +149,9 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
         gpu.select();
         stream_t& s = gpu;
         sh->dev = d;
+        sh->on_host = place->shape_on_host != 0;
+        sh->chunk_nnz = place->shape_chunk ? place->shape_chunk : ((size_t)1 << 25);
+        sh->host_bytes = 0;
         sh->num_inputs = desc->num_inputs;
         sh->num_aux = desc->num_aux;
         sh->rows = desc->m[0].rows;
@@ -138,11 +164,21 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
             throw sf_error(-1, "too many constraints for the NTT domain");
         sh->lg_domain = lg;
         sh->bytes = 0;
-        for (int i = 0; i < 3; i++) {
+        // the C matrix only where h is made from c = C·w (SNARKFLOW_SEVEN_NTT)
+        const int matrices = seven_ntt() ? 3 : 2;
+        for (int i = 0; i < matrices; i++) {
             const sf_csr& m = desc->m[i];
             dev_csr& dm = sh->m[i];
             dm.rows = m.rows;
             dm.nnz = m.nnz;
+            if (sh->on_host) {
+                const char* what = "allocating pinned host memory for the constraint shape";
+                to_host(dm.row_starts, m.row_starts, (m.rows + 1) * sizeof(uint64_t), what);
+                to_host(dm.cols, m.cols, m.nnz * sizeof(uint32_t), what);
+                to_host(dm.coeffs, m.coeffs, m.nnz * sizeof(uint32_t), what);
+                sh->host_bytes += dm.row_starts.bytes + dm.cols.bytes + dm.coeffs.bytes;
+                continue;
+            }
             upload(dm.row_starts, m.row_starts, (m.rows + 1) * sizeof(uint64_t), "uploading the constraint shape", s);
             upload(dm.cols, m.cols, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
             upload(dm.coeffs, m.coeffs, m.nnz * sizeof(uint32_t), "uploading the constraint shape", s);
@@ -169,7 +205,12 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
     return e;
 }
 
-SF_FFI size_t sf_shape_bytes(const sf_shape* sh) { return sh->bytes; }
+SF_FFI size_t sf_shape_bytes(const sf_shape* sh, size_t* host)
+{
+    if (host)
+        *host = sh->host_bytes;
+    return sh->bytes;
+}
 
 SF_FFI void sf_shape_free(sf_shape* sh)
 {

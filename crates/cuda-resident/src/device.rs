@@ -22,6 +22,15 @@ pub struct Device {
 unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
+/// The newest CUDA version the driver supports, as `cudaDriverGetVersion` numbers it (12040 is
+/// 12.4; 0: no driver).
+pub fn driver_version() -> Result<u32, Error> {
+    let mut v = 0i32;
+    // SAFETY: writes one int
+    result(unsafe { ffi::sf_driver_version(&mut v) })?;
+    Ok(v.max(0) as u32)
+}
+
 impl Device {
     /// Devices visible to this process.
     pub fn count() -> Result<usize, Error> {
@@ -186,7 +195,43 @@ impl Section {
     }
 }
 
-/// One circuit's parameter points, resident in device memory.
+/// Where a key's parts live: each parameter section and the constraint matrices on the device,
+/// or in page-locked host memory the device reads over PCIe. Sections on the host cost only
+/// the points a partition needs (those whose scalar is not 0, read by the kernels in place),
+/// except H, whose every point is needed: it is copied over in batches during the prove, as
+/// are the matrices, in chunks of rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Placement {
+    /// `host_sections[s]`: section `Section::ALL[s]` in host memory.
+    pub host_sections: [bool; 5],
+    pub shape_on_host: bool,
+    /// H points per batch when H is on the host (0: as many as the per-proof buffers hold).
+    pub h_batch: usize,
+    /// Non-zeros per chunk when the matrices are on the host (0: the device code's default).
+    pub shape_chunk: usize,
+}
+
+impl Placement {
+    /// Everything on the device.
+    pub const RESIDENT: Placement =
+        Placement { host_sections: [false; 5], shape_on_host: false, h_batch: 0, shape_chunk: 0 };
+
+    pub fn on_host(&self, section: Section) -> bool {
+        self.host_sections[section as usize]
+    }
+
+    fn raw(&self) -> ffi::RawPlacement {
+        let host_sections = self.host_sections.iter().enumerate().fold(0u32, |m, (i, &on)| m | (u32::from(on) << i));
+        ffi::RawPlacement {
+            host_sections,
+            shape_on_host: u32::from(self.shape_on_host),
+            h_batch: self.h_batch,
+            shape_chunk: self.shape_chunk,
+        }
+    }
+}
+
+/// One circuit's parameter points, in device memory (or, as [`Placement`] says, host memory).
 pub struct Srs {
     raw: NonNull<ffi::SfSrs>,
     counts: [usize; 5],
@@ -199,10 +244,11 @@ unsafe impl Sync for Srs {}
 
 impl Srs {
     /// Device memory for `counts[s]` points of each section (in [`Section::ALL`] order).
-    pub fn allocate(device: &Arc<Device>, counts: [usize; 5]) -> Result<Srs, Error> {
+    pub fn allocate(device: &Arc<Device>, counts: [usize; 5], placement: &Placement) -> Result<Srs, Error> {
         let mut raw = std::ptr::null_mut();
-        // SAFETY: reads five usizes; on success we own `raw`
-        result(unsafe { ffi::sf_srs_new(device.raw.as_ptr(), counts.as_ptr(), &mut raw) })?;
+        let place = placement.raw();
+        // SAFETY: reads five usizes and the placement; on success we own `raw`
+        result(unsafe { ffi::sf_srs_new(device.raw.as_ptr(), counts.as_ptr(), &place, &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no parameter object".into() })?;
         Ok(Srs { raw, counts, _device: device.clone() })
     }
@@ -233,7 +279,15 @@ impl Srs {
 
     pub fn device_bytes(&self) -> u64 {
         // SAFETY: the handle is live
-        unsafe { ffi::sf_srs_bytes(self.raw.as_ptr()) as u64 }
+        unsafe { ffi::sf_srs_bytes(self.raw.as_ptr(), std::ptr::null_mut()) as u64 }
+    }
+
+    /// Page-locked host bytes holding the sections placed on the host.
+    pub fn host_bytes(&self) -> u64 {
+        let mut host = 0usize;
+        // SAFETY: the handle is live; writes one usize
+        unsafe { ffi::sf_srs_bytes(self.raw.as_ptr(), &mut host) };
+        host as u64
     }
 }
 
@@ -276,7 +330,7 @@ unsafe impl Send for Shape {}
 unsafe impl Sync for Shape {}
 
 impl Shape {
-    pub fn upload(device: &Arc<Device>, desc: &ShapeDesc<'_>) -> Result<Shape, Error> {
+    pub fn upload(device: &Arc<Device>, desc: &ShapeDesc<'_>, placement: &Placement) -> Result<Shape, Error> {
         let rows = desc.matrices[0].row_starts.len().saturating_sub(1);
         for m in &desc.matrices {
             let nnz = m.row_starts.last().copied().unwrap_or(0) as usize;
@@ -317,15 +371,24 @@ impl Shape {
             b_gather_len: desc.b_gather.len(),
         };
         let mut raw = std::ptr::null_mut();
+        let place = placement.raw();
         // SAFETY: every pointer in raw_desc is valid for the length beside it (checked above)
-        result(unsafe { ffi::sf_shape_new(device.raw.as_ptr(), &raw_desc, &mut raw) })?;
+        result(unsafe { ffi::sf_shape_new(device.raw.as_ptr(), &raw_desc, &place, &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no shape object".into() })?;
         Ok(Shape { raw, _device: device.clone() })
     }
 
     pub fn device_bytes(&self) -> u64 {
         // SAFETY: the handle is live
-        unsafe { ffi::sf_shape_bytes(self.raw.as_ptr()) as u64 }
+        unsafe { ffi::sf_shape_bytes(self.raw.as_ptr(), std::ptr::null_mut()) as u64 }
+    }
+
+    /// Page-locked host bytes holding the matrices when they are placed on the host.
+    pub fn host_bytes(&self) -> u64 {
+        let mut host = 0usize;
+        // SAFETY: the handle is live; writes one usize
+        unsafe { ffi::sf_shape_bytes(self.raw.as_ptr(), &mut host) };
+        host as u64
     }
 }
 
@@ -364,6 +427,11 @@ pub struct Timings {
     pub wait_h: f64,
     pub wait_ones: f64,
     pub total: f64,
+    /// Bytes copied to the device during the prove (streamed matrices and H points).
+    pub h2d_copied: f64,
+    /// Bytes the kernels read from host memory in place (points of host sections whose scalar
+    /// is not 0).
+    pub h2d_mapped: f64,
 }
 
 /// The five MSM sums of the partition whose witness (`[inputs | aux]`) is in `witness`, against

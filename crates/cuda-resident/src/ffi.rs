@@ -34,6 +34,15 @@ pub(crate) struct RawShapeDesc {
     pub b_gather_len: usize,
 }
 
+/// Where a key's parts live (`sf_placement`).
+#[repr(C)]
+pub(crate) struct RawPlacement {
+    pub host_sections: u32,
+    pub shape_on_host: u32,
+    pub h_batch: usize,
+    pub shape_chunk: usize,
+}
+
 /// The five sums, in blst's Jacobian layout (blstrs' projective types wrap exactly that).
 #[repr(C)]
 pub(crate) struct RawSums {
@@ -46,6 +55,7 @@ pub(crate) struct RawSums {
 
 extern "C" {
     pub(crate) fn sf_device_count(out: *mut usize) -> sppark::Error;
+    pub(crate) fn sf_driver_version(out: *mut i32) -> sppark::Error;
     pub(crate) fn sf_device_open(ordinal: i32, out: *mut *mut SfDevice) -> sppark::Error;
     pub(crate) fn sf_device_close(d: *mut SfDevice);
     pub(crate) fn sf_device_memory(d: *mut SfDevice, free: *mut usize, total: *mut usize) -> sppark::Error;
@@ -55,7 +65,12 @@ extern "C" {
     pub(crate) fn sf_witness_new(d: *mut SfDevice, capacity: usize, out: *mut *mut SfWitness) -> sppark::Error;
     pub(crate) fn sf_witness_upload(w: *mut SfWitness, host: *const Fr, len: usize) -> sppark::Error;
     pub(crate) fn sf_witness_free(w: *mut SfWitness);
-    pub(crate) fn sf_srs_new(d: *mut SfDevice, counts: *const usize, out: *mut *mut SfSrs) -> sppark::Error;
+    pub(crate) fn sf_srs_new(
+        d: *mut SfDevice,
+        counts: *const usize,
+        place: *const RawPlacement,
+        out: *mut *mut SfSrs,
+    ) -> sppark::Error;
     pub(crate) fn sf_srs_load(
         srs: *mut SfSrs,
         section: u32,
@@ -64,10 +79,15 @@ extern "C" {
         count: usize,
     ) -> sppark::Error;
     pub(crate) fn sf_srs_loaded(srs: *mut SfSrs);
-    pub(crate) fn sf_srs_bytes(srs: *const SfSrs) -> usize;
+    pub(crate) fn sf_srs_bytes(srs: *const SfSrs, host: *mut usize) -> usize;
     pub(crate) fn sf_srs_free(srs: *mut SfSrs);
-    pub(crate) fn sf_shape_new(d: *mut SfDevice, desc: *const RawShapeDesc, out: *mut *mut SfShape) -> sppark::Error;
-    pub(crate) fn sf_shape_bytes(sh: *const SfShape) -> usize;
+    pub(crate) fn sf_shape_new(
+        d: *mut SfDevice,
+        desc: *const RawShapeDesc,
+        place: *const RawPlacement,
+        out: *mut *mut SfShape,
+    ) -> sppark::Error;
+    pub(crate) fn sf_shape_bytes(sh: *const SfShape, host: *mut usize) -> usize;
     pub(crate) fn sf_shape_free(sh: *mut SfShape);
     pub(crate) fn sf_fixed_base_g1(
         d: *mut SfDevice,

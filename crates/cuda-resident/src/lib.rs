@@ -16,10 +16,18 @@ mod device;
 #[cfg(feature = "cuda")]
 mod ffi;
 
+/// The SASS architectures this build's kernels were compiled for ("80 86 89 90 100 120"; empty
+/// without the `cuda` feature), set by build.rs.
+pub const ARCHS_BUILT: &str = env!("SNARKFLOW_CUDA_ARCHS_BUILT");
+/// The architecture of the PTX embedded beside them, for the driver to JIT on newer devices.
+pub const PTX_ARCH: &str = env!("SNARKFLOW_CUDA_PTX_ARCH");
+/// The CUDA toolkit the kernels were built with (`major.minor`).
+pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
+
 #[cfg(feature = "cuda")]
 pub use device::{
-    fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, msm_sums, Csr, Device, DeviceWitness,
-    PinnedBuffer, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
+    driver_version, fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, msm_sums, Csr, Device,
+    DeviceWitness, PinnedBuffer, Placement, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
 };
 
 /// A CUDA failure, with the message the device code gave.

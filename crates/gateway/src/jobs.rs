@@ -47,9 +47,11 @@ pub(crate) async fn submit(
         tracing::Span::current().record("job_id", existing.id.as_str());
         return Ok(Submitted { id: existing.id, state: existing.state, existing: true });
     }
-    // The critical lane (WinningPoSt: Curio never retries one, and a refusal loses a block) is
-    // never refused by a quota that other work filled; it is still counted.
-    let exempt = job.priority == snarkflow_wire::Priority::Critical;
+    // A kind whose own class is critical (WinningPoSt: Curio never retries one, and a refusal
+    // loses a block) is never refused by a quota that other work filled; it is still counted.
+    // The kind decides, not the priority asked for: a token allowed `critical` must not make
+    // PoRep jobs quota-free by asking for it.
+    let exempt = quota_exempt(job.circuit.kind());
     // room in the ledger for this job's record while every job in flight can still finish
     state.ledger_room.admit(job.partitions, exempt)?;
     state.quotas.admit(&tenant, u64::from(job.partitions), exempt)?;
@@ -58,6 +60,12 @@ pub(crate) async fn submit(
         state.quotas.release(&tenant);
     }
     queued
+}
+
+/// Whether jobs of `kind` pass full quotas and a nearly full ledger: the kinds whose own
+/// priority is critical (WinningPoSt), whatever priority a request asks for.
+pub(crate) fn quota_exempt(kind: snarkflow_wire::JobKind) -> bool {
+    snarkflow_circuits::kind_info(kind).is_some_and(|info| info.default_priority == snarkflow_wire::Priority::Critical)
 }
 
 /// The live job of the same request that `job`'s idempotency key already names, if any (read
@@ -261,4 +269,17 @@ pub(crate) fn proof_bytes(record: &JobRecord) -> Result<Vec<u8>, ApiError> {
         bytes.extend(hex::decode(hex_proof).map_err(|e| anyhow::anyhow!("job {id} partition {i}: {e}"))?);
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use snarkflow_wire::JobKind;
+
+    #[test]
+    fn only_kinds_that_are_critical_themselves_pass_a_full_quota() {
+        assert!(super::quota_exempt(JobKind::new("winning-post")));
+        for kind in ["porep-c2", "snap-update", "window-post", "dense-chain", "sha256-chain", "no-such-kind"] {
+            assert!(!super::quota_exempt(JobKind::new(kind)), "{kind}");
+        }
+    }
 }

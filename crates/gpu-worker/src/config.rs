@@ -60,6 +60,12 @@ pub struct Config {
     /// has. Default: the first of those, in that order.
     #[arg(long, env = "SNARKFLOW_BACKEND")]
     pub backend: Option<String>,
+    /// Where the resident prover keeps each circuit's key: `auto` (the fastest plan that fits
+    /// the device's free memory: `resident`, then `partly-resident` with the L, A and B points
+    /// in host memory, then `streamed` with all of it in host memory), or one of those three.
+    /// Where none fits, a build with supraseal-c2 proves that circuit with it (the log says why).
+    #[arg(long, env = "SNARKFLOW_MEMORY_PLAN", default_value = "auto", value_parser = snarkflow_prover::memory_plan::PlanRequest::parse)]
+    pub memory_plan: snarkflow_prover::memory_plan::PlanRequest,
     /// Use only this GPU (sets `CUDA_VISIBLE_DEVICES` for the process): one gpu-worker per GPU,
     /// each owning its device.
     #[arg(long, env = "SNARKFLOW_GPU")]

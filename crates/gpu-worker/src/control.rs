@@ -69,11 +69,19 @@ fn report(proving: &Proving, host: &WorkerHost) -> GpuWorkerStatus {
     };
     let loaded = proving
         .params
-        .loaded_ids()
+        .loaded_all()
         .into_iter()
-        .map(|id| {
+        .map(|key| {
+            let id = key.circuit_id.clone();
             let bytes = snarkflow_circuits::parse_circuit_id(&id).map_or(0, |spec| proving.params.file_bytes(&spec));
-            LoadedCircuit { circuit_id: id, bytes }
+            let plan = key.memory_plan();
+            LoadedCircuit {
+                circuit_id: id,
+                bytes,
+                prover: key.prover().name().into(),
+                memory_plan: plan.map(|p| p.kind.name().into()),
+                host_bytes: plan.map_or(0, |p| p.host_bytes),
+            }
         })
         .collect();
     GpuWorkerStatus {

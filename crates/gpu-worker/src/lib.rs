@@ -76,8 +76,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         let manifest = snarkflow_filecoin::manifest::Manifest::named_or_builtin(config.params_manifest.as_deref());
         param_trust::ParamTrust::Published(manifest.map_err(|e| anyhow::anyhow!(e))?)
     };
-    let params =
-        Arc::new(ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog()).with_file_check(Arc::new(trust)));
+    let params = Arc::new(
+        ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog())
+            .with_file_check(Arc::new(trust))
+            .with_memory_plan(config.memory_plan),
+    );
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
     let host = WorkerHost::start(Stage::Proving, id.clone(), config.status_listen, shutdown.clone()).await?;
     let device = Arc::new(device::Device::new(&host, status_detail(&id, &config, &params, &shapes)));
@@ -153,6 +156,10 @@ fn status_detail(
             "state": state,
             "params_dir": params.dir().display().to_string(),
             "loaded_circuits": params.loaded_ids(),
+            "memory_plans": params.loaded_all().iter().map(|key| (key.circuit_id.clone(), serde_json::json!({
+                "prover": key.prover().name(),
+                "plan": key.memory_plan(),
+            }))).collect::<serde_json::Map<_, _>>(),
             "loaded_shapes": shapes.loaded(),
         })
     })

@@ -37,6 +37,7 @@ struct ProveMetrics {
     busy: CounterVec,
     bytes: IntCounter,
     params_loaded: IntGaugeVec,
+    memory_plan: IntGaugeVec,
 }
 
 /// A proof that verified, and what proving it cost.
@@ -73,6 +74,17 @@ impl Proving {
                 )
                 .expect("metric"),
             ),
+            memory_plan: host.register(
+                IntGaugeVec::new(
+                    Opts::new(
+                        "snarkflow_gpu_memory_plan",
+                        "where the resident prover keeps a circuit's key on this worker: 3 resident, 2 partly \
+                         resident, 1 streamed from host memory, 0 another prover (labels name the plan and prover)",
+                    ),
+                    &["circuit_id", "plan", "prover"],
+                )
+                .expect("metric"),
+            ),
         };
         let proving = Proving {
             device,
@@ -87,8 +99,17 @@ impl Proving {
     }
 
     fn mark_loaded_params(&self) {
-        for id in self.params.loaded_ids() {
-            self.metrics.params_loaded.with_label_values(&[&id]).set(1);
+        for key in self.params.loaded_all() {
+            self.metrics.params_loaded.with_label_values(&[&key.circuit_id]).set(1);
+            let plan = key.memory_plan();
+            self.metrics
+                .memory_plan
+                .with_label_values(&[
+                    key.circuit_id.as_str(),
+                    plan.map_or("none", |p| p.kind.name()),
+                    key.prover().name(),
+                ])
+                .set(plan.map_or(0, |p| p.kind.level()));
         }
     }
 

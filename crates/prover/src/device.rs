@@ -115,7 +115,34 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
     if out.is_empty() {
         return Err(format!("no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES={visible})"));
     }
+    #[cfg(feature = "cuda-resident")]
+    for d in &out {
+        check_kernels(d)?;
+    }
     Ok(out)
+}
+
+/// Whether this build's kernels run on `device` under the installed driver: the error says
+/// what is missing and which build has it ("this binary has no kernels for sm_86 …", "driver
+/// supports CUDA 12.4 but this binary was built with CUDA 13.0 …").
+#[cfg(feature = "cuda-resident")]
+fn check_kernels(device: &DeviceInfo) -> Result<(), String> {
+    use snarkflow_cuda_resident as built;
+    let kernels =
+        crate::compat::BuiltKernels::from_build_env(built::ARCHS_BUILT, built::PTX_ARCH, built::TOOLKIT_BUILT)?;
+    let driver = built::driver_version().map_err(|e| e.to_string())?;
+    let (major, minor) = device
+        .compute_capability
+        .split_once('.')
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .ok_or_else(|| format!("unreadable compute capability {:?}", device.compute_capability))?;
+    match crate::compat::kernels_for(&kernels, (major, minor), driver) {
+        Ok(source) => {
+            tracing::info!(device = %device.name, compute_capability = %device.compute_capability, driver, kernels = %source, "kernels for the device");
+            Ok(())
+        }
+        Err(e) => Err(format!("CUDA device {} ({}): {e}", device.ordinal, device.name)),
+    }
 }
 
 /// The CPU backend uses no device.

@@ -8,10 +8,12 @@
 
 pub mod backend;
 mod comb;
+pub mod compat;
 pub mod device;
 mod groth16;
 mod lagrange;
 mod loaded;
+pub mod memory_plan;
 mod param_file;
 mod paramgen;
 mod params;

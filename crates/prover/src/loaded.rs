@@ -128,6 +128,27 @@ impl LoadedParams {
         }
     }
 
+    /// The resident prover's memory plan for this key (`None` for the other provers).
+    pub fn memory_plan(&self) -> Option<&crate::memory_plan::MemoryPlan> {
+        match &self.key {
+            #[cfg(feature = "cuda-resident")]
+            ProvingKey::Resident(key) => Some(key.plan()),
+            _ => None,
+        }
+    }
+
+    /// The prover this key proves with (a resident build falls back to supraseal-c2 for a
+    /// circuit no memory plan fits).
+    pub fn prover(&self) -> crate::Backend {
+        match &self.key {
+            ProvingKey::Bellperson(_) => crate::backend::active(),
+            #[cfg(feature = "cuda-supraseal")]
+            ProvingKey::Supraseal(_) => crate::Backend::CudaSupraseal,
+            #[cfg(feature = "cuda-resident")]
+            ProvingKey::Resident(_) => crate::Backend::CudaResident,
+        }
+    }
+
     /// The constraint shape this key holds on the device (resident keys only).
     pub fn resident_witness_shape(&self) -> Option<snarkflow_synthesis::WitnessShape> {
         match &self.key {
@@ -177,9 +198,12 @@ impl LoadedParams {
             #[cfg(feature = "cuda-resident")]
             Backend::CudaResident => via_file(circuit_id, &params, |path| {
                 let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
-                crate::resident::ResidentKey::load(&device, path, shape)
+                crate::resident::ResidentKey::load(&device, path, shape, Default::default())
                     .map(|(_, key)| ProvingKey::Resident(key))
-                    .map_err(|source| ParamsError::Read { path: path.to_owned(), source })
+                    .map_err(|e| match e {
+                        crate::resident::LoadError::NoPlan(e) => ParamsError::Device(e.to_string()),
+                        crate::resident::LoadError::Io(source) => ParamsError::Read { path: path.to_owned(), source },
+                    })
             })?,
             #[allow(unreachable_patterns)]
             other => return Err(ParamsError::Device(format!("this build has no {other} backend"))),

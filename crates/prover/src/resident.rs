@@ -20,10 +20,11 @@ use snarkflow_cuda_resident::{self as dev, Csr, DeviceWitness, PinnedBuffer, Sec
 use snarkflow_synthesis::ConstraintShape;
 
 use crate::groth16::{assemble, QuerySums};
+use crate::memory_plan::{self, KeyDims, MemoryPlan, PlanRequest};
 pub use crate::param_file::{read_sections, FileSections};
 use crate::ProveError;
 
-pub use snarkflow_cuda_resident::{Device, Timings};
+pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 
 /// The device this process proves on (ordinal 0: a gpu-worker sees one GPU through
 /// `CUDA_VISIBLE_DEVICES`), opened on first use.
@@ -46,6 +47,24 @@ struct PinnedPool {
     made: usize,
 }
 
+/// The device witness buffers of one key, made at load (as many as its plan has room for): a
+/// partition staged while none is free waits for the prove holding one to end.
+#[derive(Default)]
+struct WitnessPool {
+    free: Mutex<Vec<DeviceWitness>>,
+    returned: Condvar,
+}
+
+/// The prove buffers each loaded key's plan needs (they share one set on the device, sized by
+/// the largest), by key; a later key's plan counts the largest of them. A key takes its entry
+/// out when it drops.
+static PROVE_RESERVED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+/// The largest prove buffers a loaded key needs.
+fn prove_reserved(reserved: &[(u64, u64)]) -> u64 {
+    reserved.iter().map(|&(_, bytes)| bytes).max().unwrap_or(0)
+}
+
 /// A circuit's parameters and shape resident on one device, and the buffers witnesses pass
 /// through to get there.
 pub struct ResidentKey {
@@ -57,15 +76,24 @@ pub struct ResidentKey {
     pinned: Mutex<PinnedPool>,
     pinned_returned: Condvar,
     /// Device witness buffers no staged partition holds.
-    device_witnesses: Arc<Mutex<Vec<DeviceWitness>>>,
+    device_witnesses: Arc<WitnessPool>,
+    plan: MemoryPlan,
+    /// Its entry in [`PROVE_RESERVED`].
+    key_id: u64,
     pub shape_hash: [u8; 32],
+}
+
+impl Drop for ResidentKey {
+    fn drop(&mut self) {
+        PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(id, _)| id != self.key_id);
+    }
 }
 
 /// A partition's witness in device memory, ready for [`ResidentKey::prove_staged`]. Its device
 /// buffer goes back to the key's pool when this drops.
 pub struct StagedWitness {
     witness: Option<DeviceWitness>,
-    pool: Arc<Mutex<Vec<DeviceWitness>>>,
+    pool: Arc<WitnessPool>,
     /// Copying into pinned memory and uploading, milliseconds.
     pub upload_ms: f64,
 }
@@ -73,7 +101,8 @@ pub struct StagedWitness {
 impl Drop for StagedWitness {
     fn drop(&mut self) {
         if let Some(w) = self.witness.take() {
-            self.pool.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+            self.pool.free.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+            self.pool.returned.notify_one();
         }
     }
 }
@@ -92,16 +121,61 @@ fn device_failure(e: dev::Error) -> ProveError {
     ProveError::Device(e.to_string())
 }
 
+/// Why a key could not be loaded for the resident prover.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No memory plan fits this device: another prover must take the circuit.
+    #[error(transparent)]
+    NoPlan(#[from] memory_plan::NoPlan),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The sizes of the circuit whose parameter sections are `sections` and shape `shape`.
+pub fn key_dims(sections: &FileSections, shape: &ConstraintShape) -> KeyDims {
+    KeyDims {
+        counts: sections.counts.map(|c| c as u64),
+        rows: shape.num_constraints() as u64,
+        nnz: [shape.a.nnz() as u64, shape.b.nnz() as u64, shape.c.nnz() as u64],
+        table_len: shape.coeff_table().len() as u64,
+        witness_len: (shape.num_inputs + shape.num_aux) as u64,
+    }
+}
+
 impl ResidentKey {
-    /// Upload the parameter file at `path` and `shape` to `device`.
+    /// Upload the parameter file at `path` and `shape` to `device`, in the memory plan
+    /// `request` allows that fits the device's free memory (the fastest one, unless forced).
     pub fn load(
         device: &Arc<Device>,
         path: &Path,
         shape: &ConstraintShape,
-    ) -> std::io::Result<(VerifyingKey<Bls12>, ResidentKey)> {
+        request: PlanRequest,
+    ) -> Result<(VerifyingKey<Bls12>, ResidentKey), LoadError> {
         let (vk, sections) = read_sections(path)?;
-        let srs = upload_points(device, path, &sections)?;
-        let shape_dev = upload_shape(device, shape).map_err(dev_err)?;
+        let dims = key_dims(&sections, shape);
+        // the free memory without the shared prove buffers (made again by the next prove):
+        // they are counted by PROVE_RESERVED instead
+        device.release_workspace();
+        let (free, _) = device.memory().map_err(dev_err)?;
+        let mut reserved = PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = memory_plan::choose(&dims, free, prove_reserved(&reserved), request)?;
+        let placement = Placement {
+            host_sections: plan.host_sections,
+            shape_on_host: plan.shape_on_host,
+            h_batch: 0,
+            shape_chunk: dims.shape_chunk() as usize,
+        };
+        let srs = upload_points(device, path, &sections, &placement)?;
+        let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
+        let n = shape.num_inputs + shape.num_aux;
+        let witnesses = (0..plan.witness_buffers)
+            .map(|_| DeviceWitness::new(device, n))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(dev_err)?;
+        static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let key_id = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        reserved.push((key_id, plan.prove_bytes));
+        drop(reserved);
         let key = ResidentKey {
             device: device.clone(),
             srs,
@@ -110,15 +184,27 @@ impl ResidentKey {
             num_aux: shape.num_aux,
             pinned: Mutex::new(PinnedPool::default()),
             pinned_returned: Condvar::new(),
-            device_witnesses: Arc::new(Mutex::new(Vec::new())),
+            device_witnesses: Arc::new(WitnessPool { free: Mutex::new(witnesses), returned: Condvar::new() }),
+            plan,
+            key_id,
             shape_hash: shape.hash,
         };
         Ok((vk, key))
     }
 
-    /// Device memory this key holds (points and shape).
+    /// The memory plan this key was loaded in.
+    pub fn plan(&self) -> &MemoryPlan {
+        &self.plan
+    }
+
+    /// Device memory this key holds (points and shape on the device).
     pub fn device_bytes(&self) -> u64 {
         self.srs.device_bytes() + self.shape.device_bytes()
+    }
+
+    /// Page-locked host memory this key holds (points and shape its plan keeps on the host).
+    pub fn host_bytes(&self) -> u64 {
+        self.srs.host_bytes() + self.shape.host_bytes()
     }
 
     /// Values in a witness `[inputs | aux]` of this circuit.
@@ -157,19 +243,17 @@ impl ResidentKey {
             .par_chunks_mut(1 << 16)
             .zip(aux.par_chunks(1 << 16))
             .for_each(|(d, s)| d.copy_from_slice(s));
-        let reused = self.device_witnesses.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let uploaded = match reused {
-            Some(w) if w.capacity() >= n => Ok(w),
-            _ => DeviceWitness::new(&self.device, n),
-        }
-        .and_then(|mut w| w.upload(&pinned.as_fr_mut()[..n]).map(|()| w));
-        self.give_back_pinned(pinned);
-        let witness = uploaded.map_err(device_failure)?;
-        Ok(StagedWitness {
-            witness: Some(witness),
+        // held by a StagedWitness from here, so a failed upload returns the buffer to the pool
+        let mut staged = StagedWitness {
+            witness: Some(self.take_device_witness()),
             pool: self.device_witnesses.clone(),
-            upload_ms: started.elapsed().as_secs_f64() * 1e3,
-        })
+            upload_ms: 0.0,
+        };
+        let uploaded = staged.witness.as_mut().expect("just taken").upload(&pinned.as_fr_mut()[..n]);
+        self.give_back_pinned(pinned);
+        uploaded.map_err(device_failure)?;
+        staged.upload_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(staged)
     }
 
     /// Prove the staged partition with `r` and `s`.
@@ -199,6 +283,18 @@ impl ResidentKey {
     ) -> Result<(Proof<Bls12>, Timings), ProveError> {
         let staged = self.stage(inputs, aux)?;
         self.prove_staged(vk, &staged, r, s)
+    }
+
+    /// A device witness buffer, waiting while every one the plan made is staged.
+    fn take_device_witness(&self) -> DeviceWitness {
+        let pool = &self.device_witnesses;
+        let mut free = pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(w) = free.pop() {
+                return w;
+            }
+            free = pool.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// A pinned buffer of at least `bytes`, waiting while [`PINNED_WITNESS_BUFFERS`] are in use.
@@ -233,8 +329,13 @@ impl ResidentKey {
 
 /// Stream the five point sections from the file into device memory: one thread reads into
 /// one pinned buffer while the device converts the other.
-fn upload_points(device: &Arc<Device>, path: &Path, sections: &FileSections) -> std::io::Result<dev::Srs> {
-    let mut srs = dev::Srs::allocate(device, sections.counts).map_err(dev_err)?;
+fn upload_points(
+    device: &Arc<Device>,
+    path: &Path,
+    sections: &FileSections,
+    placement: &Placement,
+) -> std::io::Result<dev::Srs> {
+    let mut srs = dev::Srs::allocate(device, sections.counts, placement).map_err(dev_err)?;
     let (to_device, filled) = sync_channel::<(Section, usize, PinnedBuffer, usize)>(1);
     let (to_reader, empty) = sync_channel::<PinnedBuffer>(2);
     for _ in 0..2 {
@@ -279,7 +380,11 @@ fn upload_points(device: &Arc<Device>, path: &Path, sections: &FileSections) -> 
 
 /// The shape's matrices and the gather lists of the A and B queries: the variables each
 /// query has points for, in the order the parameter file stores them.
-fn upload_shape(device: &Arc<Device>, shape: &ConstraintShape) -> Result<dev::Shape, dev::Error> {
+fn upload_shape(
+    device: &Arc<Device>,
+    shape: &ConstraintShape,
+    placement: &Placement,
+) -> Result<dev::Shape, dev::Error> {
     let inputs = shape.num_inputs as u32;
     let set = |d: &snarkflow_synthesis::Density, offset: u32| -> Vec<u32> {
         d.iter().enumerate().filter(|&(_, on)| on).map(|(i, _)| i as u32 + offset).collect()
@@ -299,5 +404,5 @@ fn upload_shape(device: &Arc<Device>, shape: &ConstraintShape) -> Result<dev::Sh
         a_gather: &a_gather,
         b_gather: &b_gather,
     };
-    dev::Shape::upload(device, &desc)
+    dev::Shape::upload(device, &desc, placement)
 }

@@ -42,6 +42,16 @@ pub struct LoadedCircuit {
     pub circuit_id: String,
     /// Size of its parameter file (what loading it reads).
     pub bytes: u64,
+    /// The prover of this circuit on this worker: its backend, or `cuda-supraseal` where the
+    /// resident prover has no memory plan for the device.
+    #[serde(default)]
+    pub prover: String,
+    /// The resident prover's memory plan (`resident`, `partly-resident`, `streamed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_plan: Option<String>,
+    /// Page-locked host bytes the plan keeps the key in (0 when all of it is on the device).
+    #[serde(default)]
+    pub host_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

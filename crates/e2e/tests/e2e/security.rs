@@ -146,6 +146,9 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     // grpcurl's `list` works: server reflection names the interface
     let services = reflected_services(&socket).await;
     assert!(services.iter().any(|s| s == "cuzk.v1.ProvingEngine"), "{services:?}");
+    // and the older reflection version, which Python's grpcio-reflection asks
+    let services = reflected_services_v1alpha(&socket).await;
+    assert!(services.iter().any(|s| s == "cuzk.v1.ProvingEngine"), "{services:?}");
     forged_control_is_delivered_but_ignored(&nats, "dense-chain-c256").await;
     let status = cuzk.get_status(snarkflow_e2e::cuzk::GetStatusRequest {}).await.unwrap().into_inner();
     assert!(
@@ -169,6 +172,25 @@ async fn reflected_services(socket: &Path) -> Vec<String> {
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let answer = answers.message().await.unwrap().expect("an answer");
+    match answer.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => list.service.into_iter().map(|s| s.name).collect(),
+        other => panic!("not a service list: {other:?}"),
+    }
+}
+
+/// [`reflected_services`] through reflection's v1alpha service.
+async fn reflected_services_v1alpha(socket: &Path) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
     let request = ServerReflectionRequest {
         host: String::new(),

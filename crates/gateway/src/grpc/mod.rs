@@ -157,10 +157,15 @@ pub(crate) async fn serve(
     let service = pb::proving_engine_server::ProvingEngineServer::new(engine)
         .max_decoding_message_size(args.max_message_bytes)
         .max_encoding_message_size(args.max_message_bytes);
+    // both reflection versions: v1alpha is what Python's grpcio-reflection and older tools ask
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("gRPC server reflection")?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .context("gRPC server reflection (v1alpha)")?;
     let mut builder = tonic::transport::Server::builder();
     let tls = match (&args.tls_cert, &args.tls_key, &listen) {
         (Some(cert), Some(key), GrpcListen::Tcp(_)) => {
@@ -189,7 +194,8 @@ pub(crate) async fn serve(
         .tcp_keepalive(Some(KEEPALIVE))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(args.max_concurrent_calls.max(1)))
         .add_service(service)
-        .add_service(reflection);
+        .add_service(reflection)
+        .add_service(reflection_v1alpha);
     let stop = shutdown.clone().cancelled_owned();
     let (tenant, require_token, control) = (&args.tenant, args.require_token, args.enable_control);
     match &listen {

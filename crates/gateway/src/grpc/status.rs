@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use snarkflow_wire::{
-    CircuitSpec, GpuWorkerStatus, JobState, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT, GPU_STATUS_SUBJECT,
+    CircuitSpec, GpuWorkerStatus, JobState, LoadedCircuit, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT,
+    GPU_STATUS_SUBJECT,
 };
 use tracing::warn;
 
@@ -83,7 +84,7 @@ pub(super) fn status_response(
         .flat_map(|w| {
             w.devices.iter().map(move |d| pb::GpuStatus {
                 ordinal: d.index,
-                name: format!("{} ({} on {})", d.name, w.worker, w.host),
+                name: format!("{} ({} on {}{})", d.name, w.worker, w.host, plans(w)),
                 vram_total_bytes: d.memory_bytes,
                 vram_free_bytes: 0,
                 current_job_id: w.current.as_ref().map(|c| c.job_id.clone()).unwrap_or_default(),
@@ -91,21 +92,25 @@ pub(super) fn status_response(
             })
         })
         .collect();
-    let mut srs: BTreeMap<&str, (u64, u32)> = BTreeMap::new();
+    // a circuit's tier is the coldest any worker holds it in: HOT all on a device, WARM part
+    // of it in host memory (partly resident), COLD streamed from host memory
+    let mut srs: BTreeMap<&str, (u64, u32, pb::srs_status::Tier)> = BTreeMap::new();
     for loaded in workers.iter().flat_map(|w| &w.loaded) {
-        let entry = srs.entry(&loaded.circuit_id).or_default();
+        let entry = srs.entry(&loaded.circuit_id).or_insert((0, 0, pb::srs_status::Tier::Hot));
         entry.0 = entry.0.max(loaded.bytes);
         entry.1 += 1;
+        entry.2 = entry.2.max(tier(loaded));
     }
     let loaded_srs = srs
         .into_iter()
-        .map(|(id, (bytes, holders))| pb::SrsStatus {
+        .map(|(id, (bytes, holders, tier))| pb::SrsStatus {
             circuit_id: id.to_owned(),
-            tier: pb::srs_status::Tier::Hot as i32,
+            tier: tier as i32,
             size_bytes: bytes,
             ref_count: holders,
         })
         .collect();
+    let pinned: u64 = workers.iter().flat_map(|w| &w.loaded).map(|l| l.host_bytes).sum();
     let queues = counts
         .queues
         .iter()
@@ -122,8 +127,35 @@ pub(super) fn status_response(
         total_proofs_completed: counts.done,
         total_proofs_failed: counts.failed,
         uptime_seconds: uptime.as_secs(),
-        pinned_memory_bytes: 0,
+        pinned_memory_bytes: pinned,
         pinned_memory_limit_bytes: 0,
+    }
+}
+
+/// Where a worker keeps a circuit's key, as cuzk's SRS tiers say it.
+fn tier(loaded: &LoadedCircuit) -> pb::srs_status::Tier {
+    match loaded.memory_plan.as_deref() {
+        Some("partly-resident") => pb::srs_status::Tier::Warm,
+        Some("streamed") => pb::srs_status::Tier::Cold,
+        // supraseal-c2 streams its pinned host copy for every partition
+        None if loaded.prover == "cuda-supraseal" => pb::srs_status::Tier::Cold,
+        _ => pb::srs_status::Tier::Hot,
+    }
+}
+
+/// `; porep-c2-32GiB streamed, …`: each loaded circuit's memory plan (or prover), for the GPU's
+/// name in GetStatus (cuzk's message has no field of its own for it).
+fn plans(w: &GpuWorkerStatus) -> String {
+    let each: Vec<String> = w
+        .loaded
+        .iter()
+        .filter(|l| l.memory_plan.is_some() || !l.prover.is_empty())
+        .map(|l| format!("{} {}", l.circuit_id, l.memory_plan.as_deref().unwrap_or(&l.prover)))
+        .collect();
+    if each.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", each.join(", "))
     }
 }
 
@@ -179,4 +211,63 @@ pub(super) async fn hide_others_jobs(
         }
     }
     workers
+}
+
+#[cfg(test)]
+mod tests {
+    use snarkflow_wire::GpuDevice;
+
+    use super::*;
+
+    fn loaded(id: &str, prover: &str, plan: Option<&str>, host_bytes: u64) -> LoadedCircuit {
+        LoadedCircuit {
+            circuit_id: id.into(),
+            bytes: 47_000_000_000,
+            prover: prover.into(),
+            memory_plan: plan.map(Into::into),
+            host_bytes,
+        }
+    }
+
+    fn worker(name: &str, loaded: Vec<LoadedCircuit>) -> GpuWorkerStatus {
+        GpuWorkerStatus {
+            worker: name.into(),
+            host: "gpu-host".into(),
+            backend: "cuda-resident".into(),
+            ready: true,
+            state: "ready".into(),
+            devices: vec![GpuDevice { index: 0, name: "NVIDIA GeForce RTX 4090".into(), memory_bytes: 24 << 30 }],
+            loaded,
+            current: None,
+        }
+    }
+
+    #[test]
+    fn memory_plans_show_as_tiers_pinned_bytes_and_in_the_gpu_name() {
+        let workers = [
+            worker("a", vec![loaded("porep-c2-32GiB", "cuda-resident", Some("streamed"), 51 << 30)]),
+            worker("b", vec![loaded("porep-c2-32GiB", "cuda-resident", Some("resident"), 0)]),
+            worker(
+                "c",
+                vec![
+                    loaded("winning-post-32GiB", "cuda-resident", Some("partly-resident"), 1 << 30),
+                    loaded("window-post-32GiB", "cuda-supraseal", None, 0),
+                ],
+            ),
+        ];
+        let status = status_response(&workers, &LedgerCounts::default(), Duration::from_secs(5));
+        let tier = |id: &str| status.loaded_srs.iter().find(|s| s.circuit_id == id).map(|s| s.tier);
+        // the coldest holder decides: one worker streams the 32 GiB PoRep key
+        assert_eq!(tier("porep-c2-32GiB"), Some(pb::srs_status::Tier::Cold as i32));
+        assert_eq!(tier("winning-post-32GiB"), Some(pb::srs_status::Tier::Warm as i32));
+        assert_eq!(
+            tier("window-post-32GiB"),
+            Some(pb::srs_status::Tier::Cold as i32),
+            "supraseal streams its pinned copy"
+        );
+        assert_eq!(status.loaded_srs.iter().find(|s| s.circuit_id == "porep-c2-32GiB").unwrap().ref_count, 2);
+        assert_eq!(status.pinned_memory_bytes, (51 << 30) + (1 << 30));
+        assert_eq!(status.gpus[0].name, "NVIDIA GeForce RTX 4090 (a on gpu-host; porep-c2-32GiB streamed)");
+        assert!(status.gpus[2].name.ends_with("winning-post-32GiB partly-resident, window-post-32GiB cuda-supraseal)"));
+    }
 }

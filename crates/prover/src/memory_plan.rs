@@ -1,0 +1,482 @@
+//! Where the resident prover keeps a circuit's key: the memory plan, chosen per circuit when its
+//! key is loaded, from the device's free memory and the circuit's sizes.
+//!
+//! - **Resident**: every parameter point and the constraint matrices on the device; a partition
+//!   costs its witness upload only (83–87 GiB at 32 GiB: large cards).
+//! - **Partly resident**: the H points and the matrices (read densely by every partition) on the
+//!   device; the L, A and B points in page-locked host memory, which the kernels read in place:
+//!   only the points whose scalar is not 0 cross PCIe.
+//! - **Streamed**: all points and the matrices in page-locked host memory. The matrices are
+//!   copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
+//!   h no longer needs, each batch's MSM running while the next is copied; L, A and B as in the
+//!   partly resident plan.
+//!
+//! Each plan has the one-pass H MSM (its ~13.6 GiB workspace at 2^27 points) or sppark's batched
+//! one; the best plan that fits wins, in [`PlanKind::PREFERENCE`] order. This module is
+//! arithmetic only (no CUDA), so the choice is tested on any machine.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// A memory plan's kind (what an operator can force with `--memory-plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanKind {
+    Resident,
+    PartlyResident,
+    Streamed,
+}
+
+impl PlanKind {
+    pub const ALL: [PlanKind; 3] = [PlanKind::Resident, PlanKind::PartlyResident, PlanKind::Streamed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanKind::Resident => "resident",
+            PlanKind::PartlyResident => "partly-resident",
+            PlanKind::Streamed => "streamed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<PlanKind> {
+        PlanKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The metric's value for the plan (`snarkflow_gpu_memory_plan`): 3 resident, 2 partly
+    /// resident, 1 streamed (0 is "not the resident prover").
+    pub fn level(self) -> i64 {
+        match self {
+            PlanKind::Resident => 3,
+            PlanKind::PartlyResident => 2,
+            PlanKind::Streamed => 1,
+        }
+    }
+}
+
+impl fmt::Display for PlanKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the operator asked for: the best plan that fits, or one plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlanRequest {
+    #[default]
+    Auto,
+    Only(PlanKind),
+}
+
+impl PlanRequest {
+    /// `auto` or a plan's name.
+    pub fn parse(s: &str) -> Result<PlanRequest, String> {
+        if s == "auto" {
+            return Ok(PlanRequest::Auto);
+        }
+        PlanKind::parse(s).map(PlanRequest::Only).ok_or_else(|| {
+            format!("unknown memory plan {s:?} (auto, {})", PlanKind::ALL.map(PlanKind::name).join(", "))
+        })
+    }
+}
+
+/// The sizes of one circuit that decide where its key fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDims {
+    /// Points of H, L, A, B-G1, B-G2.
+    pub counts: [u64; 5],
+    /// Constraints (rows of each matrix).
+    pub rows: u64,
+    /// Non-zeros of A, B, C.
+    pub nnz: [u64; 3],
+    /// Entries of the coefficient table.
+    pub table_len: u64,
+    /// `[inputs | aux]`.
+    pub witness_len: u64,
+}
+
+const G1: u64 = 96;
+const G2: u64 = 192;
+const FR: u64 = 32;
+const POINT_BYTES: [u64; 5] = [G1, G1, G1, G1, G2];
+/// Bytes of a Pippenger bucket in XYZZ form.
+const BUCKET: u64 = 192;
+const GIB: f64 = (1u64 << 30) as f64;
+/// Non-zeros per streamed chunk of the matrices (the device code's default).
+pub const SHAPE_CHUNK: u64 = 1 << 25;
+/// The two device slots the 1s' points of host sections pass through (`MAPPED_CHUNK` G2 points
+/// each, in the device code).
+const MAPPED_STAGING: u64 = 2 * (1 << 20) * G2;
+
+/// Left free beyond the estimate: allocator rounding, a denser witness's larger tails. The
+/// estimates below are calibrated on measured peaks at 32 GiB (docs/benchmarks.md).
+fn margin(total: u64) -> u64 {
+    (512u64 << 20) + total / 128
+}
+
+impl KeyDims {
+    fn domain(&self) -> u64 {
+        self.rows.max(1).next_power_of_two()
+    }
+
+    fn points(&self, section: usize) -> u64 {
+        self.counts[section] * POINT_BYTES[section]
+    }
+
+    /// The matrices as the device stores them (row starts, columns, coefficient indices): A and
+    /// B only, since c = a∘b on the domain for a satisfied system.
+    pub fn matrix_bytes(&self) -> u64 {
+        2 * (self.rows + 1) * 8 + (self.nnz[0] + self.nnz[1]) * 8
+    }
+
+    /// What stays on the device in every plan: the coefficient table and the A/B gather lists.
+    fn shape_always(&self) -> u64 {
+        self.table_len * FR + (self.counts[2] + self.counts[3]) * 4
+    }
+
+    /// One witness buffer on the device.
+    pub fn witness_bytes(&self) -> u64 {
+        self.witness_len * FR
+    }
+
+    /// The buffers of one prove whatever the plan: a, b, c, the 0/1 split of the L, A, B
+    /// scalars (two index lists each), and the tail MSMs' gathered points and scalars (room for
+    /// a 64th of the points: Filecoin witnesses are bits, 1.3 % tails at 32 GiB; a denser
+    /// witness grows them on demand).
+    fn prove_buffers(&self) -> u64 {
+        let abc = 3 * self.domain() * FR;
+        let split = 2 * 4 * (self.counts[1] + self.counts[2] + self.counts[3]);
+        let tails =
+            (self.counts[1] + self.counts[2] + self.counts[3]) / 64 * (G1 + FR) + self.counts[4] / 64 * (G2 + FR);
+        abc + split + tails
+    }
+
+    /// The one-pass H MSM's workspace (msm_one_pass.cuh's plan for m − 1 points).
+    fn one_pass_bytes(&self) -> u64 {
+        let n = self.counts[0].max(1);
+        let stride = n.div_ceil(32) * 32;
+        let lg = 64 - (n + n / 2).leading_zeros() as u64 - 1;
+        let wbits = if n >= 1 << 25 { 21 } else { (lg.max(18) - 8).min(18) };
+        let nwins = 254 / wbits + 1;
+        let row = 1u64 << (wbits - 1);
+        nwins * stride * 4 + 4 * stride * 8 + nwins * row * (4 + BUCKET) + 2 * nwins * (row >> 9) * BUCKET
+    }
+
+    /// sppark's batched MSM over the H points (its digits, sort space, histogram and buckets,
+    /// and its memory pool): 5.8 GiB at 2^27 points, measured (peak device use of the resident
+    /// plan with it, 2026-12-04).
+    fn batched_msm_bytes(&self) -> u64 {
+        self.counts[0] * 46 + (64 << 20)
+    }
+
+    /// sppark's MSM over one batch of H points streamed from the host (a third of the domain,
+    /// in b or c): 1.7 GiB at 2^27 points, measured the same way.
+    fn streamed_msm_bytes(&self) -> u64 {
+        self.counts[0] * 14 + (64 << 20)
+    }
+
+    /// The two staging slots of streamed matrices.
+    fn shape_staging(&self) -> u64 {
+        let chunk = self.shape_chunk();
+        2 * ((chunk / 2 + 1) * 8 + chunk * 8)
+    }
+
+    /// Non-zeros per streamed chunk: the default, or the larger of A and B when smaller.
+    pub fn shape_chunk(&self) -> u64 {
+        SHAPE_CHUNK.min(self.nnz[0].max(self.nnz[1]).max(1024))
+    }
+
+    /// Bytes of the key: all five sections.
+    pub fn key_bytes(&self) -> u64 {
+        (0..5).map(|s| self.points(s)).sum()
+    }
+}
+
+/// A plan for one circuit on one device, with what it costs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryPlan {
+    pub kind: PlanKind,
+    /// The H MSM in one pass (else sppark's batched MSM, or batches streamed from the host).
+    pub one_pass_h: bool,
+    /// Sections H, L, A, B-G1, B-G2 in page-locked host memory.
+    pub host_sections: [bool; 5],
+    pub shape_on_host: bool,
+    /// Witness buffers on the device: 2 lets the next partition's witness upload while one
+    /// proves; 1 when there is no room for two.
+    pub witness_buffers: usize,
+    /// Device bytes this key needs, its prove buffers included.
+    pub device_bytes: u64,
+    /// Of those, the buffers every prove shares (a, b, c, splits, MSM workspace): one set per
+    /// device, sized by the largest circuit loaded.
+    pub prove_bytes: u64,
+    /// Page-locked host bytes.
+    pub host_bytes: u64,
+    /// Bytes that cross PCIe per partition at most: the witness, what is streamed, and every
+    /// point of the host sections (only those whose scalar is not 0 cross; the prove reports
+    /// the real figure).
+    pub pcie_bytes_max: u64,
+    /// Device bytes free when it was chosen.
+    pub free_bytes: u64,
+    /// Why this plan: a sentence for the log.
+    pub why: String,
+}
+
+impl MemoryPlan {
+    fn of(kind: PlanKind, one_pass_h: bool, witness_buffers: usize, dims: &KeyDims) -> MemoryPlan {
+        let host_sections = match kind {
+            PlanKind::Resident => [false; 5],
+            PlanKind::PartlyResident => [false, true, true, true, true],
+            PlanKind::Streamed => [true; 5],
+        };
+        let shape_on_host = kind == PlanKind::Streamed;
+        let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
+        let points_on_host: u64 = (0..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();
+        let matrices = dims.matrix_bytes();
+        let h_msm = if host_sections[0] {
+            // batches go into b and c
+            dims.streamed_msm_bytes()
+        } else if one_pass_h {
+            dims.one_pass_bytes()
+        } else {
+            dims.batched_msm_bytes()
+        };
+        let staging = if shape_on_host { dims.shape_staging() } else { 0 }
+            + if host_sections[1..].iter().any(|&h| h) { MAPPED_STAGING } else { 0 };
+        let prove_bytes = dims.prove_buffers() + h_msm + staging;
+        let device_bytes = points_on_device
+            + dims.shape_always()
+            + if shape_on_host { 0 } else { matrices }
+            + witness_buffers as u64 * dims.witness_bytes()
+            + prove_bytes;
+        let host_bytes = points_on_host + if shape_on_host { matrices } else { 0 };
+        let streamed = if shape_on_host { matrices } else { 0 } + if host_sections[0] { dims.points(0) } else { 0 };
+        let mapped: u64 = (1..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();
+        MemoryPlan {
+            kind,
+            one_pass_h: one_pass_h && !host_sections[0],
+            host_sections,
+            shape_on_host,
+            witness_buffers,
+            device_bytes,
+            prove_bytes,
+            host_bytes,
+            pcie_bytes_max: dims.witness_bytes() + streamed + mapped,
+            free_bytes: 0,
+            why: String::new(),
+        }
+    }
+
+    /// Every plan, fastest first (measured at 32 GiB on an H200, docs/benchmarks.md): all on the
+    /// device, with the one-pass H MSM (1.80 s a partition), then with sppark's batched one
+    /// (2.00 s); then partly resident; two witness buffers before one (the next partition's
+    /// upload overlaps the prove); the streamed plan last.
+    fn candidates(dims: &KeyDims) -> Vec<MemoryPlan> {
+        let mut out = Vec::new();
+        for kind in [PlanKind::Resident, PlanKind::PartlyResident] {
+            for one_pass in [true, false] {
+                for buffers in [2, 1] {
+                    out.push(MemoryPlan::of(kind, one_pass, buffers, dims));
+                }
+            }
+        }
+        for buffers in [2, 1] {
+            out.push(MemoryPlan::of(PlanKind::Streamed, false, buffers, dims));
+        }
+        out
+    }
+
+    /// Bytes the plan needs free on the device, counted with no prove buffers allocated (the
+    /// loader frees them first), given those promised to circuits loaded before: one set serves
+    /// them all, sized by the largest.
+    fn needs(&self, prove_reserved: u64) -> u64 {
+        let total = self.device_bytes - self.prove_bytes + self.prove_bytes.max(prove_reserved);
+        total + margin(total)
+    }
+
+    /// One line: which plan, its device and host bytes, the most it moves over PCIe.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} plan ({} H MSM, {} witness buffer{}): {:.1} GiB on the device, {:.1} GiB pinned on the host, ≤ {:.1} GB over PCIe per partition",
+            self.kind,
+            if self.host_sections[0] {
+                "streamed"
+            } else if self.one_pass_h {
+                "one-pass"
+            } else {
+                "batched"
+            },
+            self.witness_buffers,
+            if self.witness_buffers == 1 { "" } else { "s" },
+            self.device_bytes as f64 / GIB,
+            self.host_bytes as f64 / GIB,
+            self.pcie_bytes_max as f64 / 1e9,
+        )
+    }
+}
+
+/// No plan fits: what the smallest needs, what is free.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the resident prover has no memory plan for this circuit on this device: its smallest ({smallest}) needs {needed_gib:.1} GiB of device memory, {free_gib:.1} GiB are free"
+)]
+pub struct NoPlan {
+    pub smallest: PlanKind,
+    pub needed_gib: f64,
+    pub free_gib: f64,
+}
+
+/// The best plan for `dims` with `free` device bytes, of which `prove_reserved` are promised to
+/// the prove buffers of circuits already loaded (they are shared); `request` may force a kind,
+/// which is then taken even if the estimate says it does not fit (the operator knows better,
+/// and the log says so).
+pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanRequest) -> Result<MemoryPlan, NoPlan> {
+    let candidates: Vec<MemoryPlan> = MemoryPlan::candidates(dims)
+        .into_iter()
+        .filter(|p| match request {
+            PlanRequest::Auto => true,
+            PlanRequest::Only(kind) => p.kind == kind,
+        })
+        .collect();
+    let mut smallest: Option<(usize, u64)> = None;
+    for (i, plan) in candidates.iter().enumerate() {
+        let needs = plan.needs(prove_reserved);
+        if smallest.is_none_or(|(_, n)| needs < n) {
+            smallest = Some((i, needs));
+        }
+        if needs <= free {
+            let mut plan = plan.clone();
+            plan.free_bytes = free;
+            plan.why = match request {
+                PlanRequest::Auto => format!(
+                    "the fastest plan that fits: {:.1} GiB needed of {:.1} GiB free",
+                    needs as f64 / GIB,
+                    free as f64 / GIB
+                ),
+                PlanRequest::Only(_) => "chosen with --memory-plan".into(),
+            };
+            return Ok(plan);
+        }
+    }
+    let (i, needs) = smallest.expect("every kind has a candidate");
+    let kind = candidates[i].kind;
+    if let PlanRequest::Only(_) = request {
+        let mut plan = candidates[i].clone();
+        plan.free_bytes = free;
+        plan.why = format!(
+            "chosen with --memory-plan although it needs about {:.1} GiB of {:.1} GiB free",
+            needs as f64 / GIB,
+            free as f64 / GIB
+        );
+        return Ok(plan);
+    }
+    Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A 32 GiB PoRep partition, as measured (docs/benchmarks.md, 2026-12-03).
+    fn porep_32gib() -> KeyDims {
+        KeyDims {
+            counts: [(1 << 27) - 1, 130_169_893, 129_753_640, 33_112_282, 33_112_282],
+            rows: 130_278_869,
+            // 722,388,891 in all; A and B are 5.2 GiB on the host with their row starts
+            nnz: [300_000_000, 137_000_000, 285_388_891],
+            table_len: 64,
+            witness_len: 130_169_913,
+        }
+    }
+
+    fn plan(free_gib: u64) -> Result<MemoryPlan, NoPlan> {
+        choose(&porep_32gib(), free_gib * GIB, 0, PlanRequest::Auto)
+    }
+
+    #[test]
+    fn a_32gib_porep_key_is_44_gib_of_points() {
+        let d = porep_32gib();
+        assert_eq!(d.key_bytes() / 1_000_000_000, 47, "the parameter file's points: 47.4 GB");
+        // A and B of the 8.9 GB shape (C is not needed on the device)
+        assert!((5_000_000_000..6_000_000_000).contains(&d.matrix_bytes()), "{}", d.matrix_bytes());
+        let one_pass = d.one_pass_bytes() as f64 / GIB as f64;
+        assert!((12.5..14.5).contains(&one_pass), "the one-pass workspace measured ~13.6 GiB: {one_pass}");
+    }
+
+    #[test]
+    fn each_card_class_gets_the_plan_its_memory_holds() {
+        // an H200 (135 GiB free): everything on the device, one-pass H
+        let p = plan(135).unwrap();
+        assert_eq!((p.kind, p.one_pass_h, p.witness_buffers), (PlanKind::Resident, true, 2));
+        assert!(p.host_bytes == 0 && p.pcie_bytes_max == porep_32gib().witness_bytes());
+        // an 80 GB card (~79 GiB free): the key fits without the one-pass workspace and with
+        // one witness buffer (measured 1.10× the whole H200's seconds per partition)
+        let p = plan(79).unwrap();
+        assert_eq!((p.kind, p.one_pass_h, p.witness_buffers), (PlanKind::Resident, false, 1), "{}", p.summary());
+        // a 48 GB card: H and the matrices stay, L/A/B on the host
+        let p = plan(46).unwrap();
+        assert_eq!(p.kind, PlanKind::PartlyResident, "{}", p.summary());
+        // a 24 GB card (~23 GiB free once a CUDA context is made): all on the host, one witness
+        // buffer
+        let p = plan(23).unwrap();
+        assert_eq!((p.kind, p.witness_buffers), (PlanKind::Streamed, 1), "{}", p.summary());
+        assert!(p.shape_on_host && p.host_sections.iter().all(|&h| h));
+        assert!(p.device_bytes < 23 * GIB, "{}", p.summary());
+        // host memory for the streamed plan stays far below cuzk's and supraseal's
+        assert!(p.host_bytes < 60 * GIB, "{}", p.summary());
+    }
+
+    #[test]
+    fn a_card_too_small_for_every_plan_is_told_what_it_would_need() {
+        let err = plan(12).unwrap_err();
+        assert_eq!(err.smallest, PlanKind::Streamed);
+        assert!(err.needed_gib > 12.0 && err.free_gib == 12.0, "{err}");
+        let text = err.to_string();
+        assert!(text.contains("streamed") && text.contains("GiB are free"), "{text}");
+    }
+
+    #[test]
+    fn a_forced_plan_is_taken_and_says_so() {
+        let p = choose(&porep_32gib(), 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap();
+        assert_eq!(p.kind, PlanKind::Streamed);
+        assert_eq!(p.why, "chosen with --memory-plan");
+        let p = choose(&porep_32gib(), 20 * GIB, 0, PlanRequest::Only(PlanKind::Resident)).unwrap();
+        assert_eq!(p.kind, PlanKind::Resident);
+        assert!(p.why.contains("although it needs"), "{}", p.why);
+    }
+
+    #[test]
+    fn prove_buffers_are_shared_and_sized_by_the_largest_circuit() {
+        let big = plan(135).unwrap();
+        let small = KeyDims {
+            counts: [(1 << 22) - 1, 3_000_000, 3_000_000, 800_000, 800_000],
+            rows: 3_500_000,
+            nnz: [9_000_000, 6_000_000, 4_000_000],
+            table_len: 16,
+            witness_len: 3_000_020,
+        };
+        let alone = choose(&small, 135 * GIB, 0, PlanRequest::Auto).unwrap();
+        // loaded after the 32 GiB key: the free memory no longer holds that key's points, shape
+        // and witnesses; the prove buffers (freed by the loader) must still fit the big key's
+        let free_after = 135 * GIB - (big.device_bytes - big.prove_bytes);
+        let p = choose(&small, free_after, big.prove_bytes, PlanRequest::Auto).unwrap();
+        assert_eq!(p.kind, PlanKind::Resident, "{}", p.summary());
+        let own = alone.device_bytes - alone.prove_bytes;
+        assert_eq!(p.needs(big.prove_bytes), own + big.prove_bytes + margin(own + big.prove_bytes));
+        assert!(p.needs(big.prove_bytes) > alone.needs(0));
+        // room for the small key alone is not room for it beside the big one
+        let err = choose(&small, alone.needs(0), big.prove_bytes, PlanRequest::Auto);
+        assert!(err.is_err() || err.unwrap().kind != PlanKind::Resident);
+    }
+
+    #[test]
+    fn requests_parse_from_their_names() {
+        assert_eq!(PlanRequest::parse("auto"), Ok(PlanRequest::Auto));
+        for k in PlanKind::ALL {
+            assert_eq!(PlanRequest::parse(k.name()), Ok(PlanRequest::Only(k)));
+        }
+        let err = PlanRequest::parse("resident-ish").unwrap_err();
+        assert!(err.contains("partly-resident"), "{err}");
+    }
+}
