@@ -343,4 +343,27 @@ mod published_keys {
         let (test_cache, _) = policy(dir.path(), None);
         test_cache.check_circuit(&spec, 1).unwrap();
     }
+
+    #[test]
+    fn a_forged_key_of_the_same_length_with_a_forged_check_record_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, spec) = policy(dir.path(), None);
+        let vk = dir.path().join(format!("{}.vk", snarkflow_circuits::param_file_stem(&spec).unwrap()));
+        let published = digest_file(&vk).unwrap();
+        let (right, _) = policy(dir.path(), Some(&published));
+        right.check_circuit(&spec, 1).unwrap();
+        // whoever can write the directory swaps the key for another of the same length and
+        // writes the record a cached check would believe: this size, this time, the published digest
+        let mut forged = std::fs::read(&vk).unwrap();
+        let last = forged.len() - 1;
+        forged[last] ^= 0x5a;
+        std::fs::write(&vk, &forged).unwrap();
+        let meta = std::fs::metadata(&vk).unwrap();
+        let mtime = meta.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        std::fs::write(vk.with_extension("vk.checked"), format!("{} {mtime} {published}\n", meta.len())).unwrap();
+        match right.check_circuit(&spec, 1) {
+            Err(ApiError::NotServed(m)) => assert!(m.contains("not the file filecoin-proofs publishes"), "{m}"),
+            other => panic!("a forged key was accepted: {other:?}"),
+        }
+    }
 }
