@@ -11,8 +11,8 @@ pub(crate) enum AdminCommand {
     /// API tokens: create (printed once), list, revoke. The gateway notices changes to the
     /// file within a second.
     Token {
-        /// The gateway's tokens file (default: `.state/tokens.json` here if it exists — the one
-        /// `just up`'s gateway reads — else `~/.config/snarkflow/tokens.json`).
+        /// The gateway's tokens file (default: `.state/tokens/tokens.json` here if it exists —
+        /// the one `just up`'s and compose's gateways read — else `~/.config/snarkflow/tokens.json`).
         #[arg(long, global = true, env = "SNARKFLOW_TOKENS_FILE")]
         tokens_file: Option<PathBuf>,
         #[command(subcommand)]
@@ -41,13 +41,14 @@ pub(crate) enum TokenCommand {
 }
 
 /// The tokens file to manage: the one named (flag or `SNARKFLOW_TOKENS_FILE`), else the local
-/// stack's `.state/tokens.json` under `dir` when there is one (so a token made for `just up`'s
-/// gateway is one it accepts), else the user's default.
+/// stack's `.state/tokens/tokens.json` under `dir` when there is one (the file `just up` and
+/// compose-setup.sh give their gateways, so a token made here is one they accept), else the
+/// user's default.
 fn tokens_file_for(named: Option<PathBuf>, dir: &std::path::Path) -> PathBuf {
     if let Some(path) = named {
         return path;
     }
-    let local = dir.join(".state").join("tokens.json");
+    let local = dir.join(".state").join("tokens").join("tokens.json");
     if local.exists() {
         return local;
     }
@@ -115,9 +116,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let named = PathBuf::from("/somewhere/tokens.json");
         assert_eq!(tokens_file_for(Some(named.clone()), dir.path()), named, "a named file always wins");
-        assert_ne!(tokens_file_for(None, dir.path()), dir.path().join(".state/tokens.json"), "no local stack here");
-        std::fs::create_dir_all(dir.path().join(".state")).unwrap();
-        std::fs::write(dir.path().join(".state/tokens.json"), "{}").unwrap();
-        assert_eq!(tokens_file_for(None, dir.path()), dir.path().join(".state/tokens.json"));
+        let local = dir.path().join(".state/tokens/tokens.json");
+        assert_ne!(tokens_file_for(None, dir.path()), local, "no local stack here");
+        std::fs::create_dir_all(dir.path().join(".state/tokens")).unwrap();
+        std::fs::write(&local, "{}").unwrap();
+        // the file `just up`'s gateway reads (SNARKFLOW_TOKENS_FILE in the Justfile)
+        assert_eq!(tokens_file_for(None, dir.path()), local);
+        let justfile = include_str!("../../../Justfile");
+        assert!(
+            justfile.contains(r#"SNARKFLOW_TOKENS_FILE="{{state}}/tokens/tokens.json""#),
+            "the Justfile's tokens file moved"
+        );
     }
 }
