@@ -81,18 +81,22 @@ impl Policy {
         if snarkflow_circuits::verified_whole(kind) {
             let stem = snarkflow_circuits::param_file_stem(circuit).map_err(|e| invalid(e.to_string()))?;
             let vk = self.params_dir.join(format!("{stem}.vk"));
+            // answers name the file, not where this host keeps it (the log has the path)
+            let file = format!("{stem}.vk");
             if !vk.exists() {
+                tracing::warn!(path = %vk.display(), circuit = %circuit.circuit_id(), "no verifying key");
                 return Err(ApiError::NotServed(format!(
-                    "this gateway has no verifying key {} for {}, so it could not verify the proof; install the parameters there",
-                    vk.display(),
+                    "this gateway has no verifying key {file} for {}, so it could not verify the proof; install the parameters in its parameter directory",
                     circuit.circuit_id()
                 )));
             }
             if let Some(published) = &self.published {
                 published.check_published(&vk).map_err(|e| {
+                    tracing::warn!(error = %e, "a verifying key that is not the published one");
                     ApiError::NotServed(format!(
-                        "{e}: this gateway would verify proofs against a key the chain does not use. Replace it with \
-                         `snarkflow params fetch`, or start the gateway with --test-params if this directory holds test parameters"
+                        "{file} is not the file filecoin-proofs publishes under that name: this gateway would verify proofs \
+                         against a key the chain does not use. Replace it with `snarkflow params fetch`, or start the gateway \
+                         with --test-params if its parameter directory holds test parameters"
                     ))
                 })?;
             }
@@ -333,7 +337,8 @@ mod published_keys {
         let (wrong, spec) = policy(dir.path(), Some("00000000000000000000000000000000"));
         match wrong.check_circuit(&spec, 1) {
             Err(ApiError::NotServed(m)) => {
-                assert!(m.contains("not the file filecoin-proofs publishes") && m.contains("--test-params"), "{m}")
+                assert!(m.contains("not the file filecoin-proofs publishes") && m.contains("--test-params"), "{m}");
+                assert!(!m.contains(&*dir.path().to_string_lossy()), "the answer names no host path: {m}");
             }
             other => panic!("a key with another digest was accepted: {other:?}"),
         }

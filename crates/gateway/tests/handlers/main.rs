@@ -178,7 +178,8 @@ async fn a_kind_the_gateway_cannot_verify_is_refused_saying_why() {
         "{json}"
     );
     let message = json["error"]["message"].as_str().unwrap();
-    assert!(message.contains(".vk") && message.contains(&empty.path().display().to_string()), "{message}");
+    // the file it lacks, not where this host keeps its parameters
+    assert!(message.contains(".vk") && !message.contains(&empty.path().display().to_string()), "{message}");
     assert_eq!(state.bus.pending(snarkflow_wire::SYNTH_STREAM).await.unwrap(), 0);
 }
 
