@@ -27,6 +27,38 @@ fn is_partition_proof(hex: &str) -> bool {
     hex.len() == 2 * snarkflow_wire::PARTITION_PROOF_BYTES && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Longest failure message a worker's event puts into a record (a job's error), in bytes.
+const MAX_ERROR_BYTES: usize = 2048;
+/// Longest worker name, backend or encoding a worker's stats put into a record, in bytes.
+const MAX_LABEL_BYTES: usize = 128;
+
+/// `text` cut to at most `max` bytes at a character boundary, marked when cut: what a worker
+/// (or whoever can publish its events) writes into a record is bounded.
+fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn bounded_synth(stats: &snarkflow_wire::SynthStats) -> snarkflow_wire::SynthStats {
+    let mut s = stats.clone();
+    s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
+    s.encoding = s.encoding.map(|e| bounded(&e, MAX_LABEL_BYTES));
+    s
+}
+
+fn bounded_prove(stats: &snarkflow_wire::ProveStats) -> snarkflow_wire::ProveStats {
+    let mut s = stats.clone();
+    s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
+    s.backend = bounded(&s.backend, MAX_LABEL_BYTES);
+    s
+}
+
 /// Apply one event; returns whether the record changed. Idempotent and order-insensitive:
 /// a redelivered or reordered event leaves the same record. Terminal jobs do not change.
 pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
@@ -43,7 +75,7 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         JobEventBody::SynthesisStarted { .. } => started = true,
         JobEventBody::PartitionSynthesized { stats } => {
             part.synthesized = true;
-            part.synth = Some(stats.clone());
+            part.synth = Some(bounded_synth(stats));
         }
         JobEventBody::ProvingStarted { .. } => part.synthesized = true,
         JobEventBody::PartitionProved { .. } if part.proof_hex.is_some() => {
@@ -65,7 +97,7 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         JobEventBody::PartitionProved { proof_hex, stats } => {
             part.synthesized = true;
             part.proof_hex = Some(proof_hex.clone());
-            part.prove = Some(stats.clone());
+            part.prove = Some(bounded_prove(stats));
         }
         JobEventBody::PartitionFailed { .. } if part.proof_hex.is_some() => {
             // a redelivered attempt of a partition already proved (its worker reported the
@@ -74,6 +106,7 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         }
         JobEventBody::PartitionFailed { stage, message } => {
             record.state = JobState::Failed;
+            let message = bounded(message, MAX_ERROR_BYTES);
             record.error = Some(format!("partition {} failed during {}: {message}", event.partition, stage.as_str()));
             record.finished_at_ms = Some(event.at_ms);
             return true;
@@ -89,6 +122,22 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_worker_writes_into_a_record_is_bounded() {
+        let mut r = record(2);
+        let huge = "é".repeat(1 << 20);
+        let stats = SynthStats { worker: huge.clone(), encoding: Some(huge.clone()), ..Default::default() };
+        assert!(apply(&mut r, &ev(0, JobEventBody::PartitionSynthesized { stats })));
+        let synth = r.partitions[0].synth.as_ref().unwrap();
+        assert!(synth.worker.len() <= MAX_LABEL_BYTES && synth.worker.ends_with('…'), "{}", synth.worker.len());
+        assert!(synth.encoding.as_ref().unwrap().len() <= MAX_LABEL_BYTES);
+        apply(&mut r, &ev(1, JobEventBody::PartitionFailed { stage: Stage::Proving, message: huge }));
+        let error = r.error.as_ref().unwrap();
+        assert!(error.len() <= MAX_ERROR_BYTES + 64 && error.starts_with("partition 1 failed"), "{}", error.len());
+        // short texts are kept whole
+        assert_eq!(bounded("boom", MAX_ERROR_BYTES), "boom");
+    }
     use snarkflow_wire::{PartitionRecord, Priority, ProveStats, Stage, SynthStats, SCHEMA_VERSION};
 
     /// A queued dense-chain job of `partitions` partitions, for tests.
