@@ -216,14 +216,28 @@ impl Ledger {
         let (store, key, id) = (self.idempotency.clone(), key.to_owned(), id.to_owned());
         let every = (self.key_orphan_after / 3).max(Duration::from_millis(100));
         let task = tokio::spawn(async move {
+            // A failed read or renewal (the broker restarting, a timeout) is tried again next
+            // round, not given up: a key left to expire lets a retry start a second job. It
+            // ends only when the key no longer names this job, and says so.
             loop {
                 tokio::time::sleep(every).await;
-                let Ok(Some(entry)) = store.entry(&key).await else { return };
+                let entry = match store.entry(&key).await {
+                    Ok(Some(entry)) => entry,
+                    Ok(None) => {
+                        tracing::warn!(key = %key, job_id = %id, "the idempotency key this submit holds is gone; a retry may start another job");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(key = %key, job_id = %id, error = %e, "reading an idempotency key to renew it failed; trying again");
+                        continue;
+                    }
+                };
                 if entry.operation != Operation::Put || entry.value.as_ref() != id.as_bytes() {
+                    tracing::warn!(key = %key, job_id = %id, "the idempotency key this submit held names another job now");
                     return;
                 }
-                if store.update(&key, id.clone().into(), entry.revision).await.is_err() {
-                    return;
+                if let Err(e) = store.update(&key, id.clone().into(), entry.revision).await {
+                    tracing::warn!(key = %key, job_id = %id, error = %e, "renewing an idempotency key failed; trying again");
                 }
             }
         });
