@@ -204,7 +204,7 @@ fn wire_key(tenant: &str, key: &str) -> String {
 /// its existence is not revealed.
 pub(crate) async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<JobRecord, ApiError> {
     let not_found = || ApiError::NotFound(format!("no job with id {id:?}"));
-    if uuid::Uuid::parse_str(id).is_err() {
+    if !is_job_id(id) {
         return Err(not_found());
     }
     let record = state.ledger.get(id).await?.ok_or_else(not_found)?;
@@ -212,6 +212,12 @@ pub(crate) async fn load(state: &AppState, caller: &Caller, id: &str) -> Result<
         return Err(not_found());
     }
     Ok(record)
+}
+
+/// Whether `id` is spelled as job ids are: a hyphenated lowercase UUID (the parser also takes
+/// `urn:uuid:`, braces and other forms, which are not ledger keys).
+pub(crate) fn is_job_id(id: &str) -> bool {
+    uuid::Uuid::parse_str(id).is_ok_and(|u| u.hyphenated().to_string() == id)
 }
 
 /// Wait until the job has ended, or `timeout` (when given) has passed; its record then.
