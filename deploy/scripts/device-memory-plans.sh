@@ -22,30 +22,7 @@ nvcc=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
 [ -n "$nvcc" ] || { echo "no nvcc on this host"; exit 1; }
 
 if [ ! -x "$S/ballast" ]; then
-    cat >"$S/ballast.cu" <<'EOF'
-// Hold all but argv[1] MiB of device 0 (as cudaMemGetInfo counts it) until killed; print one
-// line once held.
-#include <cstdio>
-#include <cstdlib>
-#include <unistd.h>
-#include <cuda_runtime.h>
-int main(int argc, char** argv)
-{
-    size_t leave = strtoull(argv[1], nullptr, 10) << 20, free_b, total;
-    cudaMemGetInfo(&free_b, &total);
-    size_t held = 0, chunk = (size_t)1 << 30;
-    while (free_b > leave + (1 << 20) && chunk >= (1 << 20)) {
-        size_t want = free_b - leave < chunk ? free_b - leave : chunk;
-        void* p;
-        if (cudaMalloc(&p, want) == cudaSuccess) held += want; else { cudaGetLastError(); chunk /= 2; }
-        cudaMemGetInfo(&free_b, &total);
-    }
-    printf("holding %.2f GiB, %.2f GiB free\n", held / 1073741824.0, free_b / 1073741824.0);
-    fflush(stdout);
-    pause();
-}
-EOF
-    "$nvcc" -o "$S/ballast" "$S/ballast.cu" || { echo "ballast did not build"; exit 1; }
+        "$nvcc" -o "$S/ballast" deploy/scripts/ballast.cu || { echo "ballast did not build"; exit 1; }
 fi
 
 for size in ${SIZES:-2KiB 512MiB}; do

@@ -19,29 +19,7 @@ export SNARKFLOW_PARAMS_DIR="$S/params" FIL_PROOFS_PARAMETER_CACHE="$S/params" R
 nvcc=$(command -v nvcc || ls /usr/local/cuda*/bin/nvcc 2>/dev/null | head -1)
 [ -n "$nvcc" ] || { echo "no nvcc on this host"; exit 1; }
 
-cat >"$S/ballast.cu" <<'EOF'
-// Hold all but argv[1] MiB of device 0 until killed.
-#include <cstdio>
-#include <cstdlib>
-#include <unistd.h>
-#include <cuda_runtime.h>
-int main(int argc, char** argv)
-{
-    size_t leave = strtoull(argv[1], nullptr, 10) << 20, free_b, total;
-    cudaMemGetInfo(&free_b, &total);
-    size_t held = 0, chunk = (size_t)1 << 30;
-    while (free_b > leave + (1 << 20) && chunk >= (1 << 20)) {
-        size_t want = free_b - leave < chunk ? free_b - leave : chunk;
-        void* p;
-        if (cudaMalloc(&p, want) == cudaSuccess) held += want; else { cudaGetLastError(); chunk /= 2; }
-        cudaMemGetInfo(&free_b, &total);
-    }
-    printf("ballast: holding %.2f GiB, %.2f GiB free\n", held / 1073741824.0, free_b / 1073741824.0);
-    fflush(stdout);
-    pause();
-}
-EOF
-"$nvcc" -o "$S/ballast" "$S/ballast.cu" || { echo "ballast did not build"; exit 1; }
+"$nvcc" -o "$S/ballast" deploy/scripts/ballast.cu || { echo "ballast did not build"; exit 1; }
 
 fx="$S/fixture-$size"
 "$sf" filecoin fixture --sector-size "$size" --miner-id 1000 --seed 7 --out "$fx" >"$out/fixture.log" 2>&1 \

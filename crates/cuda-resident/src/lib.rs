@@ -15,6 +15,8 @@
 mod device;
 #[cfg(feature = "cuda")]
 mod ffi;
+#[cfg(feature = "cuda")]
+mod fixed_base;
 
 /// The SASS architectures this build's kernels were compiled for ("80 86 89 90 100 120"; empty
 /// without the `cuda` feature), set by build.rs.
@@ -26,9 +28,11 @@ pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    driver_version, fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, msm_sums, Csr, Device,
-    DeviceWitness, PinnedBuffer, Placement, Section, Shape, ShapeDesc, Srs, Sums, Timings, COMB_ENTRIES,
+    driver_version, msm_sums, Csr, Device, DeviceWitness, PinnedBuffer, Placement, Section, Shape, ShapeDesc, Srs,
+    Sums, Timings,
 };
+#[cfg(feature = "cuda")]
+pub use fixed_base::{fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, COMB_ENTRIES};
 
 /// A CUDA failure, with the message the device code gave.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -238,3 +238,46 @@ impl std::fmt::Debug for LoadedParams {
         f.debug_struct("LoadedParams").field("circuit_id", &self.circuit_id).finish_non_exhaustive()
     }
 }
+
+/// Load `path` for the resident prover in the memory plan that fits the device (`request`
+/// allowing); when none does, for supraseal-c2 if this build has it (saying why), else refuse
+/// with what the smallest plan needs.
+#[cfg(feature = "cuda-resident")]
+pub(crate) fn load_resident(
+    id: &str,
+    path: &Path,
+    shape: ConstraintShape,
+    request: crate::memory_plan::PlanRequest,
+) -> Result<(VerifyingKey<Bls12>, ProvingKey), ParamsError> {
+    use crate::resident::LoadError;
+    use tracing::{info, warn};
+    let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
+    match crate::resident::ResidentKey::load(&device, path, &shape, request) {
+        Ok((vk, key)) => {
+            let plan = key.plan();
+            info!(
+                circuit_id = %id, plan = %plan.kind, one_pass_h = plan.one_pass_h,
+                device_bytes = key.device_bytes(), host_bytes = key.host_bytes(),
+                pcie_bytes_max = plan.pcie_bytes_max, free_bytes = plan.free_bytes,
+                "memory plan: {}; {}", plan.summary(), plan.why
+            );
+            Ok((vk, ProvingKey::Resident(key)))
+        }
+        Err(LoadError::NoPlan(no_plan)) => {
+            #[cfg(feature = "cuda-supraseal")]
+            {
+                warn!(circuit_id = %id, reason = %no_plan, "proving this circuit with supraseal-c2 instead");
+                drop(shape);
+                let file = File::open(path).map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
+                let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(std::io::BufReader::new(file))
+                    .map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
+                let srs = crate::supraseal::Srs::load(path, false)
+                    .map_err(|e| ParamsError::Read { path: path.to_owned(), source: std::io::Error::other(e) })?;
+                Ok((vk, ProvingKey::Supraseal(srs)))
+            }
+            #[cfg(not(feature = "cuda-supraseal"))]
+            Err(ParamsError::Device(format!("{no_plan}; this build has no other GPU prover")))
+        }
+        Err(LoadError::Io(source)) => Err(ParamsError::Read { path: path.to_owned(), source }),
+    }
+}

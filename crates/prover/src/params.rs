@@ -214,7 +214,7 @@ impl ParamStore {
             #[cfg(feature = "cuda-resident")]
             Backend::CudaResident => {
                 drop(file);
-                self.load_resident(&id, &path, spec)?
+                crate::loaded::load_resident(&id, &path, self.shape(spec)?, self.memory_plan)?
             }
             #[allow(unreachable_patterns)]
             other => return Err(ParamsError::Device(format!("this build has no {other} backend"))),
@@ -223,50 +223,6 @@ impl ParamStore {
         info!(circuit_id = %id, seconds = loaded.load_seconds, path = %path.display(), "parameters loaded");
         self.loaded.lock().expect("params lock").insert(id, loaded.clone());
         Ok(loaded)
-    }
-
-    /// Load `path` for the resident prover in the memory plan that fits the device; when none
-    /// does, for supraseal-c2 if this build has it (saying why), else refuse with what the
-    /// smallest plan needs.
-    #[cfg(feature = "cuda-resident")]
-    fn load_resident(
-        &self,
-        id: &str,
-        path: &Path,
-        spec: &CircuitSpec,
-    ) -> Result<(bellperson::groth16::VerifyingKey<Bls12>, ProvingKey), ParamsError> {
-        use crate::resident::LoadError;
-        let shape = self.shape(spec)?;
-        let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
-        match crate::resident::ResidentKey::load(&device, path, &shape, self.memory_plan) {
-            Ok((vk, key)) => {
-                let plan = key.plan();
-                info!(
-                    circuit_id = %id, plan = %plan.kind, one_pass_h = plan.one_pass_h,
-                    device_bytes = key.device_bytes(), host_bytes = key.host_bytes(),
-                    pcie_bytes_max = plan.pcie_bytes_max, free_bytes = plan.free_bytes,
-                    "memory plan: {}; {}", plan.summary(), plan.why
-                );
-                Ok((vk, ProvingKey::Resident(key)))
-            }
-            Err(LoadError::NoPlan(no_plan)) => {
-                #[cfg(feature = "cuda-supraseal")]
-                {
-                    warn!(circuit_id = %id, reason = %no_plan, "proving this circuit with supraseal-c2 instead");
-                    drop(shape);
-                    let file =
-                        File::open(path).map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
-                    let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(BufReader::new(file))
-                        .map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
-                    let srs = crate::supraseal::Srs::load(path, false)
-                        .map_err(|e| ParamsError::Read { path: path.to_owned(), source: std::io::Error::other(e) })?;
-                    Ok((vk, ProvingKey::Supraseal(srs)))
-                }
-                #[cfg(not(feature = "cuda-supraseal"))]
-                Err(ParamsError::Device(format!("{no_plan}; this build has no other GPU prover")))
-            }
-            Err(LoadError::Io(source)) => Err(ParamsError::Read { path: path.to_owned(), source }),
-        }
     }
 
     /// `spec`'s constraint shape: `<dir>/<circuit id>.shape` (written beside generated

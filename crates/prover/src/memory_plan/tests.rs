@@ -1,0 +1,107 @@
+//! The plan each card class gets, and the estimates behind it.
+
+use super::*;
+
+const GIB: u64 = 1 << 30;
+
+/// A 32 GiB PoRep partition, as measured (docs/benchmarks.md, 2026-12-03).
+fn porep_32gib() -> KeyDims {
+    KeyDims {
+        counts: [(1 << 27) - 1, 130_169_893, 129_753_640, 33_112_282, 33_112_282],
+        rows: 130_278_869,
+        // 722,388,891 in all; A and B are 5.2 GiB on the host with their row starts
+        nnz: [300_000_000, 137_000_000, 285_388_891],
+        table_len: 64,
+        witness_len: 130_169_913,
+    }
+}
+
+fn plan(free_gib: u64) -> Result<MemoryPlan, NoPlan> {
+    choose(&porep_32gib(), free_gib * GIB, 0, PlanRequest::Auto)
+}
+
+#[test]
+fn a_32gib_porep_key_is_44_gib_of_points() {
+    let d = porep_32gib();
+    assert_eq!(d.key_bytes() / 1_000_000_000, 47, "the parameter file's points: 47.4 GB");
+    // A and B of the 8.9 GB shape (C is not needed on the device)
+    assert!((5_000_000_000..6_000_000_000).contains(&d.matrix_bytes()), "{}", d.matrix_bytes());
+    let one_pass = d.one_pass_bytes() as f64 / GIB as f64;
+    assert!((12.5..14.5).contains(&one_pass), "the one-pass workspace measured ~13.6 GiB: {one_pass}");
+}
+
+#[test]
+fn each_card_class_gets_the_plan_its_memory_holds() {
+    // an H200 (135 GiB free): everything on the device, one-pass H
+    let p = plan(135).unwrap();
+    assert_eq!((p.kind, p.one_pass_h, p.witness_buffers), (PlanKind::Resident, true, 2));
+    assert!(p.host_bytes == 0 && p.pcie_bytes_max == porep_32gib().witness_bytes());
+    // an 80 GB card (~79 GiB free): the key fits without the one-pass workspace and with
+    // one witness buffer (measured 1.10× the whole H200's seconds per partition)
+    let p = plan(79).unwrap();
+    assert_eq!((p.kind, p.one_pass_h, p.witness_buffers), (PlanKind::Resident, false, 1), "{}", p.summary());
+    // a 48 GB card: H and the matrices stay, L/A/B on the host
+    let p = plan(46).unwrap();
+    assert_eq!(p.kind, PlanKind::PartlyResident, "{}", p.summary());
+    // a 24 GB card (~23 GiB free once a CUDA context is made): all on the host, one witness
+    // buffer
+    let p = plan(23).unwrap();
+    assert_eq!((p.kind, p.witness_buffers), (PlanKind::Streamed, 1), "{}", p.summary());
+    assert!(p.shape_on_host && p.host_sections.iter().all(|&h| h));
+    assert!(p.device_bytes < 23 * GIB, "{}", p.summary());
+    // host memory for the streamed plan stays far below cuzk's and supraseal's
+    assert!(p.host_bytes < 60 * GIB, "{}", p.summary());
+}
+
+#[test]
+fn a_card_too_small_for_every_plan_is_told_what_it_would_need() {
+    let err = plan(12).unwrap_err();
+    assert_eq!(err.smallest, PlanKind::Streamed);
+    assert!(err.needed_gib > 12.0 && err.free_gib == 12.0, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("streamed") && text.contains("GiB are free"), "{text}");
+}
+
+#[test]
+fn a_forced_plan_is_taken_and_says_so() {
+    let p = choose(&porep_32gib(), 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap();
+    assert_eq!(p.kind, PlanKind::Streamed);
+    assert_eq!(p.why, "chosen with --memory-plan");
+    let p = choose(&porep_32gib(), 20 * GIB, 0, PlanRequest::Only(PlanKind::Resident)).unwrap();
+    assert_eq!(p.kind, PlanKind::Resident);
+    assert!(p.why.contains("although it needs"), "{}", p.why);
+}
+
+#[test]
+fn prove_buffers_are_shared_and_sized_by_the_largest_circuit() {
+    let big = plan(135).unwrap();
+    let small = KeyDims {
+        counts: [(1 << 22) - 1, 3_000_000, 3_000_000, 800_000, 800_000],
+        rows: 3_500_000,
+        nnz: [9_000_000, 6_000_000, 4_000_000],
+        table_len: 16,
+        witness_len: 3_000_020,
+    };
+    let alone = choose(&small, 135 * GIB, 0, PlanRequest::Auto).unwrap();
+    // loaded after the 32 GiB key: the free memory no longer holds that key's points, shape
+    // and witnesses; the prove buffers (freed by the loader) must still fit the big key's
+    let free_after = 135 * GIB - (big.device_bytes - big.prove_bytes);
+    let p = choose(&small, free_after, big.prove_bytes, PlanRequest::Auto).unwrap();
+    assert_eq!(p.kind, PlanKind::Resident, "{}", p.summary());
+    let own = alone.device_bytes - alone.prove_bytes;
+    assert_eq!(p.needs(big.prove_bytes), own + big.prove_bytes + margin(own + big.prove_bytes));
+    assert!(p.needs(big.prove_bytes) > alone.needs(0));
+    // room for the small key alone is not room for it beside the big one
+    let err = choose(&small, alone.needs(0), big.prove_bytes, PlanRequest::Auto);
+    assert!(err.is_err() || err.unwrap().kind != PlanKind::Resident);
+}
+
+#[test]
+fn requests_parse_from_their_names() {
+    assert_eq!(PlanRequest::parse("auto"), Ok(PlanRequest::Auto));
+    for k in PlanKind::ALL {
+        assert_eq!(PlanRequest::parse(k.name()), Ok(PlanRequest::Only(k)));
+    }
+    let err = PlanRequest::parse("resident-ish").unwrap_err();
+    assert!(err.contains("partly-resident"), "{err}");
+}
