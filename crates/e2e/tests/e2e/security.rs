@@ -166,43 +166,32 @@ async fn services_prove_through_nats_with_tls_and_per_role_permissions() {
     }
 }
 
-/// The services the gRPC listener at `socket` names through server reflection.
-async fn reflected_services(socket: &Path) -> Vec<String> {
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
-    let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
+/// The services the gRPC listener at `socket` names through server reflection, asked in the
+/// reflection version `$v` (`v1`, `v1alpha`: the same messages in two packages).
+macro_rules! reflected_services_fn {
+    ($name:ident, $v:ident) => {
+        async fn $name(socket: &Path) -> Vec<String> {
+            use tonic_reflection::pb::$v::server_reflection_client::ServerReflectionClient;
+            use tonic_reflection::pb::$v::server_reflection_request::MessageRequest;
+            use tonic_reflection::pb::$v::server_reflection_response::MessageResponse;
+            use tonic_reflection::pb::$v::ServerReflectionRequest;
+            let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
+            let request = ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(MessageRequest::ListServices(String::new())),
+            };
+            let mut answers =
+                client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+            let answer = answers.message().await.unwrap().expect("an answer");
+            match answer.message_response {
+                Some(MessageResponse::ListServicesResponse(list)) => list.service.into_iter().map(|s| s.name).collect(),
+                other => panic!("not a service list: {other:?}"),
+            }
+        }
     };
-    let mut answers = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
-    let answer = answers.message().await.unwrap().expect("an answer");
-    match answer.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => list.service.into_iter().map(|s| s.name).collect(),
-        other => panic!("not a service list: {other:?}"),
-    }
 }
-
-/// [`reflected_services`] through reflection's v1alpha service.
-async fn reflected_services_v1alpha(socket: &Path) -> Vec<String> {
-    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
-    let mut client = ServerReflectionClient::new(snarkflow_e2e::unix_channel(socket).await.unwrap());
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut answers = client.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
-    let answer = answers.message().await.unwrap().expect("an answer");
-    match answer.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => list.service.into_iter().map(|s| s.name).collect(),
-        other => panic!("not a service list: {other:?}"),
-    }
-}
+reflected_services_fn!(reflected_services, v1);
+reflected_services_fn!(reflected_services_v1alpha, v1alpha);
 
 /// A synth-worker (any role that may read the object store) stores an "evict" command as an
 /// object chunk and creates a push consumer that delivers it to the gpu-workers' control
