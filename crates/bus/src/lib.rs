@@ -6,6 +6,22 @@
 //! ([`Bus::publish`]), priority-lane pulling ([`Lanes`]), in-progress heartbeats for long work
 //! ([`Heartbeat`]), and the object store (partitions and job inputs) with digest checks ([`Bus::put_object`],
 //! [`Bus::get_object`]), and the job ledger ([`Ledger`]).
+//!
+//! Module map:
+//! - `connect.rs`: [`Bus`] and [`BusConfig`]: connecting (waiting, and saying why), declaring
+//!   every stream, consumer and bucket, publishing.
+//! - `security.rs`: [`NatsSecurity`]: who a service is to NATS (credentials, TLS, a per-role
+//!   inbox prefix).
+//! - `lanes.rs`: [`Lanes`], pulling by priority (the pulls re-made after a reconnection), and
+//!   [`Heartbeat`], in-progress acks from a task of their own.
+//! - `ledger.rs`: [`Ledger`]: job records by compare-and-set, idempotency keys, `is_live`,
+//!   `task_status`, `wait_finished`, `changes` (a watch).
+//! - `objects.rs`: the object store (partitions and job inputs), digest checked on the way out.
+//! - `dead_letters.rs`: the max-deliveries advisories, kept in a stream of their own.
+//! - `control.rs`: control requests over core NATS (one request, every worker's reply).
+//! - `trace_context.rs`: W3C trace context in message headers.
+//! - `settle.rs`: [`settle`](fn@settle) and [`Failure`]: one classification of failures and one
+//!   ack rule for every worker.
 
 mod connect;
 mod control;

@@ -1,4 +1,21 @@
 //! `snarkflow`: the command line for snarkflow users and operators.
+//!
+//! Jobs go through the gateway's HTTP API (no NATS here); the parameter and benchmark commands
+//! run the libraries in-process.
+//!
+//! Module map:
+//! - `commands.rs`: the subcommands (clap) and their dispatch: `submit`, `status`, `list`,
+//!   `proof`, `cancel`, `waterfall`, `traces`, `bench`, `filecoin`, `params`, `admin`.
+//! - `submit.rs`: submit, and with `--wait` follow the job. `client.rs`: the HTTP client (API
+//!   token, CA). `circuit_args.rs`: how a command names a circuit (a synthetic kind and its
+//!   size, or a Filecoin kind and its input).
+//! - `params.rs`: `params generate` (random test parameters), and `params check` and
+//!   `params fetch` against the digests filecoin-proofs publishes.
+//! - `filecoin.rs`: `filecoin seal` and `filecoin fixture`, Filecoin inputs made without lotus.
+//! - `admin.rs`: `admin token create / list / revoke`, in the gateway's tokens file.
+//! - `waterfall.rs`: `waterfall` and `traces collect`.
+//! - `bench.rs`: `bench hop`, `shape`, `hammer` and `stock-c2`; `bench_resident.rs` (feature
+//!   `cuda-resident`): `bench resident`.
 
 mod admin;
 mod bench;

@@ -10,6 +10,22 @@
 //!
 //! This crate is only the boundary: it knows raw arrays and blstrs types, not parameter files,
 //! circuits or partitions. Without the `cuda` feature it is empty (no CUDA toolkit needed).
+//!
+//! Module map:
+//! - `cuda/resident.cu`: the one translation unit, with the device and prove entry points. It
+//!   includes `device_types.cuh` (errors, device buffers and the types handed out; it includes
+//!   `msm_one_pass.cuh`, our driver for the H MSM over sppark's kernels), `kernels.cuh` (our
+//!   kernels), `resident_data.cuh` (the witness, parameter and shape entry points),
+//!   `queries.cuh` (a query's MSMs beside the NTTs, with the split of its 0/1 scalars) and
+//!   `fixed_base.cuh` (random parameters on the device).
+//! - `src/ffi.rs`: the C ABI of `resident.cu`.
+//! - `src/device.rs`: the safe owners: `Device`, `Srs`, `Shape`, `DeviceWitness`,
+//!   `PinnedBuffer`, and `msm_sums`, the call that proves. A `Placement` puts any point section
+//!   and the matrices in pinned host memory instead, which a prove then streams or reads in
+//!   place.
+//! - `src/fixed_base.rs`: random parameters' points computed on the device.
+//! - `build.rs`: compiles `cuda/` with nvcc and records the architectures and toolkit it
+//!   compiled for ([`ARCHS_BUILT`], [`PTX_ARCH`], [`TOOLKIT_BUILT`]).
 
 #[cfg(feature = "cuda")]
 mod device;

@@ -1,5 +1,13 @@
 //! Harness for end-to-end tests: a real nats-server plus the three services running
 //! in-process (each with its own shutdown token), and an HTTP client for the gateway.
+//!
+//! Layout of the package:
+//! - `tests/e2e/`: the suite, one test binary with a module per concern.
+//! - `tests/device_errors.rs` (a failpoint) and `tests/trace.rs` (the global tracing
+//!   subscriber): tests that set process-wide state, each in a binary of its own.
+//! - `src/bin/`: the three service binaries, for tests that run them as child processes.
+//! - `build.rs`: a cuzk gRPC client generated from the gateway's `.proto`, apart from the
+//!   server's code, so the tests speak the interface as an outside client would.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

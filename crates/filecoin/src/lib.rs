@@ -13,6 +13,35 @@
 //! code; the sector shape is a type parameter chosen at run time.
 //!
 //! No NATS, HTTP or tokio here.
+//!
+//! Module map:
+//! - [`porep`] (with `porep/c1.rs`: the wrappings a C1 arrives in, the Curio/lotus-bench
+//!   envelope or a raw C1), [`snap`], [`post`]: for each construction, request parsing into a
+//!   [`Parsed`] (the spec — [`PorepSpec`] or the sector size — and the kind's input), partition
+//!   and blank circuits for every sector shape (PoRep's and PoSt's constraint shapes recorded
+//!   from two challenges or sectors and copied), public inputs, verification, parameter names,
+//!   and the native witness (`porep::native_witness`, `snap::native_witness`,
+//!   `PostKind::native_witness`).
+//! - `request.rs`: [`FilecoinRequest`], an input whose fields are already binary, as cuzk's gRPC
+//!   carries them, checked by the same `porep::parse_envelope`, `snap::checked` and
+//!   `PostKind::checked` the JSON parsers end in, into a [`CheckedRequest`].
+//! - `native/`: the PoRep, SnapDeals and PoSt witnesses without a constraint system:
+//!   `StackedCircuit`'s, `EmptySectorUpdateCircuit`'s (`native/snap.rs`) and
+//!   `FallbackPoStCircuit`'s allocations mirrored on `snarkflow_synthesis::native`
+//!   (`native/merkle.rs`: Merkle paths and bit packing), challenges (PoSt: sectors) in parallel,
+//!   each written into its place. Equal to the gadgets' by `tests/native_porep.rs`,
+//!   `tests/native_snap.rs` and `tests/native_post.rs`.
+//! - `verify.rs`: each partition proof checked before filecoin-proofs' whole-proof verifier;
+//!   [`VerifyFailure`] names the partitions that fail.
+//! - [`manifest`]: the parameter files filecoin-proofs publishes, and their digests.
+//! - [`stock`]: filecoin-proofs' own `seal_commit_phase2` in-process, for comparison.
+//! - [`sparse`], [`sparse_post`] (on `sparse_tree.rs`): CC PoRep C1 outputs and PoSt vanilla
+//!   proofs of any sector size without sealing, for tests and benchmarks.
+//! - `fixtures` (feature `fixtures`): real sectors sealed with filecoin-proofs, and what a
+//!   storage node would send for them; `random_snap` (same feature): SnapDeals partition
+//!   circuits of any size with random contents.
+//! - `fields.rs`: reading a request's `input` fields, with errors that name the field.
+//!   `sector_shape.rs`: the sector shape type parameter, chosen at run time from the size.
 
 #[macro_use]
 mod sector_shape;

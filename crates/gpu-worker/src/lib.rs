@@ -8,6 +8,35 @@
 //! `1 + --prefetch` runtime slots pull partitions, so the next is fetched and rebuilt while
 //! one is proved; the device gate keeps one partition on the device at a time, the most urgent
 //! waiting going next.
+//!
+//! Module map:
+//! - `prove.rs`: the stage ([`TaskHandler`](snarkflow_runtime::TaskHandler)): fetch (digest
+//!   checked), prepare, prove under the device gate, verify against the verifying key, publish
+//!   `PartitionProved`, delete the object; the memory estimate (from the constraint shape, or
+//!   the witness alone for a prover that holds the shape on the device); a wrong proof on a GPU
+//!   is proved once more, a second one fails the job.
+//! - `prepare.rs`: decode and check a payload; a compact witness is either decoded (in parallel
+//!   pieces) and uploaded to a prover holding the shape on the device before its turn there, or
+//!   a, b, c are rebuilt from the shape. Partitions of at least 2^24 constraints are prepared one
+//!   at a time, each with every rebuild thread (`--rebuild-threads`).
+//! - `shapes.rs`: constraint shapes kept loaded. A shape is recorded once per circuit from the
+//!   blank circuit through its kind (`ProofKind::record_shape`: PoRep records its first two
+//!   challenges and copies the second, PoSt its first two sectors: `record_repeated`), kept as
+//!   `<circuit-id>.shape` beside the parameters with its hash re-checked on load; a payload's
+//!   shape hash must match it.
+//! - `device.rs`: the one device: probe before any work and after any device error
+//!   (`snarkflow_prover::device::probe`: the CUDA driver's device list plus a verified
+//!   self-test proof on the real backend), not ready and pulling nothing while it fails, fatal
+//!   exit when re-probes keep failing; the partition on the device now.
+//! - `gate.rs`: the device gate: one partition on the device at a time, the most urgent prepared
+//!   one next, so a WinningPoSt does not queue behind prefetched PoRep partitions.
+//! - `control.rs`: answers the gateway's control requests (status, load or drop parameters).
+//! - `param_trust.rs`: a file under a name filecoin-proofs publishes is loaded only with its
+//!   published digest, unless the directory is a test cache (`--test-params`,
+//!   `--generate-missing-params`).
+//! - `config.rs`: the flags. The backends are build features, one chosen at start with
+//!   `--backend` (`cpu`, `cuda`, `cuda-supraseal`, `cuda-resident`); one worker per GPU with
+//!   `--gpu N`; `--urgent-slots` (default 1) more slots that pull only critical-priority tasks.
 
 mod config;
 mod control;

@@ -1,10 +1,41 @@
-//! The prover half of snarkflow: turn a [`SynthesizedPartition`] into a Groth16 proof with
-//! bellperson's FFT and multi-exponentiation (CPU, or its CUDA kernels with the `cuda`
-//! feature), verify it, and keep Groth16 parameters on disk and in memory.
+//! The prover half of snarkflow: turn a [`SynthesizedPartition`] into a Groth16 proof on the
+//! backend this build has (bellperson's FFT and multi-exponentiation on the CPU or on its CUDA
+//! kernels, supraseal-c2, or our GPU-resident prover), verify it, and keep Groth16 parameters
+//! on disk and in memory.
 //!
 //! Given the same `r` and `s`, [`prove`] returns exactly the proof bellperson's own
 //! `create_proof_batch` returns for the same circuit (tested), so synthesis may run anywhere.
-//! No NATS, HTTP or tokio here.
+//! No NATS, HTTP or tokio here, and no proof kind: parameter files are named through a
+//! `CircuitCatalog` value.
+//!
+//! Module map:
+//! - `groth16.rs`: [`prove`] and [`verify`], step for step as bellperson's prover. With the
+//!   `cuda` feature it runs on bellperson's ec-gpu-gen kernels, where a kernel failure is an
+//!   error (never a silent CPU fallback).
+//! - `supraseal.rs` (feature `cuda-supraseal`): supraseal-c2's prover, the parameter file
+//!   loaded once as its SRS.
+//! - `resident.rs` (feature `cuda-resident`): the resident prover's host half. It streams a
+//!   parameter file to the device in the key's memory plan, stages witnesses there (before the
+//!   gpu-worker's device gate) and proves them. [`memory_plan`]: which plan (resident, partly
+//!   resident, streamed) fits a device's free memory, arithmetic only.
+//! - [`backend`]: which backends a build has and which one runs. [`compat`]: whether a build's
+//!   kernels run on a device under its driver, and what is missing if not.
+//! - `params.rs`: [`ParamStore`], the parameters on disk and loaded, named through a
+//!   `CircuitCatalog`; a [`FileCheck`] runs before a file is first loaded; generated files get
+//!   their recorded shape beside them; random Filecoin files are marked, and never written
+//!   beside unmarked (trusted-setup) ones.
+//! - `loaded.rs`: one circuit's parameters loaded for this process's backend: the resident key
+//!   in its memory plan or, where none fits, supraseal-c2's SRS (when the build has it).
+//! - `param_file.rs`: a parameter file's section table, and the check of a partition against
+//!   it before any backend sees both.
+//! - `paramgen.rs`: random parameters from a recorded shape, byte-identical to bellperson's
+//!   `generate_parameters` for the same toxic waste, on the fixed-base comb tables of `comb.rs`
+//!   and the closed-form Lagrange basis at τ of `lagrange.rs`; each section written as it is
+//!   made. `paramgen/pieces.rs`: a section a piece at a time, the next piece made while the
+//!   last is written, with per-step timing; on the GPU the points land in pooled pinned
+//!   buffers.
+//! - [`device`]: the device probe (the driver's device list and a verified self-test proof on
+//!   this build's backend); `self_test.rs`: the probe's own circuit.
 
 pub mod backend;
 mod comb;

@@ -12,6 +12,20 @@
 //! endpoint (`/healthz`, `/readyz`, `/metrics`) and the metrics every worker exports.
 //!
 //! This crate knows nothing of circuits, provers or devices.
+//!
+//! Module map:
+//! - `slots.rs`: [`run`], the slot loop: pull, decode, span, heartbeat, liveness check,
+//!   "started" event, handle, settle, until shutdown; then drain. [`SlotConfig`]: `1 + n`
+//!   slots over the worker's lanes, plus urgent slots that pull only the most urgent lane
+//!   (when the worker pulls the critical one).
+//! - `handler.rs`: [`TaskHandler`], what a worker does with one task (its memory estimate,
+//!   a check before each pull, the handling itself); [`fetch_object`] (digest checked).
+//! - `budget.rs`: the memory budget (`--memory-budget`): a partition starts only when its
+//!   estimate fits what is left; one larger than the whole budget fails its job.
+//! - `watchdog.rs`: a task's watchdog clock, counting the time it works, not the time it waits
+//!   for memory, room in the store or the broker.
+//! - `pool.rs`: `--lanes`, the priority lanes a worker pulls.
+//! - `host.rs`: [`WorkerHost`].
 
 mod budget;
 mod handler;

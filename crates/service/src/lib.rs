@@ -2,6 +2,13 @@
 //! the flags every service takes ([`NatsArgs`], [`TelemetryArgs`]), [`main`] (runtime,
 //! telemetry, signals, ordered shutdown, flush), and the workers' status endpoint
 //! ([`serve_status`]: `/healthz`, `/readyz`, `/metrics`).
+//!
+//! Module map:
+//! - `args.rs`: the flags every service flattens into its own `Config`: [`NatsArgs`] (the URL,
+//!   credentials and TLS, stream limits), [`TelemetryArgs`], [`ParamsDir`].
+//! - `status.rs`: the workers' status endpoint and [`Readiness`].
+//! - [`systemd`]: systemd's readiness protocol (`READY=1` / `STOPPING=1` to `$NOTIFY_SOCKET`).
+//! - [`tokens`]: the API tokens file, shared by the gateway and `snarkflow admin`.
 
 mod args;
 mod status;

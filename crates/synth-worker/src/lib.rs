@@ -5,6 +5,21 @@
 //!
 //! Pulling, heartbeats, the job-liveness check, settling and draining are the runtime's
 //! (`snarkflow-runtime`); this crate is what synthesis adds to them.
+//!
+//! Module map:
+//! - `synthesize.rs`: the stage, one partition from task to announced payload. The circuit comes
+//!   from the circuits registry; the witness from the kind's native generator where it has one
+//!   (PoRep, SnapDeals, PoSt; `--witness gadgets` for the gadgets everywhere), spot-checked
+//!   against the gadgets every `--native-check-every`th time. By default only the witness is
+//!   shipped, in the compact encoding (2 bits per bit-valued variable, digest-protected, naming
+//!   its constraint shape's hash); `--wire-format raw` ships the full `SynthesizedPartition`
+//!   (a, b, c, assignments, densities). Also the memory estimate and the shapes recorded ahead
+//!   of time (`--preload-shapes`).
+//! - `inputs.rs`: job inputs (C1 outputs, vanilla proofs) fetched once per job, digest checked,
+//!   and kept in a small LRU for its partitions.
+//! - `huge_pages.rs`: whether the witness buffers get transparent huge pages (reported at start
+//!   and in readiness).
+//! - `config.rs`: the flags.
 
 mod config;
 mod huge_pages;

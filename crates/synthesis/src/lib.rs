@@ -9,6 +9,26 @@
 //! travels in the [`encode_compact`] form.
 //!
 //! No NATS, HTTP or tokio here.
+//!
+//! Module map:
+//! - `lib.rs`: [`SynthesizedPartition`] (the synth → prove boundary), [`CircuitCatalog`] (what
+//!   a parameter store needs to know about circuits: file names, sector size, shapes; here
+//!   because this is the lowest crate both the prover and the proof kinds link), and
+//!   [`CircuitVisitor`] with the visitors that record, synthesize or witness a circuit.
+//! - `recorder.rs`: [`PartitionRecorder`], our `ConstraintSystem`, and [`synthesize`].
+//! - `encoding.rs`: the raw wire form of a `SynthesizedPartition`, checked on decode.
+//! - `density.rs`: [`Density`] bitmaps.
+//! - `witness.rs`: witness-only synthesis ([`synthesize_witness`]).
+//! - `shape.rs`: [`ConstraintShape`] (sparse A, B, C, densities, hash) and its `rebuild`.
+//!   `shape/repeat.rs`: [`record_repeated`], a head-plus-equal-blocks circuit recorded from two
+//!   blocks and copied, checked against the two-block recording. `shape/columns.rs`: Aᵀ·v, Bᵀ·v,
+//!   Cᵀ·v in parallel by stretches of columns, the QAP at τ of parameter generation.
+//!   `shape/file.rs`: the shape's file form (`SFCS`), its hash re-checked on read.
+//! - `compact.rs`: the compact witness encoding (`SFCW`: a 2-bit tag per value, small values as
+//!   varints, a SHA-256 over all of it), naming the shape it is for.
+//! - [`native`]: witness generation without a constraint system, mirroring the gadgets'
+//!   allocations value for value (`Bit`, `U32`, `Num`, SHA-256, neptune's Poseidon). The
+//!   circuit-level mirrors built on them live with their circuits (`crates/filecoin/src/native/`).
 
 mod compact;
 mod density;

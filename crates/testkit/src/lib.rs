@@ -4,6 +4,11 @@
 //!
 //! The binary is `$NATS_SERVER_BIN` if set, else `nats-server` on `PATH` (Debian:
 //! `apt-get install nats-server`).
+//!
+//! Also: [`NatsServer::start_with_config`] (users, permissions, TLS from a test's own
+//! configuration), [`NatsCluster`] (several nodes routed together), [`params_dir`] (the Groth16
+//! test parameters shared by every test run on the machine), and [`pki`] (a throwaway CA and
+//! certificates for TLS tests).
 
 pub mod pki;
 
