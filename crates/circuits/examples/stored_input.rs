@@ -1,5 +1,5 @@
 //! For a sparse C1 output of the given sector size:
-//! - a PoRep job input stored as JSON (what gateways stored before) against the binary form
+//! - a PoRep job input as JSON (what gateways stored before the binary form) against the binary form
 //!   (`JobInput::to_bytes`): bytes, and seconds to write and to read each;
 //! - a submit through cuzk's gRPC interface: the C1 envelope's bytes (Curio's `vanilla_proof`)
 //!   checked the way the gateway did before `FilecoinRequest` (a JSON tree, wrapped as the HTTP
@@ -31,15 +31,19 @@ fn main() -> anyhow::Result<()> {
     let input = snarkflow_circuits::parse_request(kind, envelope_json.as_object().expect("an object"))?
         .input
         .expect("a PoRep job has an input");
+    // the JSON form gateways once stored: the kind's input type through serde_json
+    let typed = porep::parse(envelope_json.as_object().expect("an object"))?.input;
+    let to_json = || serde_json::to_vec(&typed).expect("inputs serialize");
     let timed = |f: &dyn Fn() -> usize| {
         let started = Instant::now();
         let n = f();
         (n, started.elapsed().as_secs_f64())
     };
-    let (json, binary) = (input.to_json(), input.to_bytes());
-    let (_, json_write) = timed(&|| input.to_json().len());
+    let (json, binary) = (to_json(), input.to_bytes());
+    let (_, json_write) = timed(&|| to_json().len());
     let (_, binary_write) = timed(&|| input.to_bytes().len());
-    let (_, json_read) = timed(&|| JobInput::from_bytes(kind, &json).map(|_| 0).expect("reads"));
+    let (_, json_read) =
+        timed(&|| serde_json::from_slice::<snarkflow_filecoin::PorepInput>(&json).map(|_| 0).expect("reads"));
     let (_, binary_read) = timed(&|| JobInput::from_bytes(kind, &binary).map(|_| 0).expect("reads"));
     println!("STORED_INPUT porep-c2 {size}: json {} B, write {json_write:.3} s, read {json_read:.3} s", json.len());
     println!(
@@ -62,7 +66,7 @@ fn submit(size: &str, envelope: Vec<u8>) -> anyhow::Result<()> {
     let envelope_bytes = envelope.len();
     let started = Instant::now();
     let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope };
-    let _fingerprint = request.fingerprint();
+    let _fingerprint = request.fingerprint("porep-c2");
     let now = snarkflow_circuits::parse_filecoin_request(request)?;
     let typed_s = started.elapsed().as_secs_f64();
     let same_circuit = snarkflow_circuits::filecoin_sector_size(&now.spec) == Some(before.spec.sector_size);

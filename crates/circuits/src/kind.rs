@@ -4,7 +4,7 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::VerifyFailure;
+use snarkflow_filecoin::{Parsed, VerifyFailure};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape, RecordShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
@@ -27,28 +27,35 @@ impl From<snarkflow_filecoin::FilecoinError> for KindError {
     }
 }
 
-/// A request's `input` that passed every check of its kind.
+/// A request's `input` that passed every check of its kind, as the pipeline carries it: the
+/// kind's name and rendered spec, and its input behind one type.
 #[derive(Debug, Clone)]
 pub struct ParsedRequest {
     pub spec: CircuitSpec,
     pub partitions: u32,
-    /// Witness seed of the synthetic kinds (0 for the others).
+    /// Witness seed of the kinds whose input is a seed ([`ProofKind::from_seed`]); 0 for the others.
     pub seed: u64,
-    /// The input object of the kinds that take one.
+    /// The input object of the kinds that take one ([`ProofKind::TAKES_INPUT`]).
     pub input: Option<JobInput>,
 }
 
+/// A synthetic kind's input: the seed its witnesses are drawn from. It travels in the job
+/// record (`seed`), not as a stored object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Seed(pub u64);
+
 /// One proof kind. Each is a module of `crate::kinds`, registered by one line in
 /// `crate::registry`; nothing else names kinds. The kind owns its spec's type and rendering and
-/// its input's type: everything else sees a [`CircuitSpec`] (the kind's name and its rendered
-/// spec) and a [`JobInput`] (its input behind one type).
+/// its input's type, and its methods see only those: the registry reads the [`CircuitSpec`]
+/// (the kind's name and its rendered spec) and the [`JobInput`] (its input behind one type)
+/// once, and refuses what is not this kind's.
 pub trait ProofKind {
     /// The kind's name: in requests, on the wire, first in its circuit ids.
     const KIND: JobKind;
     /// What tells two circuits of this kind apart (a size, a sector size).
     type Spec: std::fmt::Debug + Clone + PartialEq;
-    /// What its jobs carry besides the spec (a C1 output, vanilla proofs); [`NoInput`] for a
-    /// kind whose jobs carry none. Stored with the job in bincode ([`JobInput::to_bytes`]).
+    /// What its jobs carry besides the spec: a C1 output, vanilla proofs (stored with the job in
+    /// bincode, [`JobInput::to_bytes`]), or a [`Seed`] (carried in the job record).
     type Input: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static;
     /// The priority of a job whose request names none.
     const DEFAULT_PRIORITY: Priority;
@@ -56,7 +63,8 @@ pub trait ProofKind {
     /// past it the gateway fails the job (a proof that late is worth nothing to its owner, and
     /// a job never stays open forever).
     const DEFAULT_DEADLINE_SECS: u64;
-    /// Whether jobs carry an input object (C1 output, vanilla proofs) that workers fetch.
+    /// Whether jobs carry an input object (C1 output, vanilla proofs) that workers fetch;
+    /// false for a kind whose input is its job's seed ([`ProofKind::from_seed`]).
     const TAKES_INPUT: bool;
     /// Whether the kind is one of filecoin-proofs' circuits: its parameter files carry
     /// filecoin-proofs' names and a `.meta`, random ones are marked as such, and none is ever
@@ -82,38 +90,47 @@ pub trait ProofKind {
         None
     }
 
+    /// The input of a job whose kind takes no input object: made from the job's seed. `None`
+    /// for the kinds that take one ([`ProofKind::TAKES_INPUT`]).
+    fn from_seed(_seed: u64) -> Option<Self::Input> {
+        None
+    }
+
+    /// The seed a job of this kind carries for `input` (0 for kinds that take an input object).
+    fn seed(_input: &Self::Input) -> u64 {
+        0
+    }
+
     /// Check a request's `input` object completely and turn it into a job.
-    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError>;
+    fn parse(input: &Map<String, Value>) -> Result<Parsed<Self::Spec, Self::Input>, KindError>;
 
     /// The circuit of `spec` without a witness (parameter generation, constraint shapes).
-    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError>;
+    fn visit_blank<V: CircuitVisitor>(spec: &Self::Spec, visitor: V) -> Result<V::Output, KindError>;
 
-    /// The constraint shape of `spec`'s circuit: what recording [`ProofKind::visit_blank`]'s
-    /// circuit gives, made the fastest way the kind knows.
-    fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
-        let id = spec.circuit_id();
-        Self::visit_blank(spec, RecordShape(&id))
+    /// The constraint shape of `spec`'s circuit (whose id is `id`): what recording
+    /// [`ProofKind::visit_blank`]'s circuit gives, made the fastest way the kind knows.
+    fn record_shape(spec: &Self::Spec, id: &str) -> Result<ConstraintShape, KindError> {
+        Self::visit_blank(spec, RecordShape(id))
             .map_err(|e| KindError(format!("building the {id} circuit: {e}")))?
             .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
     }
 
-    /// Partition `partition` of a job, witness included, from the job's seed or input.
+    /// Partition `partition` of a job, witness included.
     fn visit_partition<V: CircuitVisitor>(
-        spec: &CircuitSpec,
-        seed: u64,
+        spec: &Self::Spec,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &Self::Input,
         visitor: V,
     ) -> Result<V::Output, KindError>;
 
     /// File name (without extension) of the circuit's Groth16 parameters and verifying key.
-    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError>;
+    fn param_file_stem(spec: &Self::Spec) -> Result<String, KindError>;
 
     /// The assembled proof checked from the job alone, before the job is `done`; `None` when
     /// not [`ProofKind::VERIFIED_WHOLE`].
     fn verify(
-        spec: &CircuitSpec,
-        input: Option<&JobInput>,
+        spec: &Self::Spec,
+        input: &Self::Input,
         params_dir: &Path,
         partition_proofs: &[Vec<u8>],
     ) -> Option<Result<(), VerifyFailure>>;
@@ -121,7 +138,7 @@ pub trait ProofKind {
     /// For a test kind (a synthetic load circuit, not a Filecoin proof), about how many
     /// constraints one partition of `spec` has; `None` for the real kinds. Gateways accept
     /// test kinds only when told to, and bound their size.
-    fn test_constraints(_spec: &CircuitSpec) -> Option<u64> {
+    fn test_constraints(_spec: &Self::Spec) -> Option<u64> {
         None
     }
 
@@ -129,25 +146,16 @@ pub trait ProofKind {
     /// `None` when this kind has no native generator (its gadgets are the only path). Equal
     /// to witness-only synthesis of [`ProofKind::visit_partition`]'s circuit, value for value.
     fn native_witness(
-        _spec: &CircuitSpec,
+        _spec: &Self::Spec,
         _partition: u32,
-        _input: Option<&JobInput>,
+        _input: &Self::Input,
     ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
         None
     }
 
     /// Public inputs of every partition, computed from the job alone.
-    fn public_inputs(
-        spec: &CircuitSpec,
-        seed: u64,
-        partitions: u32,
-        input: Option<&JobInput>,
-    ) -> Result<Vec<Vec<Fr>>, KindError>;
+    fn public_inputs(spec: &Self::Spec, partitions: u32, input: &Self::Input) -> Result<Vec<Vec<Fr>>, KindError>;
 }
-
-/// The input of a kind whose jobs carry none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NoInput;
 
 /// `spec` as `K` reads it: an error when it is another kind's, or not a rendering `K` makes.
 pub fn spec_of<K: ProofKind>(spec: &CircuitSpec) -> Result<K::Spec, KindError> {
@@ -171,8 +179,23 @@ pub fn circuit_spec<K: ProofKind>(spec: &K::Spec) -> CircuitSpec {
     CircuitSpec::new(K::KIND, &K::render_spec(spec)).expect("a kind renders its specs as the wire takes them")
 }
 
+/// The circuit id of `K`'s `spec` (`porep-c2-32GiB`).
+pub fn circuit_id<K: ProofKind>(spec: &K::Spec) -> String {
+    circuit_spec::<K>(spec).circuit_id()
+}
+
 /// `K`'s input in `input`: an error when there is none or it is another kind's.
 pub fn input_of<K: ProofKind>(input: Option<&JobInput>) -> Result<&K::Input, KindError> {
     let input = input.ok_or_else(|| KindError(format!("a {} job needs its input", K::KIND)))?;
     input.get::<K>().ok_or_else(|| KindError(format!("{input:?} does not belong to a {} job", K::KIND)))
+}
+
+/// The job `K`'s checked request makes, as the pipeline carries it.
+pub(crate) fn request<K: ProofKind>(parsed: Parsed<K::Spec, K::Input>) -> ParsedRequest {
+    ParsedRequest {
+        spec: circuit_spec::<K>(&parsed.spec),
+        partitions: parsed.partitions,
+        seed: K::seed(&parsed.input),
+        input: K::TAKES_INPUT.then(|| JobInput::of::<K>(parsed.input)),
+    }
 }

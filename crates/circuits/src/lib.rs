@@ -17,7 +17,7 @@ mod registry;
 
 pub use catalog::{catalog, Catalog};
 pub use input::JobInput;
-pub use kind::{circuit_spec, input_of, spec_of, KindError, NoInput, ParsedRequest, ProofKind};
+pub use kind::{circuit_id, circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind, Seed};
 pub use kinds::dense_chain::{DenseChain, MAX_CONSTRAINTS as MAX_DENSE_CONSTRAINTS};
 /// The Filecoin kinds, for what maps other software's names onto them (the cuzk interface).
 pub mod filecoin_kinds {
@@ -28,9 +28,10 @@ pub mod filecoin_kinds {
 }
 pub use kinds::sha256_chain::{Sha256Chain, MAX_BLOCKS as MAX_SHA256_BLOCKS};
 pub use registry::{
-    check_spec, circuit, documented_kinds, filecoin_sector_size, kind_info, kind_named, known_kind, native_witness,
-    param_file_stem, parse_circuit_id, parse_filecoin_request, parse_request, public_inputs, record_shape, takes_input,
-    test_constraints, verified_whole, verify_job, visit_blank, visit_with_witness, KindInfo, KINDS,
+    check_spec, circuit, documented_kinds, filecoin_request_kind, filecoin_sector_size, kind_info, kind_named,
+    known_kind, native_witness, param_file_stem, parse_circuit_id, parse_filecoin_request, parse_request,
+    public_inputs, record_shape, takes_input, test_constraints, verified_whole, verify_job, visit_blank,
+    visit_with_witness, KindInfo, KINDS,
 };
 pub use snarkflow_filecoin::{FilecoinRequest, VerifyFailure};
 

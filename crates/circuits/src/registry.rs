@@ -8,12 +8,12 @@ use std::path::Path;
 
 use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
-use snarkflow_filecoin::VerifyFailure;
+use snarkflow_filecoin::{FilecoinRequest, VerifyFailure};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
 use snarkflow_wire::{CircuitSpec, JobKind, Priority};
 
 use crate::input::{self, JobInput};
-use crate::kind::{KindError, ParsedRequest, ProofKind};
+use crate::kind::{input_of, request, spec_of, KindError, ParsedRequest, ProofKind};
 use crate::kinds;
 
 /// `KINDS`, and `with_kind!(kind, K => body, unknown => other)`: `body` with `K` the
@@ -142,57 +142,74 @@ pub fn filecoin_sector_size(spec: &CircuitSpec) -> Option<u64> {
         if !K::FILECOIN {
             return None;
         }
-        K::sector_size(&crate::kind::spec_of::<K>(spec).ok()?)
+        K::sector_size(&spec_of::<K>(spec).ok()?)
     }, unknown => None)
 }
 
-pub(crate) fn encode_input(input: &JobInput) -> Vec<u8> {
-    with_kind!(input.kind(), K => input::encode::<K>(input), unknown => unreachable!("inputs are made by their kinds"))
+impl JobInput {
+    /// Read a stored `kind` input ([`JobInput::to_bytes`]'s form).
+    pub fn from_bytes(kind: JobKind, bytes: &[u8]) -> Result<JobInput, KindError> {
+        with_kind!(kind, K => input::decode::<K>(bytes), unknown => Err(unknown(kind)))
+    }
 }
 
-pub(crate) fn decode_input(kind: JobKind, bytes: &[u8]) -> Result<JobInput, KindError> {
-    with_kind!(kind, K => input::decode::<K>(bytes), unknown => Err(unknown(kind)))
-}
-
-pub(crate) fn input_json(input: &JobInput) -> Vec<u8> {
-    with_kind!(input.kind(), K => input::to_json::<K>(input), unknown => unreachable!("inputs are made by their kinds"))
+/// `f` of `K`'s input for a job: the one its seed makes, or its stored `input`.
+fn with_input<K: ProofKind, R>(
+    seed: u64,
+    input: Option<&JobInput>,
+    f: impl FnOnce(&K::Input) -> Result<R, KindError>,
+) -> Result<R, KindError> {
+    match K::from_seed(seed) {
+        Some(seeded) => f(&seeded),
+        None => f(input_of::<K>(input)?),
+    }
 }
 
 /// For a test kind's `spec`, about how many constraints one partition has; `None` for the
 /// Filecoin kinds.
 pub fn test_constraints(spec: &CircuitSpec) -> Option<u64> {
-    with_kind!(spec.kind(), K => K::test_constraints(spec), unknown => None)
+    with_kind!(spec.kind(), K => K::test_constraints(&spec_of::<K>(spec).ok()?), unknown => None)
 }
 
 /// Check a request's `input` for a job of `kind`.
 pub fn parse_request(kind: JobKind, input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-    with_kind!(kind, K => K::parse(input), unknown => Err(unknown(kind)))
+    with_kind!(kind, K => K::parse(input).map(request::<K>), unknown => Err(unknown(kind)))
 }
 
 /// Check a Filecoin job's input whose fields are already binary (the cuzk gRPC interface's
 /// request): the same checks as [`parse_request`] after its JSON is read.
-pub fn parse_filecoin_request(request: snarkflow_filecoin::FilecoinRequest) -> Result<ParsedRequest, KindError> {
+pub fn parse_filecoin_request(filecoin: FilecoinRequest) -> Result<ParsedRequest, KindError> {
     use snarkflow_filecoin::CheckedRequest as Checked;
-    match request.check()? {
-        Checked::PorepC2(parsed) => Ok(kinds::porep::Porep::job(parsed)),
-        Checked::SnapUpdate(parsed) => Ok(kinds::snap::Snap::job(parsed)),
-        Checked::WindowPost(parsed) => Ok(kinds::post::Post::<kinds::window_post::WindowPost>::job(parsed)),
-        Checked::WinningPost(parsed) => Ok(kinds::post::Post::<kinds::winning_post::WinningPost>::job(parsed)),
+    Ok(match filecoin.check()? {
+        Checked::PorepC2(parsed) => request::<kinds::porep::Porep>(parsed),
+        Checked::SnapUpdate(parsed) => request::<kinds::snap::Snap>(parsed),
+        Checked::WindowPost(parsed) => request::<kinds::window_post::WindowPost>(parsed),
+        Checked::WinningPost(parsed) => request::<kinds::winning_post::WinningPost>(parsed),
+    })
+}
+
+/// The kind a Filecoin request (cuzk's interface) asks for.
+pub fn filecoin_request_kind(request: &FilecoinRequest) -> JobKind {
+    match request {
+        FilecoinRequest::PorepC2 { .. } => kinds::porep::Porep::KIND,
+        FilecoinRequest::SnapUpdate { .. } => kinds::snap::Snap::KIND,
+        FilecoinRequest::WindowPost { .. } => kinds::window_post::WindowPost::KIND,
+        FilecoinRequest::WinningPost { .. } => kinds::winning_post::WinningPost::KIND,
     }
 }
 
 /// The blank (witness-free) circuit of `spec`.
 pub fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
-    with_kind!(spec.kind(), K => K::visit_blank(spec, visitor), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => K::visit_blank(&spec_of::<K>(spec)?, visitor), unknown => Err(unknown(spec.kind())))
 }
 
 /// The constraint shape of `spec`'s circuit ([`ProofKind::record_shape`]).
 pub fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
-    with_kind!(spec.kind(), K => K::record_shape(spec), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => K::record_shape(&spec_of::<K>(spec)?, &spec.circuit_id()), unknown => Err(unknown(spec.kind())))
 }
 
-/// Partition `partition` of a job with its witness: from the job seed for the synthetic
-/// kinds, from the job input for the Filecoin kinds.
+/// Partition `partition` of a job with its witness: from the job's seed for the kinds whose
+/// input it is, from the job's stored input for the others.
 pub fn visit_with_witness<V: CircuitVisitor>(
     spec: &CircuitSpec,
     seed: u64,
@@ -200,36 +217,58 @@ pub fn visit_with_witness<V: CircuitVisitor>(
     input: Option<&JobInput>,
     visitor: V,
 ) -> Result<V::Output, KindError> {
-    with_kind!(spec.kind(), K => K::visit_partition(spec, seed, partition, input, visitor), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => {
+        let spec = spec_of::<K>(spec)?;
+        with_input::<K, _>(seed, input, |input| K::visit_partition(&spec, partition, input, visitor))
+    }, unknown => Err(unknown(spec.kind())))
 }
 
 /// Partition `partition`'s witness from the kind's native generator, or `None` when the kind
 /// has none (see [`ProofKind::native_witness`]).
 pub fn native_witness(
     spec: &CircuitSpec,
+    seed: u64,
     partition: u32,
     input: Option<&JobInput>,
 ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
-    with_kind!(spec.kind(), K => K::native_witness(spec, partition, input), unknown => Some(Err(unknown(spec.kind()))))
+    with_kind!(spec.kind(), K => {
+        let spec = match spec_of::<K>(spec) {
+            Ok(spec) => spec,
+            Err(e) => return Some(Err(e)),
+        };
+        with_input::<K, _>(seed, input, |input| Ok(K::native_witness(&spec, partition, input))).unwrap_or_else(|e| Some(Err(e)))
+    }, unknown => Some(Err(unknown(spec.kind()))))
 }
 
 /// File name (without extension) of a circuit's Groth16 parameters: the circuit id for the
 /// synthetic kinds, filecoin-proofs' `v28-<circuit identifier>` for the Filecoin kinds.
 pub fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
-    with_kind!(spec.kind(), K => K::param_file_stem(spec), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => K::param_file_stem(&spec_of::<K>(spec)?), unknown => Err(unknown(spec.kind())))
 }
 
-/// Check an assembled job proof from the job alone (see [`ProofKind::verify`]).
+/// Check an assembled job proof from the job alone (see [`ProofKind::verify`]); `None` when
+/// the kind is not verified whole.
 pub fn verify_job(
     spec: &CircuitSpec,
+    seed: u64,
     input: Option<&JobInput>,
     params_dir: &Path,
     partition_proofs: &[Vec<u8>],
 ) -> Option<Result<(), VerifyFailure>> {
     with_kind!(spec.kind(), K => {
-        let verdict = K::verify(spec, input, params_dir, partition_proofs);
-        debug_assert_eq!(verdict.is_some(), K::VERIFIED_WHOLE, "a kind verifies whole exactly when it says so");
-        verdict
+        if !K::VERIFIED_WHOLE {
+            return None;
+        }
+        let verdict = spec_of::<K>(spec).and_then(|spec| {
+            with_input::<K, _>(seed, input, |input| Ok(K::verify(&spec, input, params_dir, partition_proofs)))
+        });
+        match verdict {
+            Ok(verdict) => {
+                debug_assert!(verdict.is_some(), "a kind verifies whole exactly when it says so");
+                verdict
+            }
+            Err(e) => Some(Err(VerifyFailure::whole(e.to_string()))),
+        }
     }, unknown => Some(Err(VerifyFailure::whole(unknown(spec.kind()).to_string()))))
 }
 
@@ -240,5 +279,8 @@ pub fn public_inputs(
     partitions: u32,
     input: Option<&JobInput>,
 ) -> Result<Vec<Vec<Fr>>, KindError> {
-    with_kind!(spec.kind(), K => K::public_inputs(spec, seed, partitions, input), unknown => Err(unknown(spec.kind())))
+    with_kind!(spec.kind(), K => {
+        let spec = spec_of::<K>(spec)?;
+        with_input::<K, _>(seed, input, |input| K::public_inputs(&spec, partitions, input))
+    }, unknown => Err(unknown(spec.kind())))
 }

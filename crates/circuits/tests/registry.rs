@@ -83,7 +83,7 @@ fn a_job_of_a_kind_this_build_lacks_fails_with_a_reason() {
     let spec = CircuitSpec::new(JobKind::new("not-a-kind"), "x1").unwrap();
     let e = snarkflow_circuits::public_inputs(&spec, 0, 1, None).unwrap_err().to_string();
     assert!(e.contains("unknown kind not-a-kind"), "{e}");
-    let verdict = snarkflow_circuits::verify_job(&spec, None, std::path::Path::new("/nowhere"), &[]);
+    let verdict = snarkflow_circuits::verify_job(&spec, 0, None, std::path::Path::new("/nowhere"), &[]);
     assert!(verdict.unwrap().is_err(), "an unknown kind's proof is never passed");
     let e = JobInput::from_bytes(spec.kind(), b"SFJI\x02").unwrap_err().to_string();
     assert!(e.contains("unknown kind not-a-kind"), "{e}");
@@ -138,34 +138,29 @@ fn inputs() -> Vec<JobInput> {
 }
 
 #[test]
-fn every_kind_reads_back_what_it_stored_in_every_form() {
+fn every_kind_reads_back_what_it_stored() {
     for input in inputs() {
         let kind = input.kind();
         let stored = input.to_bytes();
         assert!(stored.starts_with(b"SFJI\x02"), "{kind}");
         let back = JobInput::from_bytes(kind, &stored).unwrap();
         assert_eq!(back.kind(), kind);
-        // same content (compared through the JSON both describe)
-        assert_eq!(back.to_json(), input.to_json());
-        // what gateways stored before the binary form: JSON with the kind's name in it
-        assert_eq!(JobInput::from_bytes(kind, &input.to_json()).unwrap().to_json(), input.to_json());
-        // version 1 (2026-12-03): the kind's tag byte after the version
-        let tag = ["porep-c2", "snap-update", "window-post", "winning-post"].iter().position(|k| *k == kind.as_str());
-        let mut v1 = vec![b'S', b'F', b'J', b'I', 1, tag.unwrap() as u8];
-        v1.extend_from_slice(&stored[5..]);
-        assert_eq!(JobInput::from_bytes(kind, &v1).unwrap().to_json(), input.to_json());
-        // another kind's tag is refused, even where the bytes would read (the two PoSt kinds)
-        v1[5] = (tag.unwrap() as u8 + 1) % 4;
+        // same content: the stored form is bincode, one encoding per value
+        assert_eq!(back.to_bytes(), stored, "{kind}");
+        // the pre-release forms (version 1, JSON) are not read: nothing in production wrote them
+        let mut v1 = stored.clone();
+        v1[4] = 1;
         let e = JobInput::from_bytes(kind, &v1).unwrap_err().to_string();
-        assert!(e.contains(&format!("not a {kind} input")), "{e}");
-        assert!(stored.len() < input.to_json().len(), "the binary form is the smaller one");
+        assert!(e.contains("version 1, this build reads 2"), "{e}");
+        let e = JobInput::from_bytes(kind, b"{\"kind\":\"porep-c2\"}").unwrap_err().to_string();
+        assert!(e.contains("does not start with the stored form's header"), "{e}");
     }
 }
 
 #[test]
 fn a_damaged_or_foreign_stored_input_is_refused_with_a_reason() {
     let inputs = inputs();
-    let (porep, window) = (&inputs[0], &inputs[1]);
+    let (porep, window, winning) = (&inputs[0], &inputs[1], &inputs[2]);
     let stored = porep.to_bytes();
     let e = JobInput::from_bytes(porep.kind(), &stored[..stored.len() / 2]).unwrap_err().to_string();
     assert!(e.contains("unreadable"), "{e}");
@@ -173,9 +168,31 @@ fn a_damaged_or_foreign_stored_input_is_refused_with_a_reason() {
     versioned[4] = 3;
     let e = JobInput::from_bytes(porep.kind(), &versioned).unwrap_err().to_string();
     assert!(e.contains("version 3"), "{e}");
-    // a WindowPoSt input's JSON read as a PoRep job's
-    let e = JobInput::from_bytes(porep.kind(), &window.to_json()).unwrap_err().to_string();
-    assert!(e.contains("not a porep-c2 input"), "{e}");
+    // a WindowPoSt input read as a PoRep job's
+    let e = JobInput::from_bytes(porep.kind(), &window.to_bytes()).unwrap_err().to_string();
+    assert!(e.contains("unreadable"), "{e}");
+    // the two PoSt kinds store the same type: the job's kind, not the bytes, says whose it is
+    let as_window = JobInput::from_bytes(window.kind(), &winning.to_bytes()).unwrap();
+    assert_eq!(as_window.kind(), window.kind());
     // an input of one kind is not another's
-    assert!(snarkflow_circuits::public_inputs(&circuit("porep-c2-2KiB"), 0, 1, Some(window)).is_err());
+    let e = snarkflow_circuits::public_inputs(&circuit("porep-c2-2KiB"), 0, 1, Some(window)).unwrap_err();
+    assert!(e.to_string().contains("does not belong to a porep-c2 job"), "{e}");
+    let e = snarkflow_circuits::public_inputs(&circuit("porep-c2-2KiB"), 0, 1, None).unwrap_err();
+    assert!(e.to_string().contains("a porep-c2 job needs its input"), "{e}");
+}
+
+/// The synthetic kinds' input is the job's seed: it decides the witness, and nothing is stored.
+#[test]
+fn a_synthetic_jobs_input_is_its_seed() {
+    let spec = circuit("dense-chain-c8");
+    let job = snarkflow_circuits::parse_request(
+        spec.kind(),
+        serde_json::json!({"constraints": 8, "seed": 7}).as_object().unwrap(),
+    )
+    .unwrap();
+    assert_eq!((job.seed, job.input.is_none()), (7, true));
+    let seven = snarkflow_circuits::public_inputs(&spec, 7, 2, None).unwrap();
+    assert_eq!(seven, snarkflow_circuits::public_inputs(&spec, 7, 2, None).unwrap());
+    assert_ne!(seven, snarkflow_circuits::public_inputs(&spec, 8, 2, None).unwrap());
+    assert_ne!(seven[0], seven[1], "partitions draw different witnesses");
 }

@@ -86,10 +86,11 @@ pub(crate) fn hop(
     );
     let witness = witness??;
     // the kind's native generator, where it has one: the same witness, value for value
-    let native = match snarkflow_circuits::native_witness(&spec, 0, input) {
+    let native = match snarkflow_circuits::native_witness(&spec, seed, 0, input) {
         Some(_) => {
             let cpu_before = cpu_seconds();
-            let (made, native_s) = median_of(runs, || (), |_| snarkflow_circuits::native_witness(&spec, 0, input));
+            let (made, native_s) =
+                median_of(runs, || (), |_| snarkflow_circuits::native_witness(&spec, seed, 0, input));
             let native_cpu_s = (cpu_seconds() - cpu_before) / runs.max(1) as f64;
             let made = made.expect("the kind has a native generator")?;
             if let Some(what) = made.difference(&witness) {

@@ -170,7 +170,7 @@ enum BenchCommand {
         #[arg(long, value_delimiter = ',')]
         cards: Vec<u64>,
         /// A program that holds all but argv[1] MiB of the device's memory until killed, and
-        /// prints one line once it does (deploy/scripts/device-memory-plans.sh builds one).
+        /// prints one line once it does (deploy/scripts/ballast.cu, which `device.sh memory-plans` builds).
         #[arg(long)]
         ballast: Option<std::path::PathBuf>,
         #[command(flatten)]

@@ -48,16 +48,6 @@ pub enum CheckedRequest {
 }
 
 impl FilecoinRequest {
-    /// The name of the proof kind it asks for (`porep-c2`, ...).
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            FilecoinRequest::PorepC2 { .. } => "porep-c2",
-            FilecoinRequest::SnapUpdate { .. } => "snap-update",
-            FilecoinRequest::WindowPost { .. } => "window-post",
-            FilecoinRequest::WinningPost { .. } => "winning-post",
-        }
-    }
-
     /// Check it completely, as the JSON form is, and turn it into a job.
     pub fn check(self) -> Result<CheckedRequest, FilecoinError> {
         fn named<T: serde::de::DeserializeOwned>(name: String, what: &str) -> Result<T, FilecoinError> {
@@ -89,11 +79,12 @@ impl FilecoinRequest {
         })
     }
 
-    /// SHA-256 (hex) of the kind and this input: what an idempotency key's retry must repeat.
-    pub fn fingerprint(&self) -> String {
+    /// SHA-256 (hex) of the name of the kind it makes (the circuits registry names it) and this
+    /// input: what an idempotency key's retry must repeat.
+    pub fn fingerprint(&self, kind: &str) -> String {
         use sha2::Digest as _;
         let mut hash = sha2::Sha256::new();
-        hash.update(self.kind_name().as_bytes());
+        hash.update(kind.as_bytes());
         bincode::serialize_into(&mut hash, self).expect("requests serialize");
         hex::encode(hash.finalize())
     }
@@ -124,12 +115,11 @@ mod tests {
         let json = serde_json::json!({ "miner_id": 1000, "c1": envelope.clone() });
         let from_json = porep::parse(json.as_object().unwrap()).unwrap();
         let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope: serde_json::to_vec(&envelope).unwrap() };
-        assert_eq!(request.kind_name(), "porep-c2");
-        let fingerprint = request.fingerprint();
+        let fingerprint = request.fingerprint("porep-c2");
         let CheckedRequest::PorepC2(typed) = request.check().unwrap() else { panic!("not a PoRep job") };
         same_job(typed, from_json);
         let other = FilecoinRequest::PorepC2 { miner_id: 1001, envelope: serde_json::to_vec(&envelope).unwrap() };
-        assert_ne!(other.fingerprint(), fingerprint);
+        assert_ne!(other.fingerprint("porep-c2"), fingerprint);
         // the same C1 from another miner is refused, as in the JSON form
         assert!(other.check().unwrap_err().to_string().contains("not made by miner 1001"));
     }

@@ -37,7 +37,7 @@ pub(crate) async fn verify_and_finish(
                 .iter()
                 .map(|p| hex::decode(p.proof_hex.as_deref().unwrap_or_default()).unwrap_or_default())
                 .collect::<Vec<_>>();
-            let (spec, dir) = (record.circuit.clone(), params_dir.to_owned());
+            let (spec, seed, dir) = (record.circuit.clone(), record.seed, params_dir.to_owned());
             let span = info_span!("verify", job_id = %record.id, verifier = "filecoin-proofs", worker = "gateway");
             tokio::task::spawn_blocking(move || {
                 let _enter = span.enter();
@@ -47,8 +47,8 @@ pub(crate) async fn verify_and_finish(
                     ),
                     None => None,
                 };
-                let verdict =
-                    snarkflow_circuits::verify_job(&spec, input.as_ref(), &dir, &proofs).unwrap_or_else(|| {
+                let verdict = snarkflow_circuits::verify_job(&spec, seed, input.as_ref(), &dir, &proofs)
+                    .unwrap_or_else(|| {
                         Err(snarkflow_circuits::VerifyFailure::whole("this kind is not verified whole"))
                     });
                 verdict.map_err(|e| {

@@ -133,7 +133,7 @@ impl JobRequest {
     /// A Filecoin job of `request`'s kind with the kind's default priority and deadline.
     pub fn filecoin(request: FilecoinRequest) -> Self {
         JobRequest {
-            kind: JobKind::new(request.kind_name()),
+            kind: snarkflow_circuits::filecoin_request_kind(&request),
             input: RequestInput::Filecoin(request),
             priority: None,
             idempotency_key: None,
@@ -214,11 +214,12 @@ pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
             (parsed, request_fingerprint(kind, &input))
         }
         RequestInput::Filecoin(request) => {
-            if request.kind_name() != kind.as_str() {
-                return Err(invalid(format!("a {} input for a {kind} job", request.kind_name())));
+            let made = snarkflow_circuits::filecoin_request_kind(&request);
+            if made != kind {
+                return Err(invalid(format!("a {made} input for a {kind} job")));
             }
             // of the binary fields: a retry through the same door repeats it
-            let fingerprint = request.fingerprint();
+            let fingerprint = request.fingerprint(kind.as_str());
             let parsed = snarkflow_circuits::parse_filecoin_request(request).map_err(|e| invalid(e.to_string()))?;
             (parsed, fingerprint)
         }

@@ -1,5 +1,5 @@
 //! The GPU-resident prover's proofs, made on an H200 (`snarkflow bench resident --params-seed`,
-//! deploy/scripts/device-resident-batch.sh, 2026-12-02) and kept in
+//! `deploy/scripts/device.sh resident-batch`, 2026-12-02) and kept in
 //! `tests/data/resident-h200-proofs.txt`, must be exactly the CPU prover's proofs of the same
 //! partitions with the same parameters and blinding factors. The parameters come from the same
 //! seed, the partitions from the same seeds, r and s from the same stream as the bench's: so

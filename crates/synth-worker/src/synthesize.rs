@@ -288,7 +288,7 @@ fn witness_of(
         .map_err(|e| format!("synthesis error: {e}"))
     };
     if native.policy.source == WitnessSource::Native {
-        if let Some(made) = snarkflow_circuits::native_witness(&task.circuit, task.partition, input) {
+        if let Some(made) = snarkflow_circuits::native_witness(&task.circuit, task.seed, task.partition, input) {
             let made = made.map_err(|e| format!("native witness: {e}"))?;
             let every = native.policy.check_every;
             if every > 0 && native.made.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {

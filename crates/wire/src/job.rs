@@ -181,17 +181,11 @@ pub struct JobRecord {
     pub deadline_at_ms: Option<u64>,
     /// Whether every partition's synthesis task has been published. A record left `false`
     /// (the gateway stopped mid fan-out) is completed by the next ledger pass.
-    #[serde(default = "published")]
     pub enqueued: bool,
     /// SHA-256 (hex) of the request's kind and input: an idempotency key reused for a
     /// different request is refused by comparing it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sha256: Option<String>,
-}
-
-/// Records written before `enqueued` existed were published before they were written.
-fn published() -> bool {
-    true
 }
 
 /// A job input stored in the object store: large (a 32 GiB C1 output is ~51 MB), so it
@@ -220,19 +214,6 @@ impl JobRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A ledger record written before the spec became a kind's name plus its rendering.
-    #[test]
-    fn a_record_in_the_old_spec_form_is_read() {
-        let old = r#"{"schema":1,"id":"j","circuit":{"kind":"window-post","sector_size":34359738368},
-            "priority":"high","seed":0,"state":"queued","error":null,"trace_id":null,"idempotency_key":null,
-            "created_at_ms":1,"updated_at_ms":1,"finished_at_ms":null,"partitions":[],"assemble_s":null}"#;
-        let record: JobRecord = serde_json::from_str(old).unwrap();
-        assert_eq!(record.circuit.circuit_id(), "window-post-32GiB");
-        assert_eq!(record.kind().as_str(), "window-post");
-        let again: JobRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
-        assert_eq!(again, record);
-    }
 
     #[test]
     fn priority_order_puts_critical_first() {

@@ -149,46 +149,22 @@ struct SpecRepr {
     kind: JobKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     spec: Option<String>,
-    /// The form written before 2026-12-04 (below).
-    #[serde(flatten, skip_serializing)]
-    fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Serialize for CircuitSpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        SpecRepr { kind: self.kind, spec: Some(self.params.to_string()), fields: Default::default() }.serialize(s)
+        SpecRepr { kind: self.kind, spec: Some(self.params.to_string()) }.serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for CircuitSpec {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let repr = SpecRepr::deserialize(d)?;
-        let params = match repr.spec {
-            Some(params) => params,
-            None => legacy_params(&repr.fields).ok_or_else(|| {
-                serde::de::Error::custom(format!("a {} circuit spec without its \"spec\"", repr.kind))
-            })?,
-        };
+        let params = repr
+            .spec
+            .ok_or_else(|| serde::de::Error::custom(format!("a {} circuit spec without its \"spec\"", repr.kind)))?;
         CircuitSpec::new(repr.kind, &params).map_err(serde::de::Error::custom)
     }
-}
-
-/// The parameters of a spec in the form ledger records and messages had before 2026-12-04: the
-/// kind's fields beside its name (`{"kind": "porep-c2", "sector_size": 34359738368,
-/// "synthetic": false}`), rendered as the kinds of that time render them. Records live a week;
-/// this can go once none of that age can be left.
-fn legacy_params(fields: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
-    let uint = |name: &str| fields.get(name).and_then(serde_json::Value::as_u64);
-    if let Some(blocks) = uint("blocks") {
-        return Some(format!("b{blocks}"));
-    }
-    if let Some(constraints) = uint("constraints") {
-        return Some(format!("c{constraints}"));
-    }
-    let size = uint("sector_size")?;
-    let name = crate::sector_size_label(size);
-    let synthetic = fields.get("synthetic").and_then(serde_json::Value::as_bool).unwrap_or(false);
-    Some(if synthetic { format!("synthetic-{name}") } else { name })
 }
 
 #[cfg(test)]
@@ -228,19 +204,10 @@ mod tests {
         assert!(e.to_string().contains("without its \"spec\""), "{e}");
     }
 
-    /// Ledger records and queued messages written before the spec became kind + parameters.
+    /// The fields of the form before the spec became kind + parameters (schema 1) are not read.
     #[test]
-    fn the_old_form_reads_as_the_same_spec() {
-        for (old, id) in [
-            (r#"{"kind":"sha256-chain","blocks":64}"#, "sha256-chain-b64"),
-            (r#"{"kind":"dense-chain","constraints":1024}"#, "dense-chain-c1024"),
-            (r#"{"kind":"porep-c2","sector_size":34359738368,"synthetic":false}"#, "porep-c2-32GiB"),
-            (r#"{"kind":"porep-c2","sector_size":68719476736,"synthetic":true}"#, "porep-c2-synthetic-64GiB"),
-            (r#"{"kind":"snap-update","sector_size":2048}"#, "snap-update-2KiB"),
-            (r#"{"kind":"window-post","sector_size":34359738368}"#, "window-post-32GiB"),
-            (r#"{"kind":"winning-post","sector_size":536870912}"#, "winning-post-512MiB"),
-        ] {
-            assert_eq!(serde_json::from_str::<CircuitSpec>(old).unwrap().circuit_id(), id, "{old}");
-        }
+    fn the_pre_release_form_is_refused() {
+        let e = serde_json::from_str::<CircuitSpec>(r#"{"kind":"porep-c2","sector_size":34359738368}"#).unwrap_err();
+        assert!(e.to_string().contains("without its \"spec\""), "{e}");
     }
 }

@@ -18,5 +18,7 @@ pub use messages::*;
 pub use topology::*;
 
 /// Version of the message schema. Bumped on any incompatible change to a type in this crate;
-/// consumers reject messages whose `schema` field differs.
-pub const SCHEMA_VERSION: u32 = 1;
+/// consumers reject messages whose `schema` field differs. 2 (2026-12-04): the readers of
+/// pre-release forms (specs as a kind's fields, records without `enqueued`) went; a gateway of
+/// schema 2 does not read schema 1's records or messages (docs/operations.md, upgrading).
+pub const SCHEMA_VERSION: u32 = 2;

@@ -12,12 +12,11 @@ use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use snarkflow_filecoin::VerifyFailure;
+use snarkflow_filecoin::{Parsed, VerifyFailure};
 use snarkflow_synthesis::CircuitVisitor;
-use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+use snarkflow_wire::{JobKind, Priority};
 
-use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
-use crate::JobInput;
+use crate::kind::{circuit_id, KindError, ProofKind};
 
 /// What a `cube` job carries besides its spec: the chain's start.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,8 +65,8 @@ impl Circuit<Fr> for CubeChain {
     }
 }
 
-fn start(input: Option<&JobInput>, partition: u32) -> Result<Fr, KindError> {
-    Ok(Fr::from(input_of::<Cube>(input)?.x) + Fr::from(u64::from(partition)))
+fn start(input: &CubeInput, partition: u32) -> Fr {
+    Fr::from(input.x) + Fr::from(u64::from(partition))
 }
 
 impl ProofKind for Cube {
@@ -90,7 +89,7 @@ impl ProofKind for Cube {
         params.strip_prefix('r')?.parse().ok().filter(|r| (1..=1 << 16).contains(r))
     }
 
-    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
+    fn parse(input: &Map<String, Value>) -> Result<Parsed<u32, CubeInput>, KindError> {
         if let Some(key) = input.keys().find(|k| !["rounds", "x", "partitions"].contains(&k.as_str())) {
             return Err(KindError(format!("input.{key} is not a field of cube (fields: rounds, x, partitions)")));
         }
@@ -105,50 +104,36 @@ impl ProofKind for Cube {
                 .ok_or_else(|| KindError::new("input.partitions must be between 1 and 4"))?
                 as u32,
         };
-        Ok(ParsedRequest {
-            spec: circuit_spec::<Cube>(&rounds),
-            partitions,
-            seed: 0,
-            input: Some(JobInput::of::<Cube>(CubeInput { x })),
-        })
+        Ok(Parsed { spec: rounds, partitions, input: CubeInput { x } })
     }
 
-    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
-        Ok(visitor.visit(CubeChain { rounds: spec_of::<Cube>(spec)?, x0: None }))
+    fn visit_blank<V: CircuitVisitor>(rounds: &u32, visitor: V) -> Result<V::Output, KindError> {
+        Ok(visitor.visit(CubeChain { rounds: *rounds, x0: None }))
     }
 
     fn visit_partition<V: CircuitVisitor>(
-        spec: &CircuitSpec,
-        _seed: u64,
+        rounds: &u32,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &CubeInput,
         visitor: V,
     ) -> Result<V::Output, KindError> {
-        let rounds = spec_of::<Cube>(spec)?;
-        Ok(visitor.visit(CubeChain { rounds, x0: Some(start(input, partition)?) }))
+        Ok(visitor.visit(CubeChain { rounds: *rounds, x0: Some(start(input, partition)) }))
     }
 
-    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
-        spec_of::<Cube>(spec)?;
-        Ok(spec.circuit_id())
+    fn param_file_stem(rounds: &u32) -> Result<String, KindError> {
+        Ok(circuit_id::<Cube>(rounds))
     }
 
-    fn test_constraints(spec: &CircuitSpec) -> Option<u64> {
-        spec_of::<Cube>(spec).ok().map(|rounds| 2 * u64::from(rounds))
+    fn test_constraints(rounds: &u32) -> Option<u64> {
+        Some(2 * u64::from(*rounds))
     }
 
-    fn verify(_: &CircuitSpec, _: Option<&JobInput>, _: &Path, _: &[Vec<u8>]) -> Option<Result<(), VerifyFailure>> {
+    fn verify(_: &u32, _: &CubeInput, _: &Path, _: &[Vec<u8>]) -> Option<Result<(), VerifyFailure>> {
         None
     }
 
-    fn public_inputs(
-        spec: &CircuitSpec,
-        _seed: u64,
-        partitions: u32,
-        input: Option<&JobInput>,
-    ) -> Result<Vec<Vec<Fr>>, KindError> {
-        let rounds = spec_of::<Cube>(spec)?;
-        (0..partitions).map(|p| Ok(vec![(0..rounds).fold(start(input, p)?, |x, _| step(x))])).collect()
+    fn public_inputs(rounds: &u32, partitions: u32, input: &CubeInput) -> Result<Vec<Vec<Fr>>, KindError> {
+        Ok((0..partitions).map(|p| vec![(0..*rounds).fold(start(input, p), |x, _| step(x))]).collect())
     }
 }
 
@@ -161,10 +146,10 @@ mod tests {
     fn the_chain_is_satisfied_and_its_output_is_the_public_input() {
         let request = serde_json::json!({"rounds": 5, "x": 3, "partitions": 2});
         let job = Cube::parse(request.as_object().unwrap()).unwrap();
-        let inputs = Cube::public_inputs(&job.spec, 0, 2, job.input.as_ref()).unwrap();
+        let inputs = Cube::public_inputs(&job.spec, 2, &job.input).unwrap();
         for (p, expected) in inputs.iter().enumerate() {
             let mut cs = TestConstraintSystem::<Fr>::new();
-            let x0 = start(job.input.as_ref(), p as u32).unwrap();
+            let x0 = start(&job.input, p as u32);
             CubeChain { rounds: 5, x0: Some(x0) }.synthesize(&mut cs).unwrap();
             assert!(cs.is_satisfied(), "{:?}", cs.which_is_unsatisfied());
             assert_eq!(cs.num_constraints(), 10);

@@ -2,7 +2,7 @@
 
 /// `impl ProofKind` for a synthetic kind: a circuit type `$Circuit` with `blank(size)` and
 /// `with_witness(size, seed, partition)`, one size field (its spec, rendered after `$prefix`:
-/// `b64`, `c1024`), no input, verified by the provers.
+/// `b64`, `c1024`), the job's seed for its input, verified by the provers.
 macro_rules! synthetic_kind {
     (
         $(#[$doc:meta])* $Kind:ident, $Circuit:ident, $name:literal, $field:literal, $prefix:literal, $max:expr,
@@ -15,7 +15,7 @@ macro_rules! synthetic_kind {
         impl crate::ProofKind for $Kind {
             const KIND: snarkflow_wire::JobKind = snarkflow_wire::JobKind::new($name);
             type Spec = u32;
-            type Input = crate::NoInput;
+            type Input = crate::Seed;
             const DEFAULT_PRIORITY: snarkflow_wire::Priority = snarkflow_wire::Priority::Normal;
             const DEFAULT_DEADLINE_SECS: u64 = 3600;
             const TAKES_INPUT: bool = false;
@@ -30,64 +30,61 @@ macro_rules! synthetic_kind {
                 params.strip_prefix($prefix)?.parse().ok().filter(|size| (1..=$max).contains(size))
             }
 
+            fn from_seed(seed: u64) -> Option<crate::Seed> {
+                Some(crate::Seed(seed))
+            }
+
+            fn seed(seed: &crate::Seed) -> u64 {
+                seed.0
+            }
+
             fn parse(
                 input: &serde_json::Map<String, serde_json::Value>,
-            ) -> Result<crate::ParsedRequest, crate::KindError> {
+            ) -> Result<snarkflow_filecoin::Parsed<u32, crate::Seed>, crate::KindError> {
                 let r = super::synthetic_request($name, $field, $max, input)?;
-                Ok(crate::ParsedRequest {
-                    spec: crate::circuit_spec::<Self>(&r.size),
-                    partitions: r.partitions,
-                    seed: r.seed,
-                    input: None,
-                })
+                Ok(snarkflow_filecoin::Parsed { spec: r.size, partitions: r.partitions, input: crate::Seed(r.seed) })
             }
 
             fn visit_blank<V: snarkflow_synthesis::CircuitVisitor>(
-                spec: &snarkflow_wire::CircuitSpec,
+                size: &u32,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                let size = crate::spec_of::<Self>(spec)?;
-                Ok(visitor.visit($Circuit::blank(size)))
+                Ok(visitor.visit($Circuit::blank(*size)))
             }
 
             fn visit_partition<V: snarkflow_synthesis::CircuitVisitor>(
-                spec: &snarkflow_wire::CircuitSpec,
-                seed: u64,
+                size: &u32,
                 partition: u32,
-                _input: Option<&crate::JobInput>,
+                seed: &crate::Seed,
                 visitor: V,
             ) -> Result<V::Output, crate::KindError> {
-                let size = crate::spec_of::<Self>(spec)?;
-                Ok(visitor.visit($Circuit::with_witness(size, seed, partition)))
+                Ok(visitor.visit($Circuit::with_witness(*size, seed.0, partition)))
             }
 
-            fn param_file_stem(spec: &snarkflow_wire::CircuitSpec) -> Result<String, crate::KindError> {
-                crate::spec_of::<Self>(spec)?;
-                Ok(spec.circuit_id())
+            fn param_file_stem(size: &u32) -> Result<String, crate::KindError> {
+                Ok(crate::circuit_id::<Self>(size))
             }
 
-            fn test_constraints(spec: &snarkflow_wire::CircuitSpec) -> Option<u64> {
-                crate::spec_of::<Self>(spec).ok().map(|size| u64::from(size) * $per_unit)
+            fn test_constraints(size: &u32) -> Option<u64> {
+                Some(u64::from(*size) * $per_unit)
             }
 
             fn verify(
-                _spec: &snarkflow_wire::CircuitSpec,
-                _input: Option<&crate::JobInput>,
-                _params_dir: &std::path::Path,
-                _partition_proofs: &[Vec<u8>],
+                _: &u32,
+                _: &crate::Seed,
+                _: &std::path::Path,
+                _: &[Vec<u8>],
             ) -> Option<Result<(), snarkflow_filecoin::VerifyFailure>> {
                 None
             }
 
             fn public_inputs(
-                spec: &snarkflow_wire::CircuitSpec,
-                seed: u64,
+                size: &u32,
                 partitions: u32,
-                _input: Option<&crate::JobInput>,
+                seed: &crate::Seed,
             ) -> Result<Vec<Vec<blstrs::Scalar>>, crate::KindError> {
-                let size = crate::spec_of::<Self>(spec)?;
                 Ok((0..partitions)
-                    .map(|p| $Circuit::with_witness(size, seed, p).public_inputs().expect("a witness has inputs"))
+                    .map(|p| $Circuit::with_witness(*size, seed.0, p).public_inputs().expect("a witness has inputs"))
                     .collect())
             }
         }

@@ -7,34 +7,12 @@ use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
 use snarkflow_filecoin::{porep, Parsed, PorepInput, PorepSpec, VerifyFailure};
 use snarkflow_synthesis::{CircuitVisitor, ConstraintShape};
-use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+use snarkflow_wire::{JobKind, Priority};
 
-use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
-use crate::JobInput;
+use crate::kind::{circuit_id, KindError, ProofKind};
 
 #[derive(Debug)]
 pub struct Porep;
-
-fn porep_input(input: Option<&JobInput>) -> Result<&PorepInput, KindError> {
-    input_of::<Porep>(input)
-}
-
-fn shape(spec: &CircuitSpec) -> Result<(u64, bool), KindError> {
-    let PorepSpec { sector_size, synthetic } = spec_of::<Porep>(spec)?;
-    Ok((sector_size, synthetic))
-}
-
-impl Porep {
-    /// The job a checked request makes (either door: JSON or the cuzk interface).
-    pub(crate) fn job(parsed: Parsed<PorepSpec, PorepInput>) -> ParsedRequest {
-        ParsedRequest {
-            spec: circuit_spec::<Porep>(&parsed.spec),
-            partitions: parsed.partitions,
-            seed: 0,
-            input: Some(JobInput::of::<Porep>(parsed.input)),
-        }
-    }
-}
 
 impl ProofKind for Porep {
     const KIND: JobKind = JobKind::new("porep-c2");
@@ -69,69 +47,52 @@ impl ProofKind for Porep {
         Some(spec.sector_size)
     }
 
-    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-        Ok(Porep::job(porep::parse(input)?))
+    fn parse(input: &Map<String, Value>) -> Result<Parsed<PorepSpec, PorepInput>, KindError> {
+        Ok(porep::parse(input)?)
     }
 
-    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
-        let (sector_size, synthetic) = shape(spec)?;
-        Ok(porep::visit_blank(sector_size, synthetic, visitor)?)
+    fn visit_blank<V: CircuitVisitor>(spec: &PorepSpec, visitor: V) -> Result<V::Output, KindError> {
+        Ok(porep::visit_blank(spec.sector_size, spec.synthetic, visitor)?)
     }
 
     /// Recorded from two challenges and copied: 32 GiB's 18 challenges took 135 s whole.
-    fn record_shape(spec: &CircuitSpec) -> Result<ConstraintShape, KindError> {
-        let (sector_size, synthetic) = shape(spec)?;
-        let id = spec.circuit_id();
-        porep::record_blank_shape(sector_size, synthetic, &id)
+    fn record_shape(spec: &PorepSpec, id: &str) -> Result<ConstraintShape, KindError> {
+        porep::record_blank_shape(spec.sector_size, spec.synthetic, id)
             .map_err(|e| KindError(format!("recording the shape of {id}: {e}")))
     }
 
     fn visit_partition<V: CircuitVisitor>(
-        spec: &CircuitSpec,
-        _seed: u64,
+        _spec: &PorepSpec,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &PorepInput,
         visitor: V,
     ) -> Result<V::Output, KindError> {
-        shape(spec)?;
-        Ok(porep::visit_partition(porep_input(input)?, partition as usize, visitor)?)
+        Ok(porep::visit_partition(input, partition as usize, visitor)?)
     }
 
     fn native_witness(
-        spec: &CircuitSpec,
+        spec: &PorepSpec,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &PorepInput,
     ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
-        let native = || -> Result<_, KindError> {
-            shape(spec)?;
-            Ok(porep::native_witness(porep_input(input)?, partition as usize, &spec.circuit_id())?)
-        };
-        Some(native())
+        let id = circuit_id::<Porep>(spec);
+        Some(porep::native_witness(input, partition as usize, &id).map_err(KindError::from))
     }
 
-    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
-        let (sector_size, synthetic) = shape(spec)?;
-        Ok(porep::param_file_stem(sector_size, synthetic)?)
+    fn param_file_stem(spec: &PorepSpec) -> Result<String, KindError> {
+        Ok(porep::param_file_stem(spec.sector_size, spec.synthetic)?)
     }
 
     fn verify(
-        _spec: &CircuitSpec,
-        input: Option<&JobInput>,
+        _spec: &PorepSpec,
+        input: &PorepInput,
         params_dir: &Path,
         partition_proofs: &[Vec<u8>],
     ) -> Option<Result<(), VerifyFailure>> {
-        Some(match porep_input(input) {
-            Ok(input) => porep::verify(input, params_dir, partition_proofs),
-            Err(e) => Err(VerifyFailure::whole(e.to_string())),
-        })
+        Some(porep::verify(input, params_dir, partition_proofs))
     }
 
-    fn public_inputs(
-        _spec: &CircuitSpec,
-        _seed: u64,
-        _partitions: u32,
-        input: Option<&JobInput>,
-    ) -> Result<Vec<Vec<Fr>>, KindError> {
-        Ok(porep::public_inputs(porep_input(input)?)?)
+    fn public_inputs(_spec: &PorepSpec, _partitions: u32, input: &PorepInput) -> Result<Vec<Vec<Fr>>, KindError> {
+        Ok(porep::public_inputs(input)?)
     }
 }

@@ -6,33 +6,12 @@ use blstrs::Scalar as Fr;
 use serde_json::{Map, Value};
 use snarkflow_filecoin::{snap, Parsed, SnapInput, VerifyFailure};
 use snarkflow_synthesis::CircuitVisitor;
-use snarkflow_wire::{CircuitSpec, JobKind, Priority};
+use snarkflow_wire::{JobKind, Priority};
 
-use crate::kind::{circuit_spec, input_of, spec_of, KindError, ParsedRequest, ProofKind};
-use crate::JobInput;
+use crate::kind::{circuit_id, KindError, ProofKind};
 
 #[derive(Debug)]
 pub struct Snap;
-
-fn snap_input(input: Option<&JobInput>) -> Result<&SnapInput, KindError> {
-    input_of::<Snap>(input)
-}
-
-fn sector_size(spec: &CircuitSpec) -> Result<u64, KindError> {
-    spec_of::<Snap>(spec)
-}
-
-impl Snap {
-    /// The job a checked request makes (either door: JSON or the cuzk interface).
-    pub(crate) fn job(parsed: Parsed<u64, SnapInput>) -> ParsedRequest {
-        ParsedRequest {
-            spec: circuit_spec::<Snap>(&parsed.spec),
-            partitions: parsed.partitions,
-            seed: 0,
-            input: Some(JobInput::of::<Snap>(parsed.input)),
-        }
-    }
-}
 
 impl ProofKind for Snap {
     const KIND: JobKind = JobKind::new("snap-update");
@@ -45,59 +24,46 @@ impl ProofKind for Snap {
 
     super::sector_size_spec!();
 
-    fn parse(input: &Map<String, Value>) -> Result<ParsedRequest, KindError> {
-        Ok(Snap::job(snap::parse(input)?))
+    fn parse(input: &Map<String, Value>) -> Result<Parsed<u64, SnapInput>, KindError> {
+        Ok(snap::parse(input)?)
     }
 
-    fn visit_blank<V: CircuitVisitor>(spec: &CircuitSpec, visitor: V) -> Result<V::Output, KindError> {
-        Ok(snap::visit_blank(sector_size(spec)?, visitor)?)
+    fn visit_blank<V: CircuitVisitor>(sector_size: &u64, visitor: V) -> Result<V::Output, KindError> {
+        Ok(snap::visit_blank(*sector_size, visitor)?)
     }
 
     fn visit_partition<V: CircuitVisitor>(
-        spec: &CircuitSpec,
-        _seed: u64,
+        _: &u64,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &SnapInput,
         visitor: V,
     ) -> Result<V::Output, KindError> {
-        sector_size(spec)?;
-        Ok(snap::visit_partition(snap_input(input)?, partition as usize, visitor)?)
+        Ok(snap::visit_partition(input, partition as usize, visitor)?)
     }
 
     fn native_witness(
-        spec: &CircuitSpec,
+        sector_size: &u64,
         partition: u32,
-        input: Option<&JobInput>,
+        input: &SnapInput,
     ) -> Option<Result<snarkflow_synthesis::PartitionWitness, KindError>> {
-        let native = || -> Result<_, KindError> {
-            sector_size(spec)?;
-            Ok(snap::native_witness(snap_input(input)?, partition as usize, &spec.circuit_id())?)
-        };
-        Some(native())
+        let id = circuit_id::<Snap>(sector_size);
+        Some(snap::native_witness(input, partition as usize, &id).map_err(KindError::from))
     }
 
-    fn param_file_stem(spec: &CircuitSpec) -> Result<String, KindError> {
-        Ok(snap::param_file_stem(sector_size(spec)?)?)
+    fn param_file_stem(sector_size: &u64) -> Result<String, KindError> {
+        Ok(snap::param_file_stem(*sector_size)?)
     }
 
     fn verify(
-        _spec: &CircuitSpec,
-        input: Option<&JobInput>,
+        _: &u64,
+        input: &SnapInput,
         params_dir: &Path,
         partition_proofs: &[Vec<u8>],
     ) -> Option<Result<(), VerifyFailure>> {
-        Some(match snap_input(input) {
-            Ok(input) => snap::verify(input, params_dir, partition_proofs),
-            Err(e) => Err(VerifyFailure::whole(e.to_string())),
-        })
+        Some(snap::verify(input, params_dir, partition_proofs))
     }
 
-    fn public_inputs(
-        _spec: &CircuitSpec,
-        _seed: u64,
-        _partitions: u32,
-        input: Option<&JobInput>,
-    ) -> Result<Vec<Vec<Fr>>, KindError> {
-        Ok(snap::public_inputs(snap_input(input)?)?)
+    fn public_inputs(_: &u64, _partitions: u32, input: &SnapInput) -> Result<Vec<Vec<Fr>>, KindError> {
+        Ok(snap::public_inputs(input)?)
     }
 }

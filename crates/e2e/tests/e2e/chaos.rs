@@ -171,7 +171,7 @@ fn verify(job: &Value, request: &Value, proof: &[u8]) -> anyhow::Result<()> {
     }
     let parsed = snarkflow_circuits::parse_request(kind, request["input"].as_object().unwrap())?;
     let proofs: Vec<Vec<u8>> = proof.chunks(192).map(<[u8]>::to_vec).collect();
-    snarkflow_circuits::verify_job(&parsed.spec, parsed.input.as_ref(), &params_dir(), &proofs)
+    snarkflow_circuits::verify_job(&parsed.spec, parsed.seed, parsed.input.as_ref(), &params_dir(), &proofs)
         .ok_or_else(|| anyhow::anyhow!("{} is not verified whole", kind.as_str()))?
         .map_err(|e| anyhow::anyhow!("{e}"))
 }

@@ -114,9 +114,10 @@ async fn porep_c2_from_a_curio_envelope_passes_verify_seal() {
     .input;
     let mut tampered = proof.clone();
     tampered[100] ^= 1;
-    let err = snarkflow_circuits::verify_job(&spec, input.as_ref(), &params_dir(), &[tampered]).unwrap().unwrap_err();
+    let err =
+        snarkflow_circuits::verify_job(&spec, 0, input.as_ref(), &params_dir(), &[tampered]).unwrap().unwrap_err();
     assert_eq!(err.partitions, vec![0], "{err}");
-    snarkflow_circuits::verify_job(&spec, input.as_ref(), &params_dir(), &[proof]).unwrap().unwrap();
+    snarkflow_circuits::verify_job(&spec, 0, input.as_ref(), &params_dir(), &[proof]).unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
