@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the CLI with both supraseal-c2 and the GPU-resident prover (cuda-env.sh: nvcc from
-# PyPI, a stub driver) and pack it for deploy/scripts/device-resident.sh into
-# .gpu-carry/resident.tar.xz.
+# PyPI, a stub driver) and pack it into .gpu-carry/resident.tar.xz for the resident subcommands
+# of deploy/scripts/device.sh (`resident`, `resident-32gib`, `paramgen`, …).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/scripts/cuda-env.sh
