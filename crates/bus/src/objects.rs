@@ -27,6 +27,15 @@ pub struct Stored {
     pub seconds: f64,
 }
 
+/// The chunks of one upload that no object owns ([`Bus::stray_chunks`]).
+#[derive(Debug, Clone)]
+pub struct StrayChunks {
+    /// Their subject in the object store's stream (`$O.<bucket>.C.<upload id>`).
+    pub subject: String,
+    /// When the newest of them was written (ms since the epoch).
+    pub written_ms: u64,
+}
+
 /// A fetched object and what fetching cost.
 #[derive(Debug)]
 pub struct Fetched {
@@ -39,8 +48,9 @@ impl Bus {
     /// object store).
     ///
     /// A put that would not fit under the store's size limit is refused before anything is
-    /// written ([`BusError::Full`]): a put the server cuts off half way leaves chunks no name
-    /// points at, which only the store's age limit removes.
+    /// written ([`BusError::Full`]). A put cut off half way (a broker that stops, a connection
+    /// lost) leaves chunks no object owns: [`Bus::stray_chunks`] finds them and the gateway's
+    /// ledger pass deletes them once they are older than any upload takes.
     pub async fn put_object(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
         let started = Instant::now();
         self.check_object_room(name, data.len() as u64).await?;
@@ -203,6 +213,46 @@ impl Bus {
             objects.push((info.name, modified_ms));
         }
         Ok(objects)
+    }
+
+    /// Chunks no object owns: what an upload that failed half way left. async-nats writes an
+    /// object's chunks under a fresh id, then the metadata that names that id, and leaves the
+    /// chunks when a later step fails; so an upload in progress also owns none yet, and only
+    /// chunks older than any upload takes are stray for certain.
+    pub async fn stray_chunks(&self) -> Result<Vec<StrayChunks>, BusError> {
+        use futures::StreamExt as _;
+        const OP: &str = "listing the object store's chunks";
+        // owners first: an upload that completes between the two listings is then one whose
+        // chunks are young, never one whose chunks are listed without their owner
+        let mut owned = std::collections::HashSet::new();
+        let mut list = self.partitions.list().await.map_err(nats_err(OP))?;
+        while let Some(info) = list.next().await {
+            owned.insert(info.map_err(nats_err(OP))?.nuid);
+        }
+        let bucket = snarkflow_wire::PARTITIONS_BUCKET;
+        let stream = self.js().get_stream(format!("OBJ_{bucket}")).await.map_err(nats_err(OP))?;
+        let prefix = format!("$O.{bucket}.C.");
+        let mut subjects = stream.info_with_subjects(format!("{prefix}>")).await.map_err(nats_err(OP))?;
+        let mut stray = Vec::new();
+        while let Some(entry) = subjects.next().await {
+            let (subject, _count) = entry.map_err(nats_err(OP))?;
+            if subject.strip_prefix(&prefix).is_none_or(|nuid| owned.contains(nuid)) {
+                continue;
+            }
+            let newest = stream.get_last_raw_message_by_subject(&subject).await.map_err(nats_err(OP))?;
+            let written_ms = (newest.time.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
+            stray.push(StrayChunks { subject, written_ms });
+        }
+        Ok(stray)
+    }
+
+    /// Delete stray chunks.
+    pub async fn delete_chunks(&self, chunks: &StrayChunks) -> Result<(), BusError> {
+        let op = || format!("deleting the chunks {}", chunks.subject);
+        let stream =
+            self.js().get_stream(format!("OBJ_{}", snarkflow_wire::PARTITIONS_BUCKET)).await.map_err(nats_err(op()))?;
+        stream.purge().filter(&chunks.subject).await.map_err(nats_err(op()))?;
+        Ok(())
     }
 
     /// Remove an object once its work is done (or its job is over); a missing one is fine.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snarkflow_bus::{extract_context, AckKind, Bus, Message};
+use snarkflow_bus::{extract_context, AckKind, Bus, Heartbeat, Message};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState, Priority};
 use tokio::sync::{mpsc, Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -36,15 +36,40 @@ const SHARDS: usize = 8;
 const SHARD_QUEUE: usize = 256;
 
 /// How many whole-proof verifications run at once: `general` for any job, and `critical` more
-/// that only critical jobs may take.
+/// that only critical jobs may take; and which jobs are being verified, so that one job is
+/// verified once at a time however many events complete it (a worker's redelivered last proof).
 pub(crate) struct VerifySlots {
     general: Semaphore,
     critical: Semaphore,
+    running: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// A job's verification running in this gateway; the job is free to be verified again once
+/// this is dropped.
+pub(crate) struct Verifying<'a> {
+    slots: &'a VerifySlots,
+    job_id: String,
+}
+
+impl Drop for Verifying<'_> {
+    fn drop(&mut self) {
+        self.slots.running.lock().expect("never poisoned").remove(&self.job_id);
+    }
 }
 
 impl VerifySlots {
     pub(crate) fn new(general: usize) -> VerifySlots {
-        VerifySlots { general: Semaphore::new(general.max(1)), critical: Semaphore::new(1) }
+        VerifySlots {
+            general: Semaphore::new(general.max(1)),
+            critical: Semaphore::new(1),
+            running: Default::default(),
+        }
+    }
+
+    /// `job_id`'s verification, unless one is running already.
+    pub(crate) fn start(&self, job_id: &str) -> Option<Verifying<'_>> {
+        let mut running = self.running.lock().expect("never poisoned");
+        running.insert(job_id.to_owned()).then(|| Verifying { slots: self, job_id: job_id.to_owned() })
     }
 
     async fn acquire(&self, priority: Priority) -> SemaphorePermit<'_> {
@@ -188,19 +213,28 @@ async fn apply_one(parts: &EventParts, Delivered { msg, event, parent }: Deliver
         && snarkflow_circuits::verified_whole(record.kind())
         && record.proved_count() == record.partitions.len() as u32;
     if !needs_verifying {
-        conclude(parts, &event, previous, &record, &span).await;
+        let ended_now = previous != Some(record.state) && record.state.is_terminal();
+        conclude(parts, &event, ended_now, &record, &span).await;
         return settle(parts, &msg, &event, Ok(())).await;
     }
-    // on a task of its own: the message is held (and acked) there
+    // on a task of its own: the message is held there, kept in progress while the verification
+    // runs (a PoRep's can outlive the ack deadline), and acked once its verdict is in the ledger
     let parts = parts.clone();
     tokio::spawn(
         async move {
+            let Some(_verifying) = parts.verify.start(&record.id) else {
+                // another event completed the job too: the verification running holds its own
+                // event until its verdict is in, and is retried through it if it fails
+                parts.metrics.observe_event(&event);
+                return settle(&parts, &msg, &event, Ok(())).await;
+            };
+            let _heartbeat = Heartbeat::start(msg.clone(), parts.bus.config().ack_wait / 3);
             let result = async {
                 let _slot = parts.verify.acquire(record.priority).await;
-                let record =
+                let verified =
                     verify_and_finish(&parts.bus, &parts.ledger, &parts.params_dir, &record, started, event.at_ms)
                         .await?;
-                conclude(&parts, &event, previous, &record, &tracing::Span::current()).await;
+                conclude(&parts, &event, verified.ended_now, &verified.record, &tracing::Span::current()).await;
                 Ok::<(), anyhow::Error>(())
             }
             .await;
@@ -210,17 +244,13 @@ async fn apply_one(parts: &EventParts, Delivered { msg, event, parent }: Deliver
     );
 }
 
-/// The event is in the ledger: count it, and if its job just ended, say so and clean up.
-async fn conclude(
-    parts: &EventParts,
-    event: &JobEvent,
-    previous: Option<JobState>,
-    record: &JobRecord,
-    span: &tracing::Span,
-) {
+/// The event is in the ledger: count it, and if it ended its job (`ended_now`: this update made
+/// the record terminal, not one before it, e.g. a cancel while the proof was verified), say so
+/// and clean up.
+async fn conclude(parts: &EventParts, event: &JobEvent, ended_now: bool, record: &JobRecord, span: &tracing::Span) {
     parts.metrics.observe_event(event);
     span.record("job.done", record.state == JobState::Done);
-    if previous != Some(record.state) && record.state.is_terminal() {
+    if ended_now {
         finished(&parts.bus, &parts.metrics, record).await;
     }
 }
@@ -261,6 +291,90 @@ async fn settle(parts: &EventParts, msg: &Message, event: &JobEvent, result: any
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt as _;
+    use snarkflow_bus::BusConfig;
+    use snarkflow_wire::ProveStats;
+
+    /// The next event the gateway's consumer delivers.
+    async fn delivered(
+        messages: &mut (impl futures::Stream<Item = Result<Message, impl std::fmt::Debug>> + Unpin),
+    ) -> Delivered {
+        let msg = tokio::time::timeout(Duration::from_secs(10), messages.next()).await.unwrap().unwrap().unwrap();
+        let event = wire::decode(&msg.payload).unwrap();
+        Delivered { msg, event, parent: opentelemetry::Context::new() }
+    }
+
+    /// A PoRep job whose last proof arrives twice (a worker's redelivery) while every
+    /// verification slot is taken, and which is cancelled before its verification runs: one
+    /// verification starts (the duplicate event is acked at once, not verified again), and the
+    /// job ends once, cancelled: the verdict neither overwrites the cancel nor finishes the job
+    /// a second time (issue 39, items 7 and 15).
+    #[tokio::test]
+    async fn a_job_cancelled_while_its_proof_waits_for_verification_ends_once() {
+        let nats = snarkflow_testkit::NatsServer::start();
+        let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+        let parts = EventParts {
+            bus: bus.clone(),
+            ledger: bus.ledger().clone(),
+            metrics: Metrics::new(),
+            params_dir: std::env::temp_dir(),
+            verify: Arc::new(VerifySlots::new(1)),
+        };
+        let mut record = crate::events::tests::record(1);
+        record.id = "0b6f7a1e-2b1c-4c57-9d7e-4f1f2d0a5c11".into();
+        record.circuit = snarkflow_circuits::circuit("porep-c2-2KiB");
+        record.state = JobState::Proving;
+        parts.ledger.create(&record).await.unwrap();
+        let held = parts.verify.acquire(Priority::Normal).await;
+
+        let proof_hex = "ab".repeat(wire::PARTITION_PROOF_BYTES);
+        let event =
+            JobEvent::new(&record.id, 0, 7, JobEventBody::PartitionProved { proof_hex, stats: ProveStats::default() });
+        for _ in 0..2 {
+            bus.publish(wire::events_subject(&record.id), wire::encode(&event), None).await.unwrap();
+        }
+        let consumer = bus.events_consumer().await.unwrap();
+        let mut messages = consumer.messages().await.unwrap();
+        apply_one(&parts, delivered(&mut messages).await).await;
+        apply_one(&parts, delivered(&mut messages).await).await;
+        let mut consumer = bus.events_consumer().await.unwrap();
+        let pending = async {
+            loop {
+                let info = consumer.info().await.unwrap().clone();
+                if info.num_ack_pending == 1 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), pending).await.expect("the duplicate is acked, the first held");
+
+        // the cancel route's two steps
+        let cancelled = parts
+            .ledger
+            .update(&record.id, |r| {
+                r.state = JobState::Cancelled;
+                true
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        crate::finish::finished(&parts.bus, &parts.metrics, &cancelled).await;
+        drop(held);
+        let settled = async {
+            while parts.verify.running.lock().unwrap().contains(&record.id)
+                || consumer.info().await.unwrap().num_ack_pending > 0
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), settled).await.expect("the verification ends and acks its event");
+
+        let after = parts.ledger.get(&record.id).await.unwrap().unwrap();
+        assert_eq!(after.state, JobState::Cancelled, "{:?}", after.error);
+        let ended = |state: &str| parts.metrics.finished.with_label_values(&["porep-c2", state]).get();
+        assert_eq!((ended("cancelled"), ended("failed"), ended("done")), (1, 0, 0), "the job ends once");
+    }
 
     #[tokio::test]
     async fn a_critical_job_is_verified_while_every_other_slot_is_taken() {

@@ -11,9 +11,17 @@ use tracing::{info, info_span, warn};
 
 use crate::{metrics::Metrics, Ledger};
 
+/// A verification's outcome: the job's record after it, and whether the verdict ended the job
+/// (false when something else ended it meanwhile: a cancel, its deadline).
+pub(crate) struct Verified {
+    pub record: JobRecord,
+    pub ended_now: bool,
+}
+
 /// All partitions of a job its kind verifies whole are proved: check the assembled proof (for
-/// the Filecoin kinds with filecoin-proofs' verifiers), then mark the job done — or failed, naming the partitions whose
-/// proofs did not verify. A wrong proof is never reported as done.
+/// the Filecoin kinds with filecoin-proofs' verifiers), then mark the job done — or failed,
+/// naming the partitions whose proofs did not verify. A wrong proof is never reported as done,
+/// and a job that ended while it was verified keeps that end.
 pub(crate) async fn verify_and_finish(
     bus: &Bus,
     ledger: &Ledger,
@@ -21,7 +29,7 @@ pub(crate) async fn verify_and_finish(
     record: &JobRecord,
     started: Instant,
     at_ms: u64,
-) -> anyhow::Result<JobRecord> {
+) -> anyhow::Result<Verified> {
     let verdict = {
         let fetched = match &record.input {
             None => None,
@@ -66,11 +74,14 @@ pub(crate) async fn verify_and_finish(
     if let Err(reason) = &verdict {
         warn!(job_id = %record.id, %reason, "proof rejected");
     }
+    let mut ended_now = false;
     let updated = ledger
         .update(&record.id, |r| {
             if r.state.is_terminal() {
+                ended_now = false;
                 return false;
             }
+            ended_now = true;
             match &verdict {
                 Ok(()) => {
                     r.state = JobState::Done;
@@ -85,7 +96,7 @@ pub(crate) async fn verify_and_finish(
             true
         })
         .await?;
-    Ok(updated.unwrap_or_else(|| record.clone()))
+    Ok(Verified { record: updated.unwrap_or_else(|| record.clone()), ended_now })
 }
 
 /// A job just became terminal: count it, say so, and delete what of it is left in the object

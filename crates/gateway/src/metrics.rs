@@ -7,7 +7,7 @@ use snarkflow_wire::{JobEvent, JobEventBody, JobRecord};
 pub struct Metrics {
     pub registry: Registry,
     submitted: IntCounterVec,
-    finished: IntCounterVec,
+    pub(crate) finished: IntCounterVec,
     rejected: IntCounterVec,
     stage_seconds: HistogramVec,
     hop_bytes: IntCounterVec,

@@ -135,6 +135,23 @@ async fn collect_garbage(bus: &Bus, ledger: &Ledger, records: &[JobSummary], orp
             Err(e) => warn!(object = %name, error = %e, "deleting a leftover object failed; the next pass retries"),
         }
     }
+    // an upload cut off half way: chunks no object owns, counted against the store's limit
+    // until deleted (the stream's age limit is a week)
+    let stray = match bus.stray_chunks().await {
+        Ok(stray) => stray,
+        Err(e) => return warn!(error = %e, "listing stray chunks failed; the next pass retries"),
+    };
+    for chunks in stray {
+        if Duration::from_millis(now.saturating_sub(chunks.written_ms)) <= orphan_grace {
+            continue;
+        }
+        match bus.delete_chunks(&chunks).await {
+            Ok(()) => info!(subject = %chunks.subject, "deleted the chunks of an upload that never finished"),
+            Err(e) => {
+                warn!(subject = %chunks.subject, error = %e, "deleting stray chunks failed; the next pass retries")
+            }
+        }
+    }
 }
 
 /// Fail overdue jobs; finish half-done fan-outs.

@@ -186,7 +186,7 @@ async fn objects_live_as_long_as_their_job() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_object_of_a_job_never_recorded_is_deleted_after_the_grace() {
+async fn an_object_of_a_job_never_recorded_and_stray_chunks_are_deleted_after_the_grace() {
     // what a submit leaves when it stored the input and then failed to write the record (the
     // client's retry made another job): an object no record names. Beside it, the input of a
     // live job, which must stay.
@@ -199,19 +199,29 @@ async fn an_object_of_a_job_never_recorded_is_deleted_after_the_grace() {
     let live = uuid_like();
     let mut record = job_record(&live, now_ms());
     let live_input = snarkflow_wire::input_object(&live);
-    bus.put_object(&live_input, b"a live job's input").await.unwrap();
+    let stored = bus.put_object(&live_input, b"a live job's input").await.unwrap();
     record.enqueued = true;
     bus.ledger().create(&record).await.unwrap();
+    // and what an upload cut off half way leaves: chunks under an upload id no object names
+    let stray = format!("$O.{}.C.upload-cut-off", snarkflow_wire::PARTITIONS_BUCKET);
+    for _ in 0..3 {
+        bus.publish(stray.clone(), vec![7; 1000], None).await.unwrap();
+    }
     let objects = || async { bus.object_names().await.unwrap() };
+    let strays = || async { bus.stray_chunks().await.unwrap().into_iter().map(|c| c.subject).collect::<Vec<_>>() };
+    assert_eq!(strays().await, vec![stray.clone()], "the live input's chunks are owned");
     // not within the grace
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(objects().await.contains(&orphan), "deleted before its grace was over");
+    assert_eq!(strays().await.len(), 1, "stray chunks deleted before the grace was over");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while objects().await.contains(&orphan) {
-        assert!(Instant::now() < deadline, "the orphaned input was never deleted");
+    while objects().await.contains(&orphan) || !strays().await.is_empty() {
+        assert!(Instant::now() < deadline, "the orphaned input or the stray chunks were never deleted");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(objects().await, vec![live_input], "the live job's input stays");
+    assert_eq!(objects().await, vec![live_input.clone()], "the live job's input stays");
+    let fetched = bus.get_object(&live_input, &stored.sha256_hex).await;
+    assert_eq!(fetched.unwrap().data, b"a live job's input", "its chunks stay too");
     gateway.stop().await.unwrap();
 }
 
