@@ -399,21 +399,138 @@ async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
 }
 
 /// `--grpc-require-token`: a call without a token is refused, one with a token acts as it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cuzk_listener_can_require_tokens() {
-    snarkflow_e2e::init_test_logging();
-    let nats = snarkflow_testkit::NatsServer::start();
+/// A call whose `authorization` says who it is... or says nothing: the answer to a call
+/// without a token (with `--grpc-require-token`) comes from its metadata, before its message
+/// is read, so streams that declare 200 MiB messages and then stall are refused at once and
+/// hold nothing. A caller with a token who stalls holds at most half the body budget, and only
+/// until the body timeout: meanwhile another caller's WinningPoSt is proved (issue 39 item 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cuzk_listener_can_require_tokens_and_stalled_uploads_hold_nothing() {
+    filecoin_env();
+    let dir = tempfile::tempdir().unwrap();
+    let randomness = [7u8; 32];
+    let winning = {
+        let dir = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let sector = seal_sector(&dir, RegisteredSealProof::StackedDrg2KiBV1_1, MINER, 7, 1).unwrap();
+            sector.post_request_input(false, randomness).unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    params_for(&[snarkflow_circuits::circuit("winning-post-2KiB")]).await;
     let addr = format!("127.0.0.1:{}", free_port());
-    let (gateway, _) =
-        snarkflow_e2e::start_gateway_with(&nats.url(), &["--grpc-listen", &addr, "--grpc-require-token"])
-            .await
-            .unwrap();
+    let flags = [
+        "--grpc-listen",
+        &addr,
+        "--grpc-require-token",
+        "--grpc-max-streams-per-connection",
+        "200",
+        "--grpc-max-body-memory",
+        &(512u64 << 20).to_string(),
+        "--grpc-body-timeout-secs",
+        "3",
+    ];
+    let stack = Stack::start_with_gateway(&flags).await.unwrap();
     let mut client = cuzk_tcp(&addr).await.unwrap();
     let refused = client.get_status(cuzk::GetStatusRequest {}).await.unwrap_err();
     assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
-    let mut request = tonic::Request::new(cuzk::GetMetricsRequest {});
-    let admin = &snarkflow_e2e::test_tokens().admin;
-    request.metadata_mut().insert("authorization", format!("Bearer {admin}").parse().unwrap());
-    assert!(client.get_metrics(request).await.unwrap().into_inner().prometheus_text.contains("snarkflow_"));
-    gateway.stop().await.unwrap();
+    let admin = snarkflow_e2e::test_tokens().admin.clone();
+    let metrics = client.get_metrics(with_token(&admin, cuzk::GetMetricsRequest {})).await.unwrap();
+    assert!(metrics.into_inner().prometheus_text.contains("snarkflow_"));
+
+    // 128 calls without a token, each declaring a 200 MiB message and sending no more of it
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let unauthenticated = (0..128).map(|_| stalled_call(channel.clone(), addr.clone(), None));
+    let answers = tokio::time::timeout(Duration::from_secs(5), futures::future::join_all(unauthenticated))
+        .await
+        .expect("calls without a token are answered from their metadata, not after their message");
+    for (status, _) in &answers {
+        assert_eq!(status.as_deref(), Some("16"), "UNAUTHENTICATED");
+    }
+
+    // a caller with a token stalls two 200 MiB uploads: the first takes its half of the 512
+    // MiB budget, the second waits for room; both end at the body timeout
+    let staller = add_test_token("staller", &[snarkflow_service::tokens::Scope::Submit], snarkflow_wire::Priority::Low);
+    // the gateway reads the tokens file again within a second
+    for _ in 0..50 {
+        let answer = client.get_status(with_token(&staller, cuzk::GetStatusRequest {})).await;
+        if answer.as_ref().err().is_none_or(|e| e.code() != tonic::Code::Unauthenticated) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stalls: Vec<_> =
+        (0..2).map(|_| tokio::spawn(stalled_call(channel.clone(), addr.clone(), Some(staller.clone())))).collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // meanwhile another caller's WinningPoSt
+    let winning_request = cuzk::SubmitProofRequest {
+        request_id: format!("winpost-{MINER}-stall"),
+        proof_kind: ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        registered_proof: WINNING_2KIB_V1,
+        priority: cuzk::Priority::Critical as i32,
+        vanilla_proofs: b64_list(&winning["vanilla_proofs"]),
+        miner_id: MINER,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    };
+    let proved = client
+        .prove(with_token(&admin, cuzk::ProveRequest { submit: Some(winning_request) }))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(proved.status, ProofStatus::Completed as i32, "{proved:?}");
+    for stall in stalls {
+        let (status, message) = tokio::time::timeout(Duration::from_secs(30), stall).await.unwrap().unwrap();
+        // DEADLINE_EXCEEDED, from the body timeout
+        assert_eq!(status.as_deref(), Some("4"), "{message:?}");
+    }
+    drop(stack);
+}
+
+fn with_token<T>(token: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    request
+}
+
+/// A unary call to SubmitProof whose body is the header of a 200 MiB message and then nothing:
+/// its grpc-status and grpc-message, whenever the answer comes.
+async fn stalled_call(
+    channel: tonic::transport::Channel,
+    addr: String,
+    token: Option<String>,
+) -> (Option<String>, Option<String>) {
+    use bytes::Bytes;
+    use futures::StreamExt as _;
+    use http_body::Frame;
+    use tonic::codegen::http;
+    use tower::ServiceExt as _;
+
+    let mut head = vec![0u8];
+    head.extend_from_slice(&(200u32 << 20).to_be_bytes());
+    let frames = futures::stream::iter([Ok::<_, tonic::Status>(Frame::data(Bytes::from(head)))])
+        .chain(futures::stream::pending());
+    let body = tonic::body::Body::new(http_body_util::StreamBody::new(frames));
+    let mut request = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/cuzk.v1.ProvingEngine/SubmitProof"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = channel.oneshot(request.body(body).unwrap()).await.unwrap();
+    let header = |map: &http::HeaderMap, name: &str| map.get(name).map(|v| v.to_str().unwrap().to_owned());
+    if let Some(status) = header(response.headers(), "grpc-status") {
+        return (Some(status), header(response.headers(), "grpc-message"));
+    }
+    // not trailers-only: the status is in the trailers
+    let trailers = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().trailers().cloned();
+    let trailers = trailers.unwrap_or_default();
+    (header(&trailers, "grpc-status"), header(&trailers, "grpc-message"))
 }

@@ -16,41 +16,22 @@ use crate::{ApiError, AppState};
 
 pub(super) struct Engine {
     state: AppState,
-    /// Who a call without a token is.
-    default_caller: Caller,
-    require_token: bool,
     enable_control: bool,
     started: Instant,
     counts: CountsCache,
 }
 
 impl Engine {
-    pub(super) fn new(state: AppState, default_caller: Caller, args: &super::GrpcArgs) -> Engine {
-        Engine {
-            state,
-            default_caller,
-            require_token: args.require_token,
-            enable_control: args.enable_control,
-            started: Instant::now(),
-            counts: CountsCache::default(),
-        }
+    pub(super) fn new(state: AppState, args: &super::GrpcArgs) -> Engine {
+        Engine { state, enable_control: args.enable_control, started: Instant::now(), counts: CountsCache::default() }
     }
 
-    /// Who makes the call: the token in its `authorization` metadata, else (unless a token is
-    /// required) the listener's tenant.
+    /// Who makes the call, as the door found it (`door.rs`): the token in its `authorization`
+    /// metadata, else the listener's tenant.
     fn caller<T>(&self, req: &Request<T>) -> Result<Caller, ApiError> {
-        match req.metadata().get("authorization") {
-            Some(value) => {
-                let value = value
-                    .to_str()
-                    .map_err(|_| ApiError::Unauthorized("the authorization metadata is not text".into()))?;
-                Ok(Caller(self.state.auth.authenticate(Some(value))?))
-            }
-            None if self.require_token => Err(ApiError::Unauthorized(
-                "this listener requires a token: send `authorization: Bearer <token>` metadata".into(),
-            )),
-            None => Ok(self.default_caller.clone()),
-        }
+        req.extensions().get::<Caller>().cloned().ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!("a gRPC call reached the service without passing the door"))
+        })
     }
 
     /// The caller of a control RPC: only when control is enabled, and a token's caller needs

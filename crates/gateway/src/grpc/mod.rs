@@ -6,9 +6,11 @@
 //! token in the call's metadata (`authorization: Bearer …`, the HTTP API's tokens) acts as its
 //! own tenant, and `--grpc-require-token` makes one mandatory. The control RPCs (PreloadSRS,
 //! EvictSRS: every gpu-worker loads or drops parameters) are off unless enabled, and only take
-//! circuits this gateway serves. Streams per connection, calls in flight and message sizes are
-//! bounded (docs/curio.md, docs/security.md).
+//! circuits this gateway serves. Callers are known, and room made for their messages, before a
+//! message is read (`door.rs`); streams per connection and message sizes are bounded
+//! (docs/curio.md, docs/security.md).
 
+mod door;
 mod engine;
 mod request;
 mod status;
@@ -40,8 +42,12 @@ const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cuz
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
 /// Calls in flight on one connection (HTTP/2 streams): Curio's `MaxPending` is ~10 per node.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
-/// Calls in flight over all connections; more wait. A `Prove` holds one for its whole job.
-pub const MAX_CONCURRENT_CALLS: usize = 128;
+/// Bytes of request messages read at once over all connections, one caller at most half of it
+/// (the door, `door.rs`): sixteen 256 MiB messages, or ~80 32 GiB C1 envelopes.
+pub const MAX_BODY_MEMORY: u64 = 4 << 30;
+/// Longest a request's message may take to arrive, from the call's start: a 256 MiB message
+/// at 10 Mbit/s.
+pub const BODY_TIMEOUT_SECS: u64 = 300;
 /// HTTP/2 pings on an idle connection, so a load balancer does not drop a `Prove` waiting
 /// out a 32 GiB job (Curio's ProveTimeout is 30 minutes).
 const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -90,10 +96,15 @@ pub struct GrpcArgs {
     /// Calls in flight on one connection (HTTP/2 concurrent streams).
     #[arg(id = "grpc_max_streams_per_connection", long = "grpc-max-streams-per-connection", env = "SNARKFLOW_GRPC_MAX_STREAMS_PER_CONNECTION", default_value_t = MAX_STREAMS_PER_CONNECTION)]
     pub max_streams_per_connection: u32,
-    /// Calls in flight over all connections; further calls wait for one to end. With
-    /// --grpc-max-message-bytes this bounds what requests can hold in memory.
-    #[arg(id = "grpc_max_concurrent_calls", long = "grpc-max-concurrent-calls", env = "SNARKFLOW_GRPC_MAX_CONCURRENT_CALLS", default_value_t = MAX_CONCURRENT_CALLS)]
-    pub max_concurrent_calls: usize,
+    /// Bytes of request messages being read at once over all connections; one caller (a
+    /// token, or the listener's tenant) at most half. A message waits for room before it is
+    /// read; the room is given back once it is (a `Prove` waiting for its job holds none).
+    #[arg(id = "grpc_max_body_memory", long = "grpc-max-body-memory", env = "SNARKFLOW_GRPC_MAX_BODY_MEMORY", default_value_t = MAX_BODY_MEMORY)]
+    pub max_body_memory: u64,
+    /// Seconds a call's request message may take to arrive whole, from the call's start;
+    /// slower ones are refused (DEADLINE_EXCEEDED) and their room given back.
+    #[arg(id = "grpc_body_timeout_secs", long = "grpc-body-timeout-secs", env = "SNARKFLOW_GRPC_BODY_TIMEOUT_SECS", default_value_t = BODY_TIMEOUT_SECS)]
+    pub body_timeout_secs: u64,
 }
 
 fn parse_mode(s: &str) -> Result<u32, String> {
@@ -153,7 +164,14 @@ pub(crate) async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let engine = engine::Engine::new(state, grpc_caller(&args.tenant), &args);
+    let door = door::Door::new(
+        state.auth.clone(),
+        (!args.require_token).then(|| grpc_caller(&args.tenant)),
+        args.max_message_bytes,
+        args.max_body_memory,
+        std::time::Duration::from_secs(args.body_timeout_secs.max(1)),
+    );
+    let engine = engine::Engine::new(state, &args);
     let service = pb::proving_engine_server::ProvingEngineServer::new(engine)
         .max_decoding_message_size(args.max_message_bytes)
         .max_encoding_message_size(args.max_message_bytes);
@@ -192,7 +210,8 @@ pub(crate) async fn serve(
         .http2_keepalive_interval(Some(KEEPALIVE))
         .http2_keepalive_timeout(Some(KEEPALIVE / 3))
         .tcp_keepalive(Some(KEEPALIVE))
-        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(args.max_concurrent_calls.max(1)))
+        // before every service, reflection included: who calls, and room for the message
+        .layer(door::DoorLayer(std::sync::Arc::new(door)))
         .add_service(service)
         .add_service(reflection)
         .add_service(reflection_v1alpha);
