@@ -104,16 +104,21 @@ demo-porep:
 # up, one proved job, and leave the stack running (`just down` stops it)
 demo: up demo-job
 
-# run the whole test suite (needs nats-server on PATH) and validate docker-compose.yml
+# the test suite's fast tier (needs nats-server on PATH) and validate docker-compose.yml
 test:
     cargo test --workspace
     bash deploy/scripts/validate-compose.sh
+
+# the slow tier, which CI runs after the fast one: chaos, the three-node NATS cluster, the CPU
+# PoRep proofs beyond the one the fast tier keeps (tests marked `#[ignore = "slow tier: …"]`)
+test-slow:
+    cargo test --workspace -- --ignored
 
 # the chaos suite: random SIGKILLs and restarts of every service and of NATS cluster nodes
 # while jobs of every kind run; asserts 0 lost, 0 objects left, every done proof verified
 # (the test run has it at 5 jobs and 20 s; this is the longer run)
 chaos jobs="60" secs="300":
-    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test e2e chaos:: -- --nocapture
+    SNARKFLOW_CHAOS_JOBS={{jobs}} SNARKFLOW_CHAOS_SECS={{secs}} cargo test -p snarkflow-e2e --test e2e chaos:: -- --include-ignored --nocapture
 
 # build the GPU binaries (cuda and cuda-supraseal) on a machine without a GPU: target/gpu/
 build-gpu:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# README command 2: the test suite (unit, property and end-to-end tests against a real
-# nats-server started by the tests themselves).
+# README command 2: the test suite's fast tier (unit, property and end-to-end tests against a
+# real nats-server started by the tests themselves). `--slow` runs the slow tier after it
+# (chaos, the three-node NATS cluster, the CPU PoRep proofs beyond one: the tests marked
+# `#[ignore = "slow tier: ..."]`), as CI does.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash deploy/scripts/install-deps.sh
@@ -11,5 +13,10 @@ cargo test --workspace --no-run
 echo "test suite: built in ${SECONDS} s"
 SECONDS=0
 cargo test --workspace
-echo "test suite: ran in ${SECONDS} s"
+echo "test suite: fast tier ran in ${SECONDS} s"
+if [ "${1:-}" = --slow ]; then
+    SECONDS=0
+    cargo test --workspace -- --ignored
+    echo "test suite: slow tier ran in ${SECONDS} s"
+fi
 bash deploy/scripts/validate-compose.sh

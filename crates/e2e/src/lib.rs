@@ -3,9 +3,8 @@
 //!
 //! Layout of the package:
 //! - `tests/e2e/`: the suite, one test binary with a module per concern.
-//! - `tests/device_errors.rs` (a failpoint) and `tests/trace.rs` (the global tracing
-//!   subscriber): tests that set process-wide state, each in a binary of its own.
-//! - `src/bin/`: the three service binaries, for tests that run them as child processes.
+//! - `src/bin/`: the three service binaries, for tests that run them as child processes (those
+//!   that need process-wide state: a failpoint, a tracing exporter).
 //! - `build.rs`: a cuzk gRPC client generated from the gateway's `.proto`, apart from the
 //!   server's code, so the tests speak the interface as an outside client would.
 

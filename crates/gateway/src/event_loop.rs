@@ -374,6 +374,8 @@ mod tests {
         assert_eq!(after.state, JobState::Cancelled, "{:?}", after.error);
         let ended = |state: &str| parts.metrics.finished.with_label_values(&["porep-c2", state]).get();
         assert_eq!((ended("cancelled"), ended("failed"), ended("done")), (1, 0, 0), "the job ends once");
+        let timed = parts.metrics.job_seconds.with_label_values(&["porep-c2", "cancelled"]).get_sample_count();
+        assert_eq!(timed, 1, "its latency is observed once, by kind and end");
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use snarkflow_bus::Bus;
 use snarkflow_wire::{self as wire, JobRecord, JobState};
 use tracing::{info, info_span, warn};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::{metrics::Metrics, Ledger};
 
@@ -73,6 +74,7 @@ pub(crate) async fn verify_and_finish(
     };
     if let Err(reason) = &verdict {
         warn!(job_id = %record.id, %reason, "proof rejected");
+        tracing::Span::current().set_status(opentelemetry::trace::Status::error(reason.clone()));
     }
     let mut ended_now = false;
     let updated = ledger

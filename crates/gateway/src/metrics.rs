@@ -8,6 +8,7 @@ pub struct Metrics {
     pub registry: Registry,
     submitted: IntCounterVec,
     pub(crate) finished: IntCounterVec,
+    pub(crate) job_seconds: HistogramVec,
     rejected: IntCounterVec,
     stage_seconds: HistogramVec,
     hop_bytes: IntCounterVec,
@@ -18,6 +19,12 @@ pub struct Metrics {
     backlog_gpu_seconds: Gauge,
     object_store_bytes: IntGaugeVec,
     dead_letters: IntCounterVec,
+}
+
+/// Buckets from 0.25 s to ~2.3 h: a WinningPoSt against its 30 s epoch (0.25–32 s in eight
+/// steps) to a 32 GiB PoRep behind a queue.
+fn job_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.25, 2.0, 16).expect("valid buckets")
 }
 
 /// Buckets from 10 ms to ~20 min: test circuits to 32 GiB partitions.
@@ -32,6 +39,15 @@ impl Metrics {
             IntCounterVec::new(Opts::new("snarkflow_jobs_submitted_total", "jobs accepted"), &["kind"]).unwrap();
         let finished = IntCounterVec::new(
             Opts::new("snarkflow_jobs_finished_total", "jobs reaching a terminal state"),
+            &["kind", "state"],
+        )
+        .unwrap();
+        let job_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "snarkflow_job_seconds",
+                "seconds from a job's submission to its end, by kind and how it ended (done, failed, cancelled)",
+            )
+            .buckets(job_buckets()),
             &["kind", "state"],
         )
         .unwrap();
@@ -102,10 +118,12 @@ impl Metrics {
             registry.register(Box::new(c.clone())).expect("unique metric");
         }
         registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
+        registry.register(Box::new(job_seconds.clone())).expect("unique metric");
         Metrics {
             registry,
             submitted,
             finished,
+            job_seconds,
             rejected,
             stage_seconds,
             hop_bytes,
@@ -160,7 +178,11 @@ impl Metrics {
     }
 
     pub fn job_finished(&self, record: &JobRecord) {
-        self.finished.with_label_values(&[record.kind().as_str(), record.state.as_str()]).inc();
+        let kind = record.kind();
+        let labels = [kind.as_str(), record.state.as_str()];
+        self.finished.with_label_values(&labels).inc();
+        let ended = record.finished_at_ms.unwrap_or_else(snarkflow_bus::now_ms);
+        self.job_seconds.with_label_values(&labels).observe(ended.saturating_sub(record.created_at_ms) as f64 / 1000.0);
     }
 
     pub fn rejected(&self, code: &str) {

@@ -216,6 +216,15 @@ impl<S: TaskHandler> Slot<S> {
             }
         };
         self.host.in_flight.dec();
+        if let Err(failure) = &result {
+            // the trace shows the failed step in red, with why (Jaeger, Tempo)
+            let (class, reason) = match failure {
+                Failure::Permanent(r) => ("permanent", r),
+                Failure::Transient(r) => ("transient", r),
+                Failure::Unavailable(r) => ("unavailable", r),
+            };
+            span.set_status(opentelemetry::trace::Status::error(format!("{class}: {reason}")));
+        }
         let task_ref = TaskRef {
             job_id: task.job_id(),
             partition: task.partition(),

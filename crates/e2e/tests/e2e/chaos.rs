@@ -178,6 +178,7 @@ fn verify(job: &Value, request: &Value, proof: &[u8]) -> anyhow::Result<()> {
 
 // In the default run (and so in CI) at 5 jobs and 20 s of kills: ~3-4 min on the 2-core VM.
 // `just chaos` runs a longer one.
+#[ignore = "slow tier: minutes of SIGKILLs and restarts (`just test-slow`, `just chaos`)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos() {
     snarkflow_e2e::init_test_logging();

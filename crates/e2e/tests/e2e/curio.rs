@@ -66,6 +66,7 @@ fn grpc_flags(listen: &str) -> Vec<String> {
     vec!["--grpc-listen".into(), listen.into()]
 }
 
+#[ignore = "slow tier: a CPU PoRep and every other kind (~140 s on 2 cores)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn curio_proves_every_kind_through_the_cuzk_interface() {
     filecoin_env();
@@ -229,6 +230,7 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
     assert!(metrics.prometheus_text.contains("snarkflow_jobs_submitted_total"), "{}", metrics.prometheus_text);
 }
 
+#[ignore = "slow tier: CPU PoRep proofs (~115 s on 2 cores)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn await_times_out_cancel_stops_the_job_and_a_unix_socket_serves() {
     filecoin_env();

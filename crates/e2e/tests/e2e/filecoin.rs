@@ -270,6 +270,7 @@ fn compact_rebuild_equals_full_synthesis_for_every_filecoin_kind() {
 /// queued (filecoin-proofs' vanilla check refuses it: `sparse::tests`). filecoin-proofs' own
 /// C2 is not run on the fixture here: `verify_seal` accepting a proof of it says what that
 /// run said, at the cost of a second CPU PoRep proof (~50 s on two cores).
+#[ignore = "slow tier: a second CPU PoRep proof (~80 s on 2 cores); the fast tier keeps porep_c2_from_a_curio_envelope_passes_verify_seal"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sparse_cc_fixture_proves_with_filecoin_proofs_and_through_the_pipeline() {
     filecoin_env();

@@ -174,7 +174,14 @@ async fn services_export_one_trace_per_job_over_otlp() {
                 match name {
                     "synth.handle" => assert_eq!(p.unwrap().name, "http.submit"),
                     "synthesize" | "serialize" | "store" | "publish" => assert_eq!(p.unwrap().name, "synth.handle"),
-                    "queue.wait" | "gpu.handle" => assert_eq!(p.unwrap().name, "publish"),
+                    "queue.wait" | "gpu.handle" => {
+                        // hanging off the synth-worker's publish span of the same partition
+                        let publish = p.unwrap();
+                        assert_eq!(publish.name, "publish");
+                        let handle = parent(publish);
+                        assert_eq!(handle.name, "synth.handle");
+                        assert_eq!(handle.attr("partition"), s.attr("partition"), "{name} under another partition");
+                    }
                     "fetch" | "deserialize" | "prove" | "verify" => assert_eq!(p.unwrap().name, "gpu.handle"),
                     "assemble" => assert_eq!(p.unwrap().name, "gpu.handle"),
                     _ => {}

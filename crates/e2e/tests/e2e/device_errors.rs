@@ -1,17 +1,15 @@
 //! A device error while proving: the partition is handed back and proved after the worker's
-//! device passes its probe again; the job still ends `done` with a proof that verifies. Its own
-//! test binary, because the failpoint is process-wide.
+//! device passes its probe again; the job still ends `done` with a proof that verifies. The
+//! gpu-worker is a child process whose failpoint is set from its environment (`FAILPOINTS`), so
+//! no other test's prover in this binary trips it.
 
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use snarkflow_e2e::{start_gpu_worker_with, verify_job_proof, Stack};
+use snarkflow_e2e::{free_port, gpu_worker_args, verify_job_proof, Stack};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 async fn metric(http: &reqwest::Client, addr: &str, name: &str) -> f64 {
     let text = http.get(format!("http://{addr}/metrics")).send().await.unwrap().text().await.unwrap();
@@ -22,6 +20,16 @@ async fn metric(http: &reqwest::Client, addr: &str, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A child process killed when dropped (a failed assertion must not leave it running).
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
     let mut stack = Stack::start().await.unwrap();
@@ -29,7 +37,18 @@ async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
         gpu.stop().await.unwrap();
     }
     let addr = format!("127.0.0.1:{}", free_port());
-    let worker = start_gpu_worker_with(&stack.nats.url(), "gpu-flaky", &["--status-listen", &addr]).unwrap();
+    // its device probe's proof passes, its first partition's proof fails as a broken GPU would,
+    // and the probe after that passes again
+    let _worker = Child(
+        Command::new(env!("CARGO_BIN_EXE_e2e-gpu-worker"))
+            .args(gpu_worker_args(&stack.nats.url(), "gpu-flaky"))
+            .args(["--status-listen", &addr])
+            .env("FAILPOINTS", "prover-device-error=1*off->1*return")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the gpu-worker process"),
+    );
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     while !http.get(format!("http://{addr}/readyz")).send().await.map(|r| r.status().is_success()).unwrap_or(false) {
@@ -37,8 +56,6 @@ async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    // the next proof on this process fails as a broken GPU would (the probe after it passes)
-    fail::cfg("prover-device-error", "1*return").unwrap();
     let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
     let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
     assert_eq!(job["state"], "done", "{job}");
@@ -51,6 +68,4 @@ async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
         http.get(format!("http://{addr}/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["ready"], true, "the probe passed again: {ready}");
     assert!(ready["detail"]["device_error"].is_null(), "{ready}");
-    fail::remove("prover-device-error");
-    worker.stop().await.unwrap();
 }
