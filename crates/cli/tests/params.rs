@@ -9,10 +9,17 @@ use std::process::{Command, Output};
 use snarkflow_filecoin::manifest::digest_file;
 
 fn snarkflow(args: &[&str]) -> Output {
+    snarkflow_with(args, &[])
+}
+
+fn snarkflow_with(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_snarkflow"))
         .args(args)
         .env_remove("SNARKFLOW_PARAMS_DIR")
         .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .env_remove("IPFS_GATEWAY")
+        .env_remove("TRUST_PARAMS")
+        .envs(env.iter().copied())
         .output()
         .expect("running snarkflow")
 }
@@ -32,11 +39,16 @@ fn source(dir: &Path, files: &[(&str, Vec<u8>)], wrong: &str) -> std::path::Path
         if *name == wrong {
             digest = "0".repeat(32);
         }
-        manifest.insert(name.to_string(), serde_json::json!({"cid": "Qm", "digest": digest, "sector_size": 2048}));
+        manifest.insert(name.to_string(), serde_json::json!({"cid": cid(name), "digest": digest, "sector_size": 2048}));
     }
     let path = dir.join("parameters.json");
     std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     path
+}
+
+/// The test manifest's stand-in for a file's IPFS CID.
+fn cid(name: &str) -> String {
+    format!("bafy-{name}")
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
@@ -201,4 +213,135 @@ fn generate_takes_a_circuit_id_as_well_as_a_kind_and_its_size() {
     let out = snarkflow(&["params", "generate", "--circuit", "dense-chain-cX", "--params-dir", i]);
     assert!(!out.status.success());
     assert!(text(&out).contains("\"dense-chain-cX\" is not a circuit id this build knows"), "{}", text(&out));
+}
+
+/// An IPFS gateway over `dir`: `/ipfs/<cid>` is the file of that CID (`cid()`), answered after
+/// 300 ms (so two fetchers overlap); honours `Range: bytes=N-`; its first whole-file answer
+/// for `cut` is cut off half way, as a dropped connection leaves it.
+async fn ipfs_gateway(dir: std::path::PathBuf, cut: &'static str) -> String {
+    use axum::body::Body;
+    use axum::extract::Path as UrlPath;
+    use axum::http::{header, HeaderMap, StatusCode};
+    use axum::response::IntoResponse;
+    let cut_once = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let app = axum::Router::new().route(
+        "/ipfs/{cid}",
+        axum::routing::get(move |UrlPath(cid): UrlPath<String>, headers: HeaderMap| {
+            let (dir, cut_once) = (dir.clone(), cut_once.clone());
+            async move {
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                let Some(name) = cid.strip_prefix("bafy-") else { return StatusCode::NOT_FOUND.into_response() };
+                let Ok(data) = std::fs::read(dir.join(name)) else { return StatusCode::NOT_FOUND.into_response() };
+                let from = headers
+                    .get(header::RANGE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("bytes="))
+                    .and_then(|v| v.trim_end_matches('-').parse::<usize>().ok());
+                if let Some(from) = from {
+                    return (StatusCode::PARTIAL_CONTENT, data[from..].to_vec()).into_response();
+                }
+                if name == cut && cut_once.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    let half = data[..data.len() / 2].to_vec();
+                    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+                        vec![Ok(half), Err(std::io::Error::other("connection dropped"))];
+                    let body = Body::from_stream(futures::stream::iter(chunks));
+                    return ([(header::CONTENT_LENGTH, data.len().to_string())], body).into_response();
+                }
+                data.into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/ipfs/")
+}
+
+/// `params fetch` without `--from` takes the files by their CIDs through `IPFS_GATEWAY`, as
+/// Curio's fetcher does: a download cut off half way is continued by the next fetch, a file
+/// whose bytes are not the published ones is never installed, and two fetchers into one
+/// directory take turns (its `fetch.lock`) and both end with the right files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_by_cid_through_an_ipfs_gateway_continues_checks_and_takes_turns() {
+    let src = tempfile::tempdir().unwrap();
+    let big = bytes(900_000, 4);
+    let files = [("v28-g.params", big.clone()), ("v28-g.vk", bytes(2000, 5)), ("v28-w.params", bytes(3000, 6))];
+    let manifest = source(src.path(), &files, "v28-w.params");
+    let gateway = ipfs_gateway(src.path().to_path_buf(), "v28-g.params").await;
+    let m = manifest.to_str().unwrap().to_owned();
+    let fetch = move |dir: std::path::PathBuf, what: Vec<&'static str>| {
+        let (m, gateway) = (m.clone(), gateway.clone());
+        tokio::task::spawn_blocking(move || {
+            let d = dir.to_str().unwrap();
+            let mut args = vec!["params", "fetch", "--manifest", &m, "--params-dir", d];
+            args.extend(what);
+            snarkflow_with(&args, &[("IPFS_GATEWAY", &gateway)])
+        })
+    };
+
+    // cut off half way: the fetch fails and keeps what it got
+    let cache = tempfile::tempdir().unwrap();
+    let out = fetch(cache.path().to_owned(), vec!["--file", "v28-g.params"]).await.unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    let part = std::fs::metadata(cache.path().join("v28-g.params.part")).unwrap().len();
+    assert!(part > 0 && part < big.len() as u64, "{part}");
+    assert!(!cache.path().join("v28-g.params").exists());
+    // the next fetch continues it
+    let out = fetch(cache.path().to_owned(), vec!["--file", "v28-g.params"]).await.unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&format!("continued after {part}")), "{}", text(&out));
+    assert!(text(&out).contains("IPFS gateway"), "{}", text(&out));
+    assert_eq!(std::fs::read(cache.path().join("v28-g.params")).unwrap(), big);
+
+    // not the published bytes: not installed, nothing left
+    let out = fetch(cache.path().to_owned(), vec!["--file", "v28-w.params"]).await.unwrap();
+    assert!(!out.status.success() && text(&out).contains("not installed"), "{}", text(&out));
+    assert!(!cache.path().join("v28-w.params").exists() && !cache.path().join("v28-w.params.part").exists());
+
+    // two fetchers at once into another directory
+    let other = tempfile::tempdir().unwrap();
+    let both = vec!["--file", "v28-g.params", "--file", "v28-g.vk"];
+    let (a, b) = tokio::join!(fetch(other.path().to_owned(), both.clone()), fetch(other.path().to_owned(), both));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.status.success() && b.status.success(), "{}\n{}", text(&a), text(&b));
+    let said = format!("{}{}", text(&a), text(&b));
+    assert!(said.contains("waiting for another fetcher"), "{said}");
+    assert!(said.contains("already here"), "the second found what the first fetched: {said}");
+    assert_eq!(std::fs::read(other.path().join("v28-g.params")).unwrap(), big);
+    assert_eq!(std::fs::read(other.path().join("v28-g.vk")).unwrap(), files[1].1);
+
+    // TRUST_PARAMS=1 takes a file in place without hashing it, as Curio does
+    std::fs::write(other.path().join("v28-g.vk"), b"not the published bytes").unwrap();
+    let out = snarkflow_with(
+        &[
+            "params",
+            "fetch",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--params-dir",
+            other.path().to_str().unwrap(),
+            "--file",
+            "v28-g.vk",
+        ],
+        &[("TRUST_PARAMS", "1")],
+    );
+    assert!(out.status.success() && text(&out).contains("not checked: TRUST_PARAMS=1"), "{}", text(&out));
+    let out = snarkflow_with(
+        &[
+            "params",
+            "fetch",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--params-dir",
+            other.path().to_str().unwrap(),
+            "--sector-size",
+            "8MiB",
+        ],
+        &[],
+    );
+    assert!(
+        !out.status.success() && text(&out).contains("no published parameter file has sector size 8MiB"),
+        "{}",
+        text(&out)
+    );
 }
