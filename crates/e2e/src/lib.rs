@@ -79,8 +79,9 @@ pub fn add_test_token(
     token
 }
 
-/// The flags every test gateway gets: the test tokens required, the test kinds accepted, and the
-/// test parameter cache (verifying keys not checked against the published digests).
+/// The flags every test gateway gets: the test tokens required, the test kinds accepted, the
+/// test parameter cache (verifying keys not checked against the published digests), and a
+/// WinningPoSt deadline for a slow machine.
 pub fn test_gateway_flags() -> Vec<String> {
     vec![
         "--tokens-file".into(),
@@ -88,6 +89,10 @@ pub fn test_gateway_flags() -> Vec<String> {
         "--enable-test-kinds".into(),
         // random test parameters under filecoin-proofs' names: not the published verifying keys
         "--test-params".into(),
+        // a WinningPoSt's own deadline is its 30 s epoch; a 2-core test machine proving a first
+        // one (shape, parameters) beside other tests' jobs is not held to it
+        "--default-deadline".into(),
+        "winning-post=600".into(),
     ]
 }
 

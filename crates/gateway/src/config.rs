@@ -65,6 +65,11 @@ pub struct Config {
     /// Accept the synthetic test kinds (sha256-chain, dense-chain); off in production.
     #[arg(long, env = "SNARKFLOW_ENABLE_TEST_KINDS", value_parser = BoolishValueParser::new())]
     pub enable_test_kinds: bool,
+    /// The deadline of a KIND job whose request names none, instead of the kind's own
+    /// (WinningPoSt 30 s, WindowPoSt 30 min, PoRep and SnapDeals 6 h, test kinds 1 h):
+    /// `KIND=SECONDS`, repeatable or comma-separated.
+    #[arg(long = "default-deadline", env = "SNARKFLOW_DEFAULT_DEADLINE", value_delimiter = ',')]
+    pub default_deadlines: Vec<crate::validate::DefaultDeadline>,
     /// Largest test-kind job, in constraints over all its partitions.
     #[arg(long, env = "SNARKFLOW_MAX_TEST_JOB_CONSTRAINTS", default_value_t = DEFAULT_MAX_TEST_JOB_CONSTRAINTS)]
     pub max_test_job_constraints: u64,

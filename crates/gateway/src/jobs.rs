@@ -169,7 +169,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         assemble_s: None,
         input,
         tenant: Some(tenant.to_owned()),
-        deadline_at_ms: Some(now + job.deadline_secs * 1000),
+        deadline_at_ms: Some(now + state.policy.deadline_secs(&job) * 1000),
         enqueued: false,
         request_sha256: Some(job.fingerprint.clone()),
     };

@@ -137,6 +137,7 @@ fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> 
             max_test_job_constraints: config.max_test_job_constraints,
             params_dir: config.params.dir(),
             published,
+            default_deadlines: config.default_deadlines.clone(),
         }),
         request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
         event_loop: Default::default(),

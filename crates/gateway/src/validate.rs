@@ -29,6 +29,9 @@ pub struct ValidJob {
     pub idempotency_key: Option<String>,
     /// Seconds after submission by which the job must finish, else it fails.
     pub deadline_secs: u64,
+    /// Whether that is its kind's default (the request named none): the gateway's
+    /// `--default-deadline` may replace it.
+    pub deadline_is_default: bool,
     /// The checked input of a kind that takes one.
     pub input: Option<Arc<JobInput>>,
     /// SHA-256 (hex) of the kind and the input as submitted (keys sorted): what an
@@ -48,9 +51,43 @@ pub struct Policy {
     /// What the verifying keys must be: the files filecoin-proofs publishes (`None`: a test
     /// cache, random keys under the published names).
     pub published: Option<snarkflow_filecoin::manifest::Manifest>,
+    /// Deadlines, in seconds, for jobs of these kinds whose request names none, instead of the
+    /// kind's own (`--default-deadline`).
+    pub default_deadlines: Vec<DefaultDeadline>,
+}
+
+/// `KIND=SECONDS`: the deadline of a `KIND` job whose request names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultDeadline {
+    pub kind: JobKind,
+    pub secs: u64,
+}
+
+impl std::str::FromStr for DefaultDeadline {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, secs) = s.split_once('=').ok_or_else(|| format!("{s:?} is not KIND=SECONDS"))?;
+        let kind = snarkflow_circuits::kind_named(kind.trim())
+            .ok_or_else(|| format!("{kind:?} is not a kind this build proves"))?;
+        let secs = secs.trim().parse().ok().filter(|n| (1..=MAX_DEADLINE_SECS).contains(n));
+        let secs =
+            secs.ok_or_else(|| format!("{s:?}: the seconds must be an integer from 1 to {MAX_DEADLINE_SECS}"))?;
+        Ok(DefaultDeadline { kind, secs })
+    }
 }
 
 impl Policy {
+    /// The deadline `job` gets: the one its request named, else this gateway's default for its
+    /// kind, else its kind's own.
+    pub fn deadline_secs(&self, job: &ValidJob) -> u64 {
+        let kind = job.circuit.kind();
+        match self.default_deadlines.iter().rev().find(|d| d.kind == kind) {
+            Some(d) if job.deadline_is_default => d.secs,
+            _ => job.deadline_secs,
+        }
+    }
+
     /// Refuse what this gateway will not run: test kinds unless enabled, test jobs above the
     /// size bound (one small request must not make hundreds of GiB of witnesses), and proofs
     /// the gateway could not verify (no verifying key here: the job would fail at the end).
@@ -203,6 +240,7 @@ pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
     if idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY) {
         return Err(bad_idempotency_key());
     }
+    let deadline_is_default = deadline_secs.is_none();
     let deadline_secs = match deadline_secs {
         None => info.default_deadline_secs,
         Some(n) if (1..=MAX_DEADLINE_SECS).contains(&n) => n,
@@ -231,6 +269,7 @@ pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
         priority,
         idempotency_key,
         deadline_secs,
+        deadline_is_default,
         input: parsed.input.map(Arc::new),
         fingerprint,
     })
@@ -269,6 +308,36 @@ mod tests {
         assert_eq!(job.circuit, snarkflow_circuits::circuit("dense-chain-c1024"));
         assert_eq!((job.partitions, job.seed, job.priority), (3, 5, Priority::High));
         assert_eq!(job.idempotency_key.as_deref(), Some("k1"));
+    }
+
+    /// A WinningPoSt's own deadline is its 30 s epoch; `--default-deadline KIND=SECONDS`
+    /// replaces a kind's default for requests that name none, never a deadline a request names.
+    #[test]
+    fn a_gateway_default_deadline_replaces_the_kinds_only_where_the_request_names_none() {
+        let winning = snarkflow_circuits::kind_info(snarkflow_circuits::kind_named("winning-post").unwrap()).unwrap();
+        assert_eq!(winning.default_deadline_secs, 30);
+        let policy = Policy {
+            enable_test_kinds: true,
+            max_test_job_constraints: 1 << 20,
+            params_dir: std::env::temp_dir(),
+            published: None,
+            default_deadlines: vec!["dense-chain=60".parse().unwrap(), "winning-post=600".parse().unwrap()],
+        };
+        let unnamed = check(json!({"kind": "dense-chain", "input": {"constraints": 8}})).unwrap();
+        assert_eq!((unnamed.deadline_secs, policy.deadline_secs(&unnamed)), (3600, 60));
+        let named = check(json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 7})).unwrap();
+        assert_eq!(policy.deadline_secs(&named), 7);
+        let other = check(json!({"kind": "sha256-chain", "input": {"blocks": 1}})).unwrap();
+        assert_eq!(policy.deadline_secs(&other), 3600, "a kind the flag does not name keeps its own");
+        for (bad, says) in [
+            ("winning-post", "is not KIND=SECONDS"),
+            ("no-such-kind=5", "is not a kind this build proves"),
+            ("winning-post=0", "an integer from 1 to"),
+            ("winning-post=soon", "an integer from 1 to"),
+        ] {
+            let e = bad.parse::<DefaultDeadline>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -327,8 +396,13 @@ mod published_keys {
         let published = digest.map(|d| {
             Manifest::parse(&format!(r#"{{"{name}": {{"cid": "Qm", "digest": "{d}", "sector_size": 2048}}}}"#)).unwrap()
         });
-        let policy =
-            Policy { enable_test_kinds: false, max_test_job_constraints: 0, params_dir: dir.to_owned(), published };
+        let policy = Policy {
+            enable_test_kinds: false,
+            max_test_job_constraints: 0,
+            params_dir: dir.to_owned(),
+            published,
+            default_deadlines: Vec::new(),
+        };
         (policy, spec)
     }
 

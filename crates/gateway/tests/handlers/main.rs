@@ -26,6 +26,7 @@ fn open_settings() -> (Auth, QuotaLimits, Policy) {
         max_test_job_constraints: 1 << 24,
         params_dir: std::env::temp_dir(),
         published: None,
+        default_deadlines: Vec::new(),
     };
     (Auth::Disabled, limits, policy)
 }
