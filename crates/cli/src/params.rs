@@ -183,7 +183,7 @@ fn param_device(name: &str) -> anyhow::Result<snarkflow_prover::ParamDevice> {
 /// The manifest to check against: `path`, or the one filecoin-proofs 19.1 carries.
 pub(crate) fn manifest(path: Option<&Path>) -> anyhow::Result<Manifest> {
     match path {
-        Some(path) => Manifest::read(path).map_err(|e| anyhow::anyhow!(e)),
+        Some(path) => Ok(Manifest::read(path)?),
         None => Ok(Manifest::builtin()),
     }
 }

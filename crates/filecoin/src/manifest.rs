@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use serde::Deserialize;
@@ -18,6 +18,19 @@ pub struct Published {
     /// First 128 bits of its BLAKE2b-512, hex.
     pub digest: String,
     pub sector_size: u64,
+}
+
+/// Why a manifest could not be read, or a file is not the published one.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// A file (the manifest, or a parameter file being checked) could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a parameters.json: {source}", path.display())]
+    NotManifest { path: PathBuf, source: serde_json::Error },
+    /// The file is there and readable, but its digest is not the published one.
+    #[error("{} is not the file filecoin-proofs publishes under that name (digest {found}, published {published})", path.display())]
+    NotPublished { path: PathBuf, found: String, published: String },
 }
 
 /// File name (`v28-….params`, `v28-….vk`) → what is published for it.
@@ -33,7 +46,7 @@ impl Manifest {
 
     /// Whether the file at `path` is the one published under its name: `Ok` for a name this
     /// manifest does not list (a test circuit's) or a matching digest; otherwise why not.
-    pub fn check_published(&self, path: &Path) -> Result<(), String> {
+    pub fn check_published(&self, path: &Path) -> Result<(), ManifestError> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return Ok(()) };
         let Some(published) = self.get(name) else { return Ok(()) };
         // A verifying key (a few KiB) is hashed every time: the `.checked` record beside a file
@@ -41,19 +54,15 @@ impl Manifest {
         // together with the file. Only the 47 GB `.params` files, which a worker must not hash
         // at every start, trust it (keep their directory read-only to the workers).
         let found = if name.ends_with(".vk") { digest_file(path) } else { digest_cached(path) }
-            .map_err(|e| format!("checking {}: {e}", path.display()))?;
+            .map_err(|source| ManifestError::Read { path: path.to_owned(), source })?;
         if found == published.digest {
             return Ok(());
         }
-        Err(format!(
-            "{} is not the file filecoin-proofs publishes under that name (digest {found}, published {})",
-            path.display(),
-            published.digest
-        ))
+        Err(ManifestError::NotPublished { path: path.to_owned(), found, published: published.digest.clone() })
     }
 
     /// The manifest an operator named (`--params-manifest`), else [`Manifest::builtin`].
-    pub fn named_or_builtin(path: Option<&Path>) -> Result<Manifest, String> {
+    pub fn named_or_builtin(path: Option<&Path>) -> Result<Manifest, ManifestError> {
         path.map_or_else(|| Ok(Manifest::builtin()), Manifest::read)
     }
 
@@ -63,9 +72,10 @@ impl Manifest {
     }
 
     /// [`Manifest::parse`] of a file.
-    pub fn read(path: &Path) -> Result<Manifest, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        Manifest::parse(&text).map_err(|e| format!("{} is not a parameters.json: {e}", path.display()))
+    pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ManifestError::Read { path: path.to_owned(), source })?;
+        Manifest::parse(&text).map_err(|source| ManifestError::NotManifest { path: path.to_owned(), source })
     }
 
     /// What is published for `file_name` (`None`: not a published file, e.g. a test circuit's).
@@ -134,6 +144,28 @@ mod tests {
         let vk = m.names().find(|n| n.ends_with(".vk")).unwrap();
         assert_eq!(m.get(vk).unwrap().digest.len(), 32);
         assert!(m.get("sha256-chain-b1.params").is_none());
+    }
+
+    /// What went wrong is a variant a caller can branch on, and its message names the file.
+    #[test]
+    fn a_check_says_which_file_is_wrong_missing_or_not_a_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = Manifest::parse(r#"{"v28-x.vk": {"cid": "Qm", "digest": "00", "sector_size": 2048}}"#).unwrap();
+        let path = dir.path().join("v28-x.vk");
+        std::fs::write(&path, b"abc").unwrap();
+        let e = manifest.check_published(&path).unwrap_err();
+        assert!(
+            matches!(&e, ManifestError::NotPublished { found, .. } if found == "ba80a53f981c4d0d6a2797b69f12f6e9"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("v28-x.vk is not the file filecoin-proofs publishes"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(manifest.check_published(&path), Err(ManifestError::Read { .. })));
+        // a name the manifest does not list (a test circuit's) passes
+        assert!(manifest.check_published(&dir.path().join("dense-chain-c8.vk")).is_ok());
+        let not_json = dir.path().join("parameters.json");
+        std::fs::write(&not_json, b"{").unwrap();
+        assert!(matches!(Manifest::read(&not_json), Err(ManifestError::NotManifest { .. })));
     }
 
     #[test]

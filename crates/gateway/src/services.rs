@@ -113,7 +113,7 @@ fn published_keys(config: &Config) -> anyhow::Result<Option<Manifest>> {
         warn!(dir = %config.params.dir().display(), "test parameter cache: verifying keys are not checked against the digests filecoin-proofs publishes");
         return Ok(None);
     }
-    Ok(Some(Manifest::named_or_builtin(config.params_manifest.as_deref()).map_err(|e| anyhow::anyhow!(e))?))
+    Ok(Some(Manifest::named_or_builtin(config.params_manifest.as_deref())?))
 }
 
 fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> AppState {

@@ -103,7 +103,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         param_trust::ParamTrust::TestCache
     } else {
         let manifest = snarkflow_filecoin::manifest::Manifest::named_or_builtin(config.params_manifest.as_deref());
-        param_trust::ParamTrust::Published(manifest.map_err(|e| anyhow::anyhow!(e))?)
+        param_trust::ParamTrust::Published(manifest?)
     };
     let params = Arc::new(
         ParamStore::new(params_dir.clone(), snarkflow_circuits::catalog())
