@@ -1,9 +1,17 @@
 //! Every proof kind snarkflow proves, one module each, behind one trait ([`ProofKind`]):
 //! parsing a request's input, the circuit for partition k (and the blank one), public
 //! inputs, verification of the assembled proof, the parameter file name and the default
-//! priority. The registry ([`parse_request`], [`visit_blank`], [`visit_with_witness`], ...)
-//! is the one place that maps a [`snarkflow_wire::JobKind`] to its module, and the only
-//! list of kinds.
+//! priority. A kind's methods see only its own typed spec and input ([`ProofKind::Spec`],
+//! [`ProofKind::Input`]; the synthetic kinds' input is the job's [`Seed`]). The registry
+//! ([`parse_request`], [`visit_blank`], [`visit_with_witness`], ...) is the one place that
+//! maps a [`snarkflow_wire::JobKind`] to its module, reads the untyped [`snarkflow_wire::CircuitSpec`]
+//! and [`JobInput`] once for it, and is the only list of kinds.
+//!
+//! Module map: `kind.rs` (the trait, [`ParsedRequest`], spec helpers); `registry.rs` (the
+//! `registry!` list and every dispatching function; also [`JobInput::from_bytes`]);
+//! `input.rs` ([`JobInput`] and its stored form, which names no kind); `catalog.rs` (the
+//! kinds as a parameter store sees them); `kinds/` (one module per kind; `post.rs` is what
+//! the two PoSt kinds share, `cube.rs` the example kind behind the `example-kind` feature).
 //!
 //! The synthetic kinds (`sha256-chain`, `dense-chain`) are bellperson circuits defined here;
 //! the Filecoin kinds build filecoin-proofs' own circuits through `snarkflow-filecoin`.
