@@ -103,7 +103,12 @@ impl Client {
 }
 
 /// The API token: `$SNARKFLOW_API_TOKEN`, else the first line of `--token-file`, else of
-/// `.state/api-token` (what `just up` writes), else of `~/.config/snarkflow/api-token`.
+/// `.state/api-token` (what `just up` writes) when it is the caller's own file, else of
+/// `~/.config/snarkflow/api-token`.
+///
+/// `.state/api-token` is found relative to the working directory, so in a directory someone
+/// else controls it could be anyone's: it is read only when the caller owns it and nobody else
+/// may write it (`just up` makes it mode 600), else skipped with a warning.
 pub(crate) fn api_token(token_file: Option<&std::path::PathBuf>) -> anyhow::Result<Option<String>> {
     if let Some(token) = std::env::var("SNARKFLOW_API_TOKEN").ok().filter(|t| !t.trim().is_empty()) {
         return Ok(Some(token.trim().to_owned()));
@@ -120,16 +125,55 @@ pub(crate) fn api_token(token_file: Option<&std::path::PathBuf>) -> anyhow::Resu
         Some(std::path::PathBuf::from(".state/api-token")),
         dirs_config().map(|d| d.join("snarkflow").join("api-token")),
     ];
-    for path in candidates.into_iter().flatten() {
-        if path.exists() {
-            return Ok(Some(read(&path)?));
+    for (i, path) in candidates.into_iter().enumerate() {
+        let Some(path) = path.filter(|p| p.exists()) else { continue };
+        if i == 0 {
+            if let Err(why) = owned_by_caller(&path) {
+                eprintln!("warning: not reading the API token in {}: {why}", path.display());
+                continue;
+            }
         }
+        return Ok(Some(read(&path)?));
     }
     Ok(None)
+}
+
+/// Whether `path` is the caller's own file that nobody else may write.
+fn owned_by_caller(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    // the owner of /proc/self is this process's effective user
+    let me = std::fs::metadata("/proc/self").map_err(|e| e.to_string())?.uid();
+    if meta.uid() != me {
+        return Err(format!("it belongs to uid {}, not to you (uid {me})", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!("others may write it (mode {:o})", meta.mode() & 0o777));
+    }
+    Ok(())
 }
 
 fn dirs_config() -> Option<std::path::PathBuf> {
     std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// A token file found in the working directory is read only when it is the caller's own
+    /// and nobody else may write it.
+    #[test]
+    fn a_token_file_others_may_write_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("api-token");
+        std::fs::write(&path, "t\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(super::owned_by_caller(&path), Ok(()));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
+        let e = super::owned_by_caller(&path).unwrap_err();
+        assert!(e.contains("others may write it (mode 622)"), "{e}");
+    }
 }
