@@ -8,6 +8,10 @@
 //! input fetched and parsed, seconds of pairings) holds up neither other jobs' events nor the
 //! rest of its shard; verifications run at most `--verify-slots` at a time, and one more slot is
 //! kept for critical jobs, so a WinningPoSt's completion never waits behind PoRep verifications.
+//!
+//! Appliers and verifications are tracked ([`EventParts::tasks`]): at shutdown the loop stops
+//! pulling, then waits (at most [`STOP_WAIT`]) for the events it holds to be applied and the
+//! verifications under way to end, each acking its event once its verdict is in the ledger.
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -19,6 +23,7 @@ use snarkflow_bus::{extract_context, AckKind, Bus, Heartbeat, Message};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState, Priority};
 use tokio::sync::{mpsc, Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::{error, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -93,13 +98,33 @@ pub(crate) struct EventParts {
     pub metrics: Metrics,
     pub params_dir: PathBuf,
     pub verify: Arc<VerifySlots>,
+    /// The appliers and the verifications, waited for at shutdown.
+    pub tasks: TaskTracker,
 }
 
+/// How long a stopping gateway waits for the events it holds to be applied and the
+/// verifications under way to end (each then acks its event); what is left is redelivered to
+/// the next gateway, and a verdict already in the ledger is never applied twice.
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(30);
+
 /// Run the event loop until `shutdown`, restarting it after an error; `running` says whether
-/// it is applying events (the gateway's readiness).
+/// it is applying events (the gateway's readiness). Returns once the events it pulled are
+/// applied and the verifications under way have ended, or after [`STOP_WAIT`].
 pub(crate) async fn supervise(parts: EventParts, running: Arc<AtomicBool>, shutdown: CancellationToken) {
+    pull(&parts, &running, &shutdown).await;
+    parts.tasks.close();
+    if tokio::time::timeout(STOP_WAIT, parts.tasks.wait()).await.is_err() {
+        warn!(
+            left = parts.tasks.len(),
+            "event appliers or verifications still busy {} s after shutdown: left for the next gateway (their events are redelivered)",
+            STOP_WAIT.as_secs()
+        );
+    }
+}
+
+async fn pull(parts: &EventParts, running: &AtomicBool, shutdown: &CancellationToken) {
     loop {
-        let result = run(&parts, &running, &shutdown).await;
+        let result = run(parts, running, shutdown).await;
         running.store(false, Ordering::SeqCst);
         match result {
             Ok(()) => return,
@@ -132,7 +157,7 @@ async fn run(parts: &EventParts, running: &AtomicBool, shutdown: &CancellationTo
     let shards: Vec<mpsc::Sender<Delivered>> = (0..SHARDS)
         .map(|_| {
             let (tx, rx) = mpsc::channel(SHARD_QUEUE);
-            tokio::spawn(applier(parts.clone(), rx));
+            parts.tasks.spawn(applier(parts.clone(), rx));
             tx
         })
         .collect();
@@ -220,7 +245,7 @@ async fn apply_one(parts: &EventParts, Delivered { msg, event, parent }: Deliver
     // on a task of its own: the message is held there, kept in progress while the verification
     // runs (a PoRep's can outlive the ack deadline), and acked once its verdict is in the ledger
     let parts = parts.clone();
-    tokio::spawn(
+    parts.tasks.clone().spawn(
         async move {
             let Some(_verifying) = parts.verify.start(&record.id) else {
                 // another event completed the job too: the verification running holds its own
@@ -319,6 +344,7 @@ mod tests {
             metrics: Metrics::new(),
             params_dir: std::env::temp_dir(),
             verify: Arc::new(VerifySlots::new(1)),
+            tasks: TaskTracker::new(),
         };
         let mut record = crate::events::tests::record(1);
         record.id = "0b6f7a1e-2b1c-4c57-9d7e-4f1f2d0a5c11".into();
@@ -391,5 +417,58 @@ mod tests {
             tokio::time::timeout(wait, slots.acquire(Priority::Critical)).await.is_err(),
             "only one is kept for critical jobs"
         );
+    }
+
+    /// A gateway told to stop while a verification is under way waits for it: the verdict is
+    /// in the ledger once, the job ended once, and its event acked, never left half applied
+    /// (issue 40 item 3).
+    #[tokio::test]
+    async fn shutdown_waits_for_the_verification_under_way() {
+        let nats = snarkflow_testkit::NatsServer::start();
+        let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+        let parts = EventParts {
+            bus: bus.clone(),
+            ledger: bus.ledger().clone(),
+            metrics: Metrics::new(),
+            params_dir: std::env::temp_dir(),
+            verify: Arc::new(VerifySlots::new(1)),
+            tasks: TaskTracker::new(),
+        };
+        let mut record = crate::events::tests::record(1);
+        record.id = "5d1c1c3e-7f2a-4a3e-8d59-0c2b8f3e9a10".into();
+        record.circuit = snarkflow_circuits::circuit("porep-c2-2KiB");
+        record.state = JobState::Proving;
+        parts.ledger.create(&record).await.unwrap();
+        let held = parts.verify.acquire(Priority::Normal).await;
+        let proof_hex = "cd".repeat(wire::PARTITION_PROOF_BYTES);
+        let event =
+            JobEvent::new(&record.id, 0, 7, JobEventBody::PartitionProved { proof_hex, stats: ProveStats::default() });
+        bus.publish(wire::events_subject(&record.id), wire::encode(&event), None).await.unwrap();
+
+        let (running, shutdown) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
+        let stopped = tokio::spawn(supervise(parts.clone(), running, shutdown.clone()));
+        let started = async {
+            while !parts.verify.running.lock().unwrap().contains(&record.id) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), started).await.expect("the verification starts");
+        shutdown.cancel();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!stopped.is_finished(), "the event loop stopped with a verification under way");
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(20), stopped)
+            .await
+            .expect("it stops once the verification ends")
+            .unwrap();
+
+        // the verdict (this job has no input to check its proof against: failed, saying so)
+        let after = parts.ledger.get(&record.id).await.unwrap().unwrap();
+        assert_eq!(after.state, JobState::Failed);
+        assert!(after.error.as_deref().unwrap_or_default().contains("needs its input"), "{:?}", after.error);
+        let ended = parts.metrics.finished.with_label_values(&["porep-c2", "failed"]).get();
+        assert_eq!(ended, 1, "ended once");
+        let mut consumer = bus.events_consumer().await.unwrap();
+        assert_eq!(consumer.info().await.unwrap().num_ack_pending, 0, "its event is acked");
     }
 }

@@ -1,8 +1,9 @@
 //! The gateway as a small supervisor: [`serve`] connects (answering /readyz with the reason
 //! while it cannot), builds the shared state, starts the background services into one
 //! [`JoinSet`], serves HTTP until `shutdown`, then stops in order — HTTP drains first (a client
-//! uploading a C1 gets its answer), then the event loop finishes the events it holds, then the
-//! rest; a background service that panicked makes the gateway exit non-zero.
+//! uploading a C1 gets its answer), then the event loop applies the events it holds and waits
+//! for the verifications under way (each acks its event once its verdict is in the ledger), then
+//! the rest; a background service that panicked makes the gateway exit non-zero.
 
 use snarkflow_filecoin::manifest::Manifest;
 use std::sync::atomic::Ordering;
@@ -172,6 +173,7 @@ impl Services {
                 metrics: state.metrics.clone(),
                 params_dir: state.policy.params_dir.clone(),
                 verify: Arc::new(event_loop::VerifySlots::new(verify_slots)),
+                tasks: Default::default(),
             },
             state.event_loop.clone(),
             shutdown.clone(),
