@@ -21,17 +21,12 @@ pub(crate) struct Submitted {
 }
 
 /// Submit `job` for `caller`. A priority above the caller's ceiling is refused when the request
-/// named it (`explicit_priority`) and lowered to the ceiling when it is the kind's default.
-pub(crate) async fn submit(
-    state: &AppState,
-    caller: &Caller,
-    mut job: ValidJob,
-    explicit_priority: bool,
-) -> Result<Submitted, ApiError> {
+/// named it (`requested_priority`) and lowered to the ceiling when it is the kind's default.
+pub(crate) async fn submit(state: &AppState, caller: &Caller, mut job: ValidJob) -> Result<Submitted, ApiError> {
     caller.require(Scope::Submit)?;
     state.policy.check(&job)?;
     if job.priority > caller.max_priority() {
-        if explicit_priority {
+        if job.requested_priority.is_some() {
             return Err(ApiError::Forbidden(format!(
                 "this API token may submit at priority {} at most; the job asks for {}",
                 caller.max_priority().as_str(),

@@ -25,7 +25,11 @@ pub struct ValidJob {
     pub circuit: CircuitSpec,
     pub partitions: u32,
     pub seed: u64,
+    /// The priority the job runs at: the one its request named, else its kind's default.
     pub priority: Priority,
+    /// The priority its request named, if it named one (a caller's ceiling refuses a named
+    /// priority above it and lowers a default one to it).
+    pub requested_priority: Option<Priority>,
     pub idempotency_key: Option<String>,
     /// Seconds after submission by which the job must finish, else it fails.
     pub deadline_secs: u64,
@@ -234,9 +238,9 @@ fn bad_deadline() -> ApiError {
 
 /// Validate a job request: the envelope here, the input by its kind's module.
 pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
-    let JobRequest { kind, input, priority, idempotency_key, deadline_secs } = request;
+    let JobRequest { kind, input, priority: requested_priority, idempotency_key, deadline_secs } = request;
     let info = snarkflow_circuits::known_kind(kind).map_err(|e| invalid(e.to_string()))?;
-    let priority = priority.unwrap_or(info.default_priority);
+    let priority = requested_priority.unwrap_or(info.default_priority);
     if idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY) {
         return Err(bad_idempotency_key());
     }
@@ -267,6 +271,7 @@ pub fn validate(request: JobRequest) -> Result<ValidJob, ApiError> {
         partitions: parsed.partitions,
         seed: parsed.seed,
         priority,
+        requested_priority,
         idempotency_key,
         deadline_secs,
         deadline_is_default,

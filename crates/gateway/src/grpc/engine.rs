@@ -71,16 +71,13 @@ impl Engine {
                 self.state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
             let job = tokio::task::spawn_blocking(move || {
                 let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
-                let request = request::job_request(req)?;
-                let explicit_priority = request.priority.is_some();
-                let job = crate::validate(request)?;
+                let job = crate::validate(request::job_request(req)?)?;
                 request::check_porep_job(registered_proof, sector_number, &job)?;
-                Ok::<_, ApiError>((job, explicit_priority))
+                Ok::<_, ApiError>(job)
             })
             .await
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?;
-            let (job, explicit_priority) = job?;
-            jobs::submit(&self.state, caller, job, explicit_priority).await
+            jobs::submit(&self.state, caller, job?).await
         }
         .instrument(span)
         .await;

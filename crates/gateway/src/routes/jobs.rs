@@ -34,14 +34,12 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 /// Parse a submit's body and validate it on a blocking thread, at most
 /// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU and
 /// ~16x the body in memory, kept off the async executor and bounded.
-async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<(crate::ValidJob, bool), ApiError> {
+async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<crate::ValidJob, ApiError> {
     let _slot = state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
     tokio::task::spawn_blocking(move || {
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
-        let request = JobRequest::from_json(value)?;
-        let explicit_priority = request.priority.is_some();
-        Ok((validate(request)?, explicit_priority))
+        validate(JobRequest::from_json(value)?)
     })
     .await
     .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
@@ -88,8 +86,8 @@ pub(crate) async fn submit(
         // held while the body is read, parsed and submitted
         let _slot = state.quotas.upload_slot(caller.tenant())?;
         let body = read_body(body, state.max_body_bytes).await?;
-        let (job, explicit_priority) = parse_and_validate(&state, body).await?;
-        let submitted = crate::jobs::submit(&state, &caller, job, explicit_priority).await?;
+        let job = parse_and_validate(&state, body).await?;
+        let submitted = crate::jobs::submit(&state, &caller, job).await?;
         let status = if submitted.existing { StatusCode::OK } else { StatusCode::ACCEPTED };
         Ok((status, Json(serde_json::json!({ "id": submitted.id, "state": submitted.state.as_str() }))))
     }
