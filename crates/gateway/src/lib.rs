@@ -72,9 +72,6 @@ pub struct AppState {
     pub index: LedgerIndex,
     /// Room in the job ledger: new jobs wait while the jobs in flight need it.
     pub ledger_room: LedgerRoom,
-    /// Submits handled at once; more wait, holding no body yet (bounds what bodies in flight
-    /// take: this many times `max_body_bytes`).
-    pub max_concurrent_submits: usize,
     /// Request bodies parsed and validated at once, on blocking threads (a 32 GiB C1 is tens of
     /// MB of JSON and seconds of checks): one per core.
     pub validations: std::sync::Arc<tokio::sync::Semaphore>,
@@ -122,9 +119,10 @@ async fn openapi_json() -> impl IntoResponse {
 pub fn app(state: AppState) -> Router {
     let limit = state.max_body_bytes;
     let timeout = state.request_timeout;
-    let submits = tower::limit::GlobalConcurrencyLimitLayer::new(state.max_concurrent_submits.max(1));
     Router::new()
-        .route("/v1/jobs", get(routes::jobs::list).post(routes::jobs::submit).layer(submits))
+        // submits are bounded per tenant and in all by the quota book (`Quotas::upload_slot`),
+        // which answers 429 rather than queueing behind slow uploads
+        .route("/v1/jobs", get(routes::jobs::list).post(routes::jobs::submit))
         .route("/v1/jobs/{id}", get(routes::jobs::get).delete(routes::jobs::cancel))
         .route("/v1/jobs/{id}/proof", get(routes::jobs::proof))
         .route("/healthz", get(routes::health::healthz))

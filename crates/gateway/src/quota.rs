@@ -41,6 +41,8 @@ pub struct Quotas {
     /// Submits being read and checked, per tenant, and how many one tenant may have.
     uploads: Arc<Mutex<HashMap<String, usize>>>,
     upload_share: usize,
+    /// Submits handled at once over all tenants (0: no limit here).
+    upload_total: usize,
 }
 
 /// One of a tenant's submit slots (see [`Quotas::upload_slot`]); given back when dropped.
@@ -103,7 +105,24 @@ fn jobs_room(usage: &Usage, tenant: &str, limits: QuotaLimits) -> Result<(), Api
 
 impl Quotas {
     pub fn new(limits: QuotaLimits) -> Self {
-        Quotas { limits, usage: Arc::default(), uploads: Arc::default(), upload_share: 0 }
+        Quotas { limits, usage: Arc::default(), uploads: Arc::default(), upload_share: 0, upload_total: 0 }
+    }
+
+    /// At most `total` submits handled at once over all tenants, the last quarter of them only
+    /// for tenants that have none in flight: tenants reading slow uploads cannot, together, hold
+    /// every slot, and a tenant with nothing in flight always finds one while any is left.
+    pub fn with_upload_slots(mut self, total: usize) -> Self {
+        self.upload_total = total;
+        self
+    }
+
+    /// The slots kept for tenants with no submit in flight.
+    fn upload_reserve(&self) -> usize {
+        if self.upload_total > 1 {
+            (self.upload_total / 4).max(1)
+        } else {
+            0
+        }
     }
 
     /// At most `share` submits of one tenant handled at once (0: no limit of its own), so one
@@ -117,8 +136,8 @@ impl Quotas {
     /// has none left (429: its other submits are still being read or checked).
     pub fn upload_slot(&self, tenant: &str) -> Result<UploadSlot, ApiError> {
         let mut uploads = self.uploads.lock().expect("upload book");
-        let taken = uploads.entry(tenant.to_owned()).or_default();
-        if self.upload_share > 0 && *taken >= self.upload_share {
+        let taken = uploads.get(tenant).copied().unwrap_or(0);
+        if self.upload_share > 0 && taken >= self.upload_share {
             return Err(ApiError::TooManyRequests {
                 message: format!(
                     "tenant {tenant} already has {taken} submits being read and checked, its share of the gateway's (--max-concurrent-submits-per-tenant); retry when one is answered"
@@ -126,7 +145,21 @@ impl Quotas {
                 retry_after_secs: 1,
             });
         }
-        *taken += 1;
+        if self.upload_total > 0 {
+            let all: usize = uploads.values().sum();
+            let limit = if taken == 0 { self.upload_total } else { self.upload_total - self.upload_reserve() };
+            if all >= limit {
+                return Err(ApiError::TooManyRequests {
+                    message: format!(
+                        "the gateway is reading and checking {all} submits (--max-concurrent-submits {}, the last {} kept for tenants with none in flight); retry when one is answered",
+                        self.upload_total,
+                        self.upload_reserve()
+                    ),
+                    retry_after_secs: 1,
+                });
+            }
+        }
+        *uploads.entry(tenant.to_owned()).or_default() += 1;
         Ok(UploadSlot { uploads: self.uploads.clone(), tenant: tenant.to_owned() })
     }
 

@@ -132,7 +132,8 @@ fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> 
         .with_upload_share(match config.max_concurrent_submits_per_tenant {
             0 => (config.max_concurrent_submits / 2).max(1),
             n => n,
-        }),
+        })
+        .with_upload_slots(config.max_concurrent_submits.max(1)),
         policy: Arc::new(Policy {
             enable_test_kinds: config.enable_test_kinds,
             max_test_job_constraints: config.max_test_job_constraints,
@@ -144,7 +145,6 @@ fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> 
         event_loop: Default::default(),
         index: LedgerIndex::default(),
         ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
-        max_concurrent_submits: config.max_concurrent_submits,
         validations: Arc::new(tokio::sync::Semaphore::new(validation_slots())),
     }
 }

@@ -53,7 +53,6 @@ async fn state_with(
         event_loop: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         index: snarkflow_gateway::LedgerIndex::default(),
         ledger_room: snarkflow_gateway::LedgerRoom::new(10),
-        max_concurrent_submits: 8,
         validations: Arc::new(tokio::sync::Semaphore::new(2)),
     }
 }

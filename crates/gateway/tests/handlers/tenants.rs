@@ -298,3 +298,46 @@ async fn one_tenant_cannot_hold_every_submit_slot() {
     let (status, json) = call(state.clone(), as_token(post(DENSE), &t[0])).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{json}");
 }
+
+/// Two tenants reading slow uploads cannot hold every submit slot between them: the last
+/// quarter is kept for tenants with none in flight (issue 39 item 12).
+#[tokio::test]
+async fn tenants_with_slow_uploads_leave_a_slot_for_one_with_none() {
+    let nats = NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (auth, t) = tokens(
+        dir.path(),
+        &[
+            ("acme", &[Scope::Submit], Priority::Normal),
+            ("globex", &[Scope::Submit], Priority::Normal),
+            ("initech", &[Scope::Submit], Priority::Normal),
+        ],
+    );
+    let (_, limits, policy) = open_settings();
+    let mut state = state_with(&nats, 96 << 20, (auth, limits, policy)).await;
+    // four slots, two per tenant, one kept for a tenant with none in flight
+    state.quotas = Quotas::new(limits).with_upload_share(2).with_upload_slots(4);
+    let endless = |token: &str| {
+        let body = futures::stream::once(async { Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{")) })
+            .chain(futures::stream::pending());
+        as_token(post(Body::from_stream(body)), token)
+    };
+    let mut held = Vec::new();
+    for token in [&t[0], &t[0], &t[1]] {
+        held.push(tokio::spawn(call(state.clone(), endless(token))));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // globex's second would take the kept slot: refused at once
+    let answered = tokio::time::timeout(Duration::from_secs(5), call(state.clone(), endless(&t[1]))).await;
+    let (status, json) = answered.expect("refused without waiting for a body");
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
+    assert!(json["error"]["message"].as_str().unwrap().contains("kept for tenants with none in flight"), "{json}");
+    // initech, with none in flight, is served
+    let (status, json) = call(state.clone(), as_token(post(DENSE), &t[2])).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{json}");
+    for h in held {
+        h.abort();
+        let _ = h.await;
+    }
+}
