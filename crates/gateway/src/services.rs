@@ -140,6 +140,9 @@ fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> 
             params_dir: config.params.dir(),
             published,
             default_deadlines: config.default_deadlines.clone(),
+            max_deadline_secs: crate::validate::max_deadline_for_retention(
+                config.nats.job_retention_hours.max(1) * 3600,
+            ),
         }),
         request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
         event_loop: Default::default(),

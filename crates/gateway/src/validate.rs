@@ -58,6 +58,17 @@ pub struct Policy {
     /// Deadlines, in seconds, for jobs of these kinds whose request names none, instead of the
     /// kind's own (`--default-deadline`).
     pub default_deadlines: Vec<DefaultDeadline>,
+    /// The longest deadline a job may have here: its record must outlive it (the ledger keeps
+    /// records `--job-retention-hours`), so that the job fails saying so rather than vanish
+    /// ([`max_deadline_for_retention`]).
+    pub max_deadline_secs: u64,
+}
+
+/// The longest deadline a ledger that keeps records `retention_secs` allows: a day short of the
+/// retention (a seventh of it when that is less), and never above [`MAX_DEADLINE_SECS`].
+pub(crate) fn max_deadline_for_retention(retention_secs: u64) -> u64 {
+    let margin = (24 * 3600).min(retention_secs / 7);
+    retention_secs.saturating_sub(margin).clamp(1, MAX_DEADLINE_SECS)
 }
 
 /// `KIND=SECONDS`: the deadline of a `KIND` job whose request names none.
@@ -84,18 +95,27 @@ impl std::str::FromStr for DefaultDeadline {
 impl Policy {
     /// The deadline `job` gets: the one its request named, else this gateway's default for its
     /// kind, else its kind's own.
+    /// A default deadline longer than this gateway's ledger keeps records is lowered to the
+    /// longest it allows; a named one that long is refused by [`Policy::check`].
     pub fn deadline_secs(&self, job: &ValidJob) -> u64 {
         let kind = job.circuit.kind();
-        match self.default_deadlines.iter().rev().find(|d| d.kind == kind) {
+        let secs = match self.default_deadlines.iter().rev().find(|d| d.kind == kind) {
             Some(d) if job.deadline_is_default => d.secs,
             _ => job.deadline_secs,
-        }
+        };
+        secs.min(self.max_deadline_secs)
     }
 
     /// Refuse what this gateway will not run: test kinds unless enabled, test jobs above the
     /// size bound (one small request must not make hundreds of GiB of witnesses), and proofs
     /// the gateway could not verify (no verifying key here: the job would fail at the end).
     pub fn check(&self, job: &ValidJob) -> Result<(), ApiError> {
+        if !job.deadline_is_default && job.deadline_secs > self.max_deadline_secs {
+            return Err(invalid(format!(
+                "deadline_secs must be at most {} on this gateway: its ledger keeps a job's record for --job-retention-hours, and the record must outlive the deadline",
+                self.max_deadline_secs
+            )));
+        }
         self.check_circuit(&job.circuit, job.partitions)
     }
 
@@ -327,6 +347,7 @@ mod tests {
             params_dir: std::env::temp_dir(),
             published: None,
             default_deadlines: vec!["dense-chain=60".parse().unwrap(), "winning-post=600".parse().unwrap()],
+            max_deadline_secs: MAX_DEADLINE_SECS,
         };
         let unnamed = check(json!({"kind": "dense-chain", "input": {"constraints": 8}})).unwrap();
         assert_eq!((unnamed.deadline_secs, policy.deadline_secs(&unnamed)), (3600, 60));
@@ -343,6 +364,31 @@ mod tests {
             let e = bad.parse::<DefaultDeadline>().unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    /// A job's record must outlive its deadline: with a ledger that keeps records a day, a named
+    /// deadline past what that allows is refused, and a default one is lowered to it.
+    #[test]
+    fn deadlines_fit_inside_the_ledgers_retention() {
+        assert_eq!(max_deadline_for_retention(7 * 24 * 3600), MAX_DEADLINE_SECS, "the default week");
+        let day = max_deadline_for_retention(24 * 3600);
+        assert_eq!(day, 24 * 3600 - 24 * 3600 / 7);
+        let policy = Policy {
+            enable_test_kinds: true,
+            max_test_job_constraints: 1 << 20,
+            params_dir: std::env::temp_dir(),
+            published: None,
+            default_deadlines: vec!["dense-chain=86400".parse().unwrap()],
+            max_deadline_secs: day,
+        };
+        let named = check(json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 86000})).unwrap();
+        let e = policy.check(&named).unwrap_err().to_string();
+        assert!(e.contains(&format!("deadline_secs must be at most {day}")), "{e}");
+        let within = check(json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 3600})).unwrap();
+        assert!(policy.check(&within).is_ok());
+        let unnamed = check(json!({"kind": "dense-chain", "input": {"constraints": 8}})).unwrap();
+        assert!(policy.check(&unnamed).is_ok(), "a default deadline is lowered, not refused");
+        assert_eq!(policy.deadline_secs(&unnamed), day);
     }
 
     #[test]
@@ -407,6 +453,7 @@ mod published_keys {
             params_dir: dir.to_owned(),
             published,
             default_deadlines: Vec::new(),
+            max_deadline_secs: super::MAX_DEADLINE_SECS,
         };
         (policy, spec)
     }

@@ -27,6 +27,7 @@ fn open_settings() -> (Auth, QuotaLimits, Policy) {
         params_dir: std::env::temp_dir(),
         published: None,
         default_deadlines: Vec::new(),
+        max_deadline_secs: 6 * 24 * 3600,
     };
     (Auth::Disabled, limits, policy)
 }
