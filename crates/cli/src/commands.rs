@@ -80,6 +80,9 @@ enum Command {
         #[command(subcommand)]
         command: crate::filecoin::FilecoinCommand,
     },
+    /// What on this host would fail a job (NATS, parameter files, the device), each with what
+    /// to do about it; exits non-zero when anything would.
+    Doctor(crate::doctor::DoctorArgs),
     /// Groth16 parameter files.
     Params {
         #[command(subcommand)]
@@ -393,6 +396,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Params { command } => crate::params::run(command).await,
+        Command::Doctor(args) => crate::doctor::run(args).await,
     }
 }
 

@@ -24,6 +24,7 @@ mod bench_resident;
 mod circuit_args;
 mod client;
 mod commands;
+mod doctor;
 mod filecoin;
 mod params;
 mod submit;

@@ -1,7 +1,9 @@
 //! `snarkflow params fetch` and `params check` against a manifest of this test's own (the real
 //! published files are gigabytes): a fetch continues a part an earlier one left, installs only
 //! files with the published digest, refuses names nobody publishes; a check finds a tampered
-//! file. The HTTP(S) source is exercised the same way through a local static server.
+//! file. The HTTP(S) source is exercised the same way through a local static server, and the
+//! IPFS one through a local gateway. `snarkflow doctor`, which checks parameter files among
+//! other things, is here too.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -344,4 +346,35 @@ async fn fetch_by_cid_through_an_ipfs_gateway_continues_checks_and_takes_turns()
         "{}",
         text(&out)
     );
+}
+
+/// `snarkflow doctor` says what on a host would fail a job, with the fix, and exits non-zero
+/// then: here the parameters of a circuit it serves missing, and NATS out of reach; on a host
+/// where all is well it says so and exits 0.
+#[test]
+fn doctor_finds_what_would_fail_a_job_and_says_how_to_fix_it() {
+    let nats = snarkflow_testkit::NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = snarkflow(&["params", "generate", "--circuit", "dense-chain-c8", "--seed", "5", "--params-dir", d]);
+    assert!(out.status.success(), "{}", text(&out));
+    let url = nats.url();
+    let base = ["doctor", "--role", "gateway", "--params-dir", d];
+
+    let out = snarkflow(&[&base[..], &["--nats-url", &url, "--circuit", "dense-chain-c8"]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    for line in ["ok    NATS at", "ok    dense-chain-c8: dense-chain-c8.params present", "ok    device: cpu backend"] {
+        assert!(text(&out).contains(line), "{line:?} in {}", text(&out));
+    }
+
+    let out = snarkflow(&[&base[..], &["--nats-url", &url, "--circuit", "dense-chain-c16", "--no-device"]].concat());
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("FAIL  dense-chain-c16: dense-chain-c16.params is missing"), "{}", text(&out));
+    assert!(text(&out).contains("fix: snarkflow params generate --circuit dense-chain-c16"), "{}", text(&out));
+
+    let out = snarkflow(
+        &[&base[..], &["--nats-url", "nats://127.0.0.1:1", "--nats-timeout-secs", "2", "--no-device"]].concat(),
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("not usable within 2 s"), "{}", text(&out));
 }

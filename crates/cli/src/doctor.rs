@@ -1,0 +1,170 @@
+//! `snarkflow doctor`: what on this host would fail a job, checked before a job finds it, each
+//! finding with what to do about it. Exits non-zero when anything would.
+//!
+//! Checks: NATS reached and the topology usable with the role's credentials; the parameter
+//! files of the circuits named, present and (for filecoin-proofs' files) the published ones;
+//! the device, probed as a gpu-worker probes it at start (this build's kernels against the
+//! device and driver, then a proof verified on it).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use snarkflow_filecoin::manifest::{digest_cached, Manifest};
+use snarkflow_prover::ParamStore;
+use snarkflow_service::{NatsArgs, ParamsDir};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DoctorArgs {
+    /// Circuits this host serves (e.g. porep-c2-32GiB,winning-post-32GiB): their parameter
+    /// files must be here, and filecoin-proofs' must be the published ones.
+    #[arg(long, value_delimiter = ',')]
+    circuit: Vec<String>,
+    /// The role whose NATS credentials these are (gateway, synth, gpu).
+    #[arg(long, default_value = "gpu")]
+    role: String,
+    /// Skip the NATS check (a host that only generates or checks parameters).
+    #[arg(long)]
+    no_nats: bool,
+    /// Skip the device probe (a synth-worker or gateway host).
+    #[arg(long)]
+    no_device: bool,
+    /// Seconds to wait for NATS before saying why it cannot be reached.
+    #[arg(long, default_value_t = 10)]
+    nats_timeout_secs: u64,
+    #[command(flatten)]
+    nats: NatsArgs,
+    #[command(flatten)]
+    params: ParamsDir,
+}
+
+/// One check's verdict.
+enum Finding {
+    Ok(String),
+    Fail { what: String, fix: String },
+}
+
+fn ok(what: impl Into<String>) -> Finding {
+    Finding::Ok(what.into())
+}
+
+fn fail(what: impl Into<String>, fix: impl Into<String>) -> Finding {
+    Finding::Fail { what: what.into(), fix: fix.into() }
+}
+
+pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let mut findings = Vec::new();
+    if !args.no_nats {
+        findings.push(nats(&args).await);
+    }
+    findings.extend(parameters(&args.params.dir(), &args.circuit));
+    if !args.no_device {
+        findings.push(device().await);
+    }
+    let mut failed = 0;
+    for finding in &findings {
+        match finding {
+            Finding::Ok(what) => println!("ok    {what}"),
+            Finding::Fail { what, fix } => {
+                failed += 1;
+                println!("FAIL  {what}\n      fix: {fix}");
+            }
+        }
+    }
+    println!("{} checks, {failed} would fail a job", findings.len());
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// NATS reached with this role's credentials and the topology there to use.
+async fn nats(args: &DoctorArgs) -> Finding {
+    let config = match args.nats.bus_config(&args.role) {
+        Ok(config) => config,
+        Err(e) => return fail(format!("NATS settings: {e:#}"), "correct the --nats-* flags or the files they name"),
+    };
+    let url = config.url.clone();
+    let why = Arc::new(Mutex::new(None::<String>));
+    let seen = why.clone();
+    let waiting = move |reason: &str| *seen.lock().expect("never poisoned") = Some(reason.to_owned());
+    let timeout = Duration::from_secs(args.nats_timeout_secs.max(1));
+    match tokio::time::timeout(timeout, snarkflow_bus::Bus::connect_reporting(config, &waiting)).await {
+        Ok(Ok(_)) => ok(format!("NATS at {} reached as {}, streams and buckets usable", redact(&url), args.role)),
+        Ok(Err(e)) => fail(format!("NATS at {}: {e}", redact(&url)), "correct the NATS credentials or TLS settings"),
+        Err(_) => {
+            let reason = why.lock().expect("never poisoned").clone().unwrap_or_else(|| "no answer".into());
+            fail(
+                format!("NATS at {} not usable within {} s: {reason}", redact(&url), timeout.as_secs()),
+                "start nats-server, open the route to it, or (a worker role) start the gateway first: it declares the streams",
+            )
+        }
+    }
+}
+
+/// The URL without credentials.
+fn redact(url: &str) -> String {
+    match url.split_once("://").and_then(|(scheme, rest)| rest.split_once('@').map(|(_, host)| (scheme, host))) {
+        Some((scheme, host)) => format!("{scheme}://{host}"),
+        None => url.to_owned(),
+    }
+}
+
+/// Each named circuit's `.params` and `.vk` present, and the published ones where
+/// filecoin-proofs publishes them.
+fn parameters(dir: &Path, circuits: &[String]) -> Vec<Finding> {
+    let store = ParamStore::new(dir, snarkflow_circuits::catalog());
+    let manifest = Manifest::builtin();
+    let mut findings = Vec::new();
+    for id in circuits {
+        let Some(spec) = snarkflow_circuits::parse_circuit_id(id) else {
+            findings
+                .push(fail(format!("{id:?} is not a circuit id this build knows"), "name circuits as porep-c2-32GiB"));
+            continue;
+        };
+        let filecoin = snarkflow_circuits::filecoin_sector_size(&spec).is_some();
+        let get = if filecoin {
+            format!("snarkflow params fetch --circuit {id} --params-dir {}", dir.display())
+        } else {
+            format!("snarkflow params generate --circuit {id} --params-dir {}", dir.display())
+        };
+        for path in [store.params_path(&spec), store.vk_path(&spec)] {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+            if !path.exists() {
+                findings.push(fail(format!("{id}: {name} is missing from {}", dir.display()), get.clone()));
+                continue;
+            }
+            let Some(published) = manifest.get(&name) else {
+                findings.push(ok(format!("{id}: {name} present (a test circuit's: no published digest)")));
+                continue;
+            };
+            match digest_cached(&path) {
+                Ok(digest) if digest == published.digest => {
+                    findings.push(ok(format!("{id}: {name} present, the published file")))
+                }
+                Ok(digest) => findings.push(fail(
+                    format!("{id}: {name} is not the published file (digest {digest}, published {})", published.digest),
+                    format!("move it away, then {get} (random test parameters prove nothing the chain accepts)"),
+                )),
+                Err(e) => findings
+                    .push(fail(format!("{id}: reading {}: {e}", path.display()), "check the file's permissions")),
+            }
+        }
+    }
+    findings
+}
+
+/// The device probe a gpu-worker runs at start.
+async fn device() -> Finding {
+    match tokio::task::spawn_blocking(snarkflow_prover::device::probe).await {
+        Ok(Ok(report)) => ok(format!(
+            "device: {} backend on {}, self-test proof verified in {:.1} s",
+            report.backend,
+            report.label(),
+            report.self_test_seconds
+        )),
+        Ok(Err(e)) => fail(
+            format!("device: {e}"),
+            "install a driver this build supports, or use the build for this GPU (docs/gpu.md, \"Your GPU\")",
+        ),
+        Err(panic) => fail(format!("device: the probe panicked: {panic}"), "report it with the output above"),
+    }
+}
