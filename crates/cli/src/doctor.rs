@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use snarkflow_filecoin::manifest::{digest_cached, Manifest};
+use snarkflow_filecoin::manifest::{Manifest, ManifestError};
 use snarkflow_prover::ParamStore;
 use snarkflow_service::{NatsArgs, ParamsDir};
 
@@ -132,20 +132,17 @@ fn parameters(dir: &Path, circuits: &[String]) -> Vec<Finding> {
                 findings.push(fail(format!("{id}: {name} is missing from {}", dir.display()), get.clone()));
                 continue;
             }
-            let Some(published) = manifest.get(&name) else {
+            if manifest.get(&name).is_none() {
                 findings.push(ok(format!("{id}: {name} present (a test circuit's: no published digest)")));
                 continue;
-            };
-            match digest_cached(&path) {
-                Ok(digest) if digest == published.digest => {
-                    findings.push(ok(format!("{id}: {name} present, the published file")))
-                }
-                Ok(digest) => findings.push(fail(
-                    format!("{id}: {name} is not the published file (digest {digest}, published {})", published.digest),
+            }
+            match manifest.check_published(&path) {
+                Ok(()) => findings.push(ok(format!("{id}: {name} present, the published file"))),
+                Err(e @ ManifestError::NotPublished { .. }) => findings.push(fail(
+                    format!("{id}: {e}"),
                     format!("move it away, then {get} (random test parameters prove nothing the chain accepts)"),
                 )),
-                Err(e) => findings
-                    .push(fail(format!("{id}: reading {}: {e}", path.display()), "check the file's permissions")),
+                Err(e) => findings.push(fail(format!("{id}: {e}"), "check the file's permissions")),
             }
         }
     }

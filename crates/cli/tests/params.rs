@@ -136,10 +136,19 @@ fn fetch_continues_checks_and_installs_and_check_finds_a_tampered_file() {
     assert!(text(&out).contains("WRONG   v28-a.vk") && text(&out).contains("MISSING v28-c.params"), "{}", text(&out));
 }
 
+/// N of a `Range: bytes=N-` header.
+fn range_start(headers: &axum::http::HeaderMap) -> Option<usize> {
+    headers
+        .get(axum::http::header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("bytes="))
+        .and_then(|v| v.trim_end_matches('-').parse::<usize>().ok())
+}
+
 /// A static file server that honours `Range: bytes=N-`, as a mirror (nginx, S3, a CDN) does.
 async fn mirror(dir: std::path::PathBuf) -> String {
     use axum::extract::Path as UrlPath;
-    use axum::http::{header, HeaderMap, StatusCode};
+    use axum::http::{HeaderMap, StatusCode};
     use axum::response::IntoResponse;
     let app = axum::Router::new().route(
         "/params/{name}",
@@ -147,11 +156,7 @@ async fn mirror(dir: std::path::PathBuf) -> String {
             let dir = dir.clone();
             async move {
                 let Ok(data) = std::fs::read(dir.join(&name)) else { return StatusCode::NOT_FOUND.into_response() };
-                let from = headers
-                    .get(header::RANGE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("bytes="))
-                    .and_then(|v| v.trim_end_matches('-').parse::<usize>().ok());
+                let from = range_start(&headers);
                 match from {
                     Some(from) => (StatusCode::PARTIAL_CONTENT, data[from..].to_vec()).into_response(),
                     None => data.into_response(),
@@ -234,11 +239,7 @@ async fn ipfs_gateway(dir: std::path::PathBuf, cut: &'static str) -> String {
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
                 let Some(name) = cid.strip_prefix("bafy-") else { return StatusCode::NOT_FOUND.into_response() };
                 let Ok(data) = std::fs::read(dir.join(name)) else { return StatusCode::NOT_FOUND.into_response() };
-                let from = headers
-                    .get(header::RANGE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("bytes="))
-                    .and_then(|v| v.trim_end_matches('-').parse::<usize>().ok());
+                let from = range_start(&headers);
                 if let Some(from) = from {
                     return (StatusCode::PARTIAL_CONTENT, data[from..].to_vec()).into_response();
                 }

@@ -58,6 +58,21 @@ fn porep_request(envelope: &Value, sector: u64) -> cuzk::SubmitProofRequest {
     }
 }
 
+/// A 2 KiB WinningPoSt as Curio sends it, from a fixture's request input.
+fn winning_request(id: &str, input: &Value, randomness: [u8; 32]) -> cuzk::SubmitProofRequest {
+    cuzk::SubmitProofRequest {
+        request_id: format!("winpost-{MINER}-{id}"),
+        proof_kind: ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        registered_proof: WINNING_2KIB_V1,
+        priority: cuzk::Priority::Critical as i32,
+        vanilla_proofs: b64_list(&input["vanilla_proofs"]),
+        miner_id: MINER,
+        randomness: randomness.to_vec(),
+        ..Default::default()
+    }
+}
+
 async fn prove(client: &mut CuzkClient, submit: cuzk::SubmitProofRequest) -> cuzk::AwaitProofResponse {
     client.prove(cuzk::ProveRequest { submit: Some(submit) }).await.unwrap().into_inner().result.unwrap()
 }
@@ -185,17 +200,7 @@ async fn curio_proves_every_kind_through_the_cuzk_interface() {
         partition_index: 0,
         ..Default::default()
     };
-    let winning_request = cuzk::SubmitProofRequest {
-        request_id: format!("winpost-{MINER}-0707"),
-        proof_kind: ProofKind::WinningPost as i32,
-        sector_size: 2048,
-        registered_proof: WINNING_2KIB_V1,
-        priority: cuzk::Priority::Critical as i32,
-        vanilla_proofs: b64_list(&winning["vanilla_proofs"]),
-        miner_id: MINER,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    };
+    let winning_request = winning_request("0707", &winning, randomness);
     for (what, request, priority) in
         [("snap", snap_request, "normal"), ("window", window_request, "high"), ("winning", winning_request, "critical")]
     {
@@ -467,17 +472,7 @@ async fn a_cuzk_listener_can_require_tokens_and_stalled_uploads_hold_nothing() {
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // meanwhile another caller's WinningPoSt
-    let winning_request = cuzk::SubmitProofRequest {
-        request_id: format!("winpost-{MINER}-stall"),
-        proof_kind: ProofKind::WinningPost as i32,
-        sector_size: 2048,
-        registered_proof: WINNING_2KIB_V1,
-        priority: cuzk::Priority::Critical as i32,
-        vanilla_proofs: b64_list(&winning["vanilla_proofs"]),
-        miner_id: MINER,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    };
+    let winning_request = winning_request("stall", &winning, randomness);
     let proved = client
         .prove(with_token(&admin, cuzk::ProveRequest { submit: Some(winning_request) }))
         .await
