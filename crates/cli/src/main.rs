@@ -9,8 +9,10 @@
 //! - `submit.rs`: submit, and with `--wait` follow the job. `client.rs`: the HTTP client (API
 //!   token, CA). `circuit_args.rs`: how a command names a circuit (a synthetic kind and its
 //!   size, or a Filecoin kind and its input).
-//! - `params.rs`: `params generate` (random test parameters), and `params check` and
-//!   `params fetch` against the digests filecoin-proofs publishes.
+//! - `params.rs`: `params generate` (random test parameters) and `params check`;
+//!   `params/fetch.rs`: `params fetch` (by CID through an IPFS gateway, from a directory or a
+//!   mirror), both against the digests filecoin-proofs publishes.
+//! - `doctor.rs`: `doctor`, what on a host would fail a job.
 //! - `filecoin.rs`: `filecoin seal` and `filecoin fixture`, Filecoin inputs made without lotus.
 //! - `admin.rs`: `admin token create / list / revoke`, in the gateway's tokens file.
 //! - `waterfall.rs`: `waterfall` and `traces collect`.
