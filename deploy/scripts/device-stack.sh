@@ -171,6 +171,14 @@ gib32_up() {
         until [ "$(gib32_synthesized)" -ge "$STAGED" ] || [ "$(gib32_elapsed)" -ge "$WAIT" ]; do sleep 2; done
         echo "partitions synthesized before the gpu-workers start: $(gib32_synthesized) after $(gib32_elapsed) s"
     fi
+    if [ -n "${CARD_GIB:-}" ]; then
+        # a smaller card: a process holds all of GPU 0 but CARD_GIB less 800 MiB (what a driver
+        # and a CUDA context take on a real card), so the gpu-worker picks its plan as there
+        build_ballast
+        gib32_spawn ballast "$S/ballast" $((CARD_GIB * 1024 - 800))
+        until [ -s "$logs/ballast.log" ]; do sleep 0.2; done
+        echo "card of $CARD_GIB GiB simulated: $(cat "$logs/ballast.log")"
+    fi
     t=$(date +%s.%N)
     for g in $(seq 0 $((GPUS - 1))); do
         cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE,winning-post-$SIZE"

@@ -77,6 +77,7 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       prove    up, wait and stop in one command (small sizes, after gen)
                       SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB
                       GPUS=1 PREFETCH=2 GPU_BUDGET=60GiB STAGED WINNING=1 WINNING_AFTER=1
+                      CARD_GIB (up: GPU 0 held down to a card of that size, the plan chosen there)
                       LIVE_SYNTH=1 STOCK_CAP_GIB (90% of RAM) PARAMGEN_DEVICE=gpu CAP_KIB
                       BINS=bins32.tar.xz (pack-gpu.sh's bins.tar.xz holds the same binaries)
   pipeline            JOBS sha256-chain jobs of PARTS x BLOCKS through one CUDA gpu-worker

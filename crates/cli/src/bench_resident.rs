@@ -86,7 +86,7 @@ fn proof_bytes(p: &bellperson::groth16::Proof<blstrs::Bls12>) -> Vec<u8> {
 
 fn row(t: &Timings) -> String {
     format!(
-        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} wait-ones {:.1} total {:.1} ms | pcie copied {:.2} GB mapped {:.2} GB ({:.1} GB/s over the prove)",
+        "upload {:.1} spmv {:.1} ntt {:.1} (beside) l {:.1} a {:.1} b1 {:.1} b2 {:.1} wait-h {:.1} h {:.1} wait-ones {:.1} total {:.1} ms | pcie witness {:.3} GB copied {:.2} GB mapped {:.2} GB ({:.1} GB/s over the prove)",
         t.upload,
         t.spmv,
         t.ntt,
@@ -98,6 +98,7 @@ fn row(t: &Timings) -> String {
         t.msm_h,
         t.wait_ones,
         t.total,
+        t.h2d_witness / 1e9,
         t.h2d_copied / 1e9,
         t.h2d_mapped / 1e9,
         (t.h2d_copied + t.h2d_mapped) / 1e6 / t.total.max(1e-3),

@@ -286,4 +286,6 @@ struct sf_timings {
     // counted by its upload) and read by kernels from mapped host memory (an estimate: the
     // points whose scalar is not 0)
     double h2d_copied, h2d_mapped;
+    // bytes of the witness's upload (set by the host half, which staged it)
+    double h2d_witness;
 };

@@ -76,6 +76,43 @@ __global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* 
 
 struct fr_bits { uint64_t l[4]; };
 
+// The witness from its compact form (`snarkflow_prover::compact_witness`): two bits a value in
+// `classes` (0 zero, 1 one, 2 neither, its value then in `others` at the word's `word_others`
+// plus the number of such values before it in the word). A warp takes 32 words: each lane
+// reads one word and its offset (coalesced), then the warp writes the words' values one word
+// at a time, a lane a value (coalesced). The inputs may be mapped host memory: they cross the
+// bus once, at ~1/40 of the whole witness for a Filecoin partition.
+__global__ void expand_witness(fr_bits* out, const uint64_t* classes, const uint32_t* word_others,
+                               const fr_bits* others, fr_bits one, size_t n)
+{
+    const size_t words = (n + 31) / 32;
+    const uint32_t lane = threadIdx.x % WARP_SZ;
+    const uint64_t below = (1ull << (2 * lane)) - 1;
+    const size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / WARP_SZ;
+    const size_t warps = (size_t)gridDim.x * blockDim.x / WARP_SZ;
+    for (size_t first = warp * WARP_SZ; first < words; first += warps * WARP_SZ) {
+        const size_t mine = first + lane;
+        const uint64_t my_class = mine < words ? classes[mine] : 0;
+        const uint32_t my_offset = mine < words ? word_others[mine] : 0;
+        const uint32_t count = (uint32_t)min((size_t)WARP_SZ, words - first);
+        for (uint32_t k = 0; k < count; k++) {
+            const uint64_t word = __shfl_sync(0xffffffff, my_class, k);
+            const uint32_t offset = __shfl_sync(0xffffffff, my_offset, k);
+            const size_t i = (first + k) * WARP_SZ + lane;
+            if (i >= n)
+                continue;
+            fr_bits v = {{0, 0, 0, 0}};
+            const uint32_t cls = (uint32_t)(word >> (2 * lane)) & 3;
+            if (cls == 1)
+                v = one;
+            else if (cls == 2)
+                v = others[offset + __popcll((word >> 1) & 0x5555555555555555ull & below)];
+            out[i] = v;
+        }
+    }
+}
+
+
 // a ← (a·b − c) / Z on the coset, Z being the constant g^m − 1 there
 __global__ void quotient(scalar_t* a, const scalar_t* b, const scalar_t* c, fr_bits z_inv_bits, size_t n)
 {

@@ -204,7 +204,8 @@ SF_FFI void sf_device_release_workspace(sf_device* d)
 
 SF_FFI RustError::by_value sf_pinned_alloc(size_t bytes, void** out)
 {
-    return guarded([&] { check(cudaHostAlloc(out, std::max<size_t>(bytes, 1), cudaHostAllocPortable), "allocating pinned host memory"); });
+    return guarded([&] { check(cudaHostAlloc(out, std::max<size_t>(bytes, 1), cudaHostAllocPortable | cudaHostAllocMapped),
+                                  "allocating pinned host memory"); });
 }
 
 SF_FFI void sf_pinned_free(void* p)

@@ -42,6 +42,38 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
     });
 }
 
+// The witness of `len` values from its compact form in mapped pinned memory `blob` (class
+// words at byte 0, word offsets at `offsets_at`, the other values at `others_at`; see
+// `expand_witness`), written into the witness buffer on its upload stream; waits for it.
+// `one` is the host's 1 (Montgomery form), written for every value of class 1. Takes no device
+// lock, like sf_witness_upload.
+SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_t* blob, size_t offsets_at,
+                                                     size_t others_at, size_t len, const scalar_t* one)
+{
+    return guarded([&] {
+        if (len * sizeof(scalar_t) > w->buf.bytes)
+            throw sf_error(-1, "the witness is larger than its device buffer");
+        w->dev->gpu->select();
+        w->len = 0;
+        if (len == 0)
+            return;
+        void* dblob = nullptr;
+        check(cudaHostGetDevicePointer(&dblob, (void*)blob, 0), "mapping the compact witness");
+        const uint8_t* d = static_cast<const uint8_t*>(dblob);
+        fr_bits one_bits;
+        memcpy(&one_bits, one, sizeof(one_bits));
+        size_t words = (len + 31) / 32;
+        uint32_t threads = 256;
+        uint32_t blocks = (uint32_t)std::min<size_t>((words + threads - 1) / threads, (size_t)w->dev->gpu->sm_count() * 8);
+        expand_witness<<<blocks, threads, 0, w->stream>>>(w->buf.as<fr_bits>(), reinterpret_cast<const uint64_t*>(d),
+                                                         reinterpret_cast<const uint32_t*>(d + offsets_at),
+                                                         reinterpret_cast<const fr_bits*>(d + others_at), one_bits, len);
+        check(cudaGetLastError(), "expanding the compact witness");
+        check(cudaStreamSynchronize(w->stream), "expanding the compact witness");
+        w->len = len;
+    });
+}
+
 SF_FFI void sf_witness_free(sf_witness* w)
 {
     if (w)

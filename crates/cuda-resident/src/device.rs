@@ -120,6 +120,62 @@ impl PinnedBuffer {
     }
 }
 
+/// Where the parts of a compact witness lie in a [`PinnedBuffer`]: `len` values as class words
+/// (2 bits a value: 0, 1, or neither), one offset per word into the values that are neither,
+/// then those `others` values (`snarkflow_prover::compact_witness` writes them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactLayout {
+    pub len: usize,
+    pub others: usize,
+}
+
+impl CompactLayout {
+    pub fn words(&self) -> usize {
+        self.len.div_ceil(32)
+    }
+
+    fn offsets_at(&self) -> usize {
+        self.words() * 8
+    }
+
+    fn others_at(&self) -> usize {
+        (self.offsets_at() + self.words() * 4).next_multiple_of(32)
+    }
+
+    /// Bytes of the whole compact form: what crosses PCIe.
+    pub fn bytes(&self) -> usize {
+        self.others_at() + self.others * std::mem::size_of::<Fr>()
+    }
+}
+
+/// A compact witness's parts in a pinned buffer, to be written.
+pub struct CompactParts<'a> {
+    pub classes: &'a mut [u64],
+    pub word_others: &'a mut [u32],
+    pub others: &'a mut [Fr],
+}
+
+impl PinnedBuffer {
+    /// The buffer cut into `layout`'s parts; `None` if it is too small.
+    pub fn compact_mut(&mut self, layout: &CompactLayout) -> Option<CompactParts<'_>> {
+        if layout.bytes() > self.len {
+            return None;
+        }
+        let base = self.ptr.as_ptr();
+        // SAFETY: three disjoint ranges inside `len` bytes we own, borrowed mutably for the
+        // lifetime of &mut self; the buffer is page-aligned and each part starts at a multiple
+        // of its type's alignment (8, 8·words, 32-rounded); any bit pattern is valid for reading
+        // back what was written
+        unsafe {
+            Some(CompactParts {
+                classes: std::slice::from_raw_parts_mut(base as *mut u64, layout.words()),
+                word_others: std::slice::from_raw_parts_mut(base.add(layout.offsets_at()) as *mut u32, layout.words()),
+                others: std::slice::from_raw_parts_mut(base.add(layout.others_at()) as *mut Fr, layout.others),
+            })
+        }
+    }
+}
+
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated by sf_pinned_alloc
@@ -163,6 +219,38 @@ impl DeviceWitness {
         }
         // SAFETY: witness.len() values, within the buffer's capacity (checked here and there)
         result(unsafe { ffi::sf_witness_upload(self.raw.as_ptr(), witness.as_ptr(), witness.len()) })
+    }
+}
+
+impl DeviceWitness {
+    /// Write the witness from its compact form, in `blob` as `layout` says, on the device
+    /// (`one` is what a value of class 1 becomes); waits for it. Only `layout.bytes()` cross
+    /// PCIe, read by the kernel from the mapped pinned buffer.
+    pub fn upload_compact(&mut self, blob: &PinnedBuffer, layout: &CompactLayout, one: &Fr) -> Result<(), Error> {
+        if layout.len > self.capacity || layout.bytes() > blob.len() {
+            return Err(Error {
+                code: -1,
+                message: format!(
+                    "a compact witness of {} values ({} bytes) does not fit a buffer of {} values or {} pinned bytes",
+                    layout.len,
+                    layout.bytes(),
+                    self.capacity,
+                    blob.len()
+                ),
+            });
+        }
+        // SAFETY: the blob holds layout.bytes() bytes (checked), the witness buffer layout.len
+        // values (checked here and there); the kernel reads the blob through its mapping
+        result(unsafe {
+            ffi::sf_witness_upload_compact(
+                self.raw.as_ptr(),
+                blob.ptr.as_ptr(),
+                layout.offsets_at(),
+                layout.others_at(),
+                layout.len,
+                one,
+            )
+        })
     }
 }
 
@@ -432,6 +520,9 @@ pub struct Timings {
     /// Bytes the kernels read from host memory in place (points of host sections whose scalar
     /// is not 0).
     pub h2d_mapped: f64,
+    /// Bytes of the witness's upload: its compact form, or the whole witness (set by the host
+    /// half that staged it).
+    pub h2d_witness: f64,
 }
 
 /// The five MSM sums of the partition whose witness (`[inputs | aux]`) is in `witness`, against

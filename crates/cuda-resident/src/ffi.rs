@@ -64,6 +64,14 @@ extern "C" {
     pub(crate) fn sf_pinned_free(p: *mut c_void);
     pub(crate) fn sf_witness_new(d: *mut SfDevice, capacity: usize, out: *mut *mut SfWitness) -> sppark::Error;
     pub(crate) fn sf_witness_upload(w: *mut SfWitness, host: *const Fr, len: usize) -> sppark::Error;
+    pub(crate) fn sf_witness_upload_compact(
+        w: *mut SfWitness,
+        blob: *const u8,
+        offsets_at: usize,
+        others_at: usize,
+        len: usize,
+        one: *const Fr,
+    ) -> sppark::Error;
     pub(crate) fn sf_witness_free(w: *mut SfWitness);
     pub(crate) fn sf_srs_new(
         d: *mut SfDevice,

@@ -44,8 +44,8 @@ pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
 
 #[cfg(feature = "cuda")]
 pub use device::{
-    driver_version, msm_sums, Csr, Device, DeviceWitness, PinnedBuffer, Placement, Section, Shape, ShapeDesc, Srs,
-    Sums, Timings,
+    driver_version, msm_sums, CompactLayout, CompactParts, Csr, Device, DeviceWitness, PinnedBuffer, Placement,
+    Section, Shape, ShapeDesc, Srs, Sums, Timings,
 };
 #[cfg(feature = "cuda")]
 pub use fixed_base::{fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, COMB_ENTRIES};

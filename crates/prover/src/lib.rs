@@ -16,7 +16,8 @@
 //!   loaded once as its SRS.
 //! - `resident.rs` (feature `cuda-resident`): the resident prover's host half. It streams a
 //!   parameter file to the device in the key's memory plan, stages witnesses there (before the
-//!   gpu-worker's device gate) and proves them. [`memory_plan`]: which plan (resident, partly
+//!   gpu-worker's device gate; in the compact form of [`compact_witness`]: 2 bits a value and
+//!   the values that are neither 0 nor 1) and proves them. [`memory_plan`]: which plan (resident, partly
 //!   resident, streamed) fits a device's free memory, arithmetic only.
 //! - [`backend`]: which backends a build has and which one runs. [`compat`]: whether a build's
 //!   kernels run on a device under its driver, and what is missing if not.
@@ -39,6 +40,7 @@
 
 pub mod backend;
 mod comb;
+pub mod compact_witness;
 pub mod compat;
 pub mod device;
 mod groth16;

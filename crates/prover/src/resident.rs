@@ -16,7 +16,9 @@ use std::time::Instant;
 use bellperson::groth16::{Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
 use rayon::prelude::*;
-use snarkflow_cuda_resident::{self as dev, Csr, DeviceWitness, PinnedBuffer, Section, ShapeDesc};
+use snarkflow_cuda_resident::{self as dev, CompactLayout, Csr, DeviceWitness, PinnedBuffer, Section, ShapeDesc};
+
+use crate::compact_witness;
 use snarkflow_synthesis::ConstraintShape;
 
 use crate::groth16::{assemble, QuerySums};
@@ -40,6 +42,9 @@ const UPLOAD_CHUNK: usize = 256 << 20;
 /// [`PINNED_WITNESS_BUFFERS`] (a double buffer: one partition copied in while the one before
 /// uploads), each reused, so pinned memory stays bounded whatever the prefetch.
 const PINNED_WITNESS_BUFFERS: usize = 2;
+/// Pinned witness buffers are made in multiples of this (compact forms differ a little in size
+/// from partition to partition).
+const PINNED_ROUNDING: usize = 32 << 20;
 
 #[derive(Default)]
 struct PinnedPool {
@@ -94,8 +99,10 @@ impl Drop for ResidentKey {
 pub struct StagedWitness {
     witness: Option<DeviceWitness>,
     pool: Arc<WitnessPool>,
-    /// Copying into pinned memory and uploading, milliseconds.
+    /// Classifying, copying into pinned memory and uploading, milliseconds.
     pub upload_ms: f64,
+    /// Bytes that crossed PCIe: the compact form, or the whole witness.
+    pub upload_bytes: u64,
 }
 
 impl Drop for StagedWitness {
@@ -236,20 +243,37 @@ impl ResidentKey {
         }
         let started = Instant::now();
         let n = self.witness_len();
-        let mut pinned = self.take_pinned(n * std::mem::size_of::<Fr>())?;
-        let buf = pinned.as_fr_mut();
-        buf[..inputs.len()].copy_from_slice(inputs);
-        buf[inputs.len()..n]
-            .par_chunks_mut(1 << 16)
-            .zip(aux.par_chunks(1 << 16))
-            .for_each(|(d, s)| d.copy_from_slice(s));
+        let classified = compact_witness::classify(inputs, aux);
+        let compact = CompactLayout { len: n, others: classified.others };
+        let whole_bytes = n * std::mem::size_of::<Fr>();
+        let bytes = if classified.worth_it() { compact.bytes() } else { whole_bytes };
+        // rounded up, so the pooled buffers of partitions a few values apart are reused
+        let mut pinned = self.take_pinned(bytes.next_multiple_of(PINNED_ROUNDING).min(whole_bytes.max(bytes)))?;
+        if classified.worth_it() {
+            let parts = pinned.compact_mut(&compact).expect("taken with room for the compact form");
+            parts.classes.copy_from_slice(&classified.classes);
+            compact_witness::fill(&classified, inputs, aux, parts.word_others, parts.others);
+        } else {
+            let buf = pinned.as_fr_mut();
+            buf[..inputs.len()].copy_from_slice(inputs);
+            buf[inputs.len()..n]
+                .par_chunks_mut(1 << 16)
+                .zip(aux.par_chunks(1 << 16))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+        }
         // held by a StagedWitness from here, so a failed upload returns the buffer to the pool
         let mut staged = StagedWitness {
             witness: Some(self.take_device_witness()),
             pool: self.device_witnesses.clone(),
             upload_ms: 0.0,
+            upload_bytes: bytes as u64,
         };
-        let uploaded = staged.witness.as_mut().expect("just taken").upload(&pinned.as_fr_mut()[..n]);
+        let witness = staged.witness.as_mut().expect("just taken");
+        let uploaded = if classified.worth_it() {
+            witness.upload_compact(&pinned, &compact, &Fr::ONE)
+        } else {
+            witness.upload(&pinned.as_fr_mut()[..n])
+        };
         self.give_back_pinned(pinned);
         uploaded.map_err(device_failure)?;
         staged.upload_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -268,6 +292,7 @@ impl ResidentKey {
         let (sums, mut timings) =
             dev::msm_sums(&self.device, &self.srs, &self.shape, witness).map_err(device_failure)?;
         timings.upload = staged.upload_ms;
+        timings.h2d_witness = staged.upload_bytes as f64;
         let sums = QuerySums { h: sums.h, l: sums.l, a: sums.a, b_g1: sums.b_g1, b_g2: sums.b_g2 };
         Ok((assemble(vk, sums, r, s), timings))
     }

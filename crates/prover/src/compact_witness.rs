@@ -1,0 +1,219 @@
+//! The witness as it crosses PCIe to the resident prover: two bits a value (0, 1, or neither)
+//! and only the values that are neither, instead of 32 bytes a value.
+//!
+//! A Filecoin witness is almost all bits: at 32 GiB ~1.3 % of the 134 M values are neither 0
+//! nor 1, so the 4.3 GB witness crosses as ~0.1 GB and a device kernel
+//! (`expand_witness` in `cuda/kernels.cuh`) writes it out in device memory. The layout:
+//!
+//! - `classes`: one `u64` per 32 values, value `i` in bits `2(i mod 32)..`: 0 zero, 1 one,
+//!   2 neither (3 is never written);
+//! - `word_others`: per word, how many values before it are neither: where its first one is in
+//!   `others`;
+//! - `others`: the values that are neither, in witness order.
+//!
+//! Zero and one are recognised by their Montgomery limbs, and the device writes `Fr::ONE`'s
+//! limbs for a one, so the expanded witness is the same bytes as the one sent whole. A witness
+//! where more than half the values are neither (the dense synthetic kind) is sent whole: the
+//! compact form would save little. [`expand`] is the kernel's rule on the host, for the tests.
+
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rayon::prelude::*;
+
+/// Values per class word.
+pub const PER_WORD: usize = 32;
+/// Class words a parallel task classifies (2^16 values).
+const CHUNK_WORDS: usize = 2048;
+
+const ZERO: u64 = 0;
+const ONE: u64 = 1;
+const OTHER: u64 = 2;
+
+/// A witness `[inputs | aux]` classified: its class words and, per chunk of [`CHUNK_WORDS`], how
+/// many values are neither 0 nor 1.
+#[derive(Debug)]
+pub struct Classified {
+    pub classes: Vec<u64>,
+    chunk_others: Vec<usize>,
+    /// Values that are neither 0 nor 1.
+    pub others: usize,
+    /// Values in the witness.
+    pub len: usize,
+}
+
+impl Classified {
+    /// Whether sending the compact form pays: at most half the values are neither 0 nor 1.
+    pub fn worth_it(&self) -> bool {
+        self.others <= self.len / 2
+    }
+
+    /// Class words in the compact form.
+    pub fn words(&self) -> usize {
+        self.classes.len()
+    }
+}
+
+/// Value `i` of `[inputs | aux]`.
+fn value<'a>(inputs: &'a [Fr], aux: &'a [Fr], i: usize) -> &'a Fr {
+    if i < inputs.len() {
+        &inputs[i]
+    } else {
+        &aux[i - inputs.len()]
+    }
+}
+
+fn class_of(v: &Fr) -> u64 {
+    if bool::from(v.is_zero()) {
+        ZERO
+    } else if *v == Fr::ONE {
+        ONE
+    } else {
+        OTHER
+    }
+}
+
+/// Classify every value of `[inputs | aux]`, in parallel.
+pub fn classify(inputs: &[Fr], aux: &[Fr]) -> Classified {
+    let len = inputs.len() + aux.len();
+    let mut classes = vec![0u64; len.div_ceil(PER_WORD)];
+    let chunk_others: Vec<usize> = classes
+        .par_chunks_mut(CHUNK_WORDS)
+        .enumerate()
+        .map(|(c, words)| {
+            let mut others = 0;
+            for (k, word) in words.iter_mut().enumerate() {
+                let first = (c * CHUNK_WORDS + k) * PER_WORD;
+                let mut bits = 0u64;
+                for j in 0..PER_WORD.min(len - first) {
+                    let class = class_of(value(inputs, aux, first + j));
+                    others += (class == OTHER) as usize;
+                    bits |= class << (2 * j);
+                }
+                *word = bits;
+            }
+            others
+        })
+        .collect();
+    let others = chunk_others.iter().sum();
+    Classified { classes, chunk_others, others, len }
+}
+
+/// Write the compact form's `word_others` (one per class word) and `others` (exactly
+/// `classified.others` values) for the witness `classified` was made from.
+pub fn fill(classified: &Classified, inputs: &[Fr], aux: &[Fr], word_others: &mut [u32], others: &mut [Fr]) {
+    assert_eq!(word_others.len(), classified.words(), "one offset per class word");
+    assert_eq!(others.len(), classified.others, "room for exactly the other values");
+    assert!(classified.others <= u32::MAX as usize, "offsets are 32-bit");
+    // each chunk's slice of `others`, split off in order
+    let mut rest = others;
+    let mut slices = Vec::with_capacity(classified.chunk_others.len());
+    for &n in &classified.chunk_others {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        slices.push(mine);
+        rest = tail;
+    }
+    let mut bases = Vec::with_capacity(classified.chunk_others.len());
+    let mut base = 0usize;
+    for &n in &classified.chunk_others {
+        bases.push(base);
+        base += n;
+    }
+    word_others
+        .par_chunks_mut(CHUNK_WORDS)
+        .zip(classified.classes.par_chunks(CHUNK_WORDS))
+        .zip(slices.into_par_iter().zip(bases.into_par_iter()))
+        .enumerate()
+        .for_each(|(c, ((offsets, words), (out, base)))| {
+            let mut at = 0usize;
+            for (k, (&word, offset)) in words.iter().zip(offsets.iter_mut()).enumerate() {
+                *offset = (base + at) as u32;
+                let mut neither = (word >> 1) & 0x5555_5555_5555_5555;
+                while neither != 0 {
+                    let j = neither.trailing_zeros() as usize / 2;
+                    out[at] = *value(inputs, aux, (c * CHUNK_WORDS + k) * PER_WORD + j);
+                    at += 1;
+                    neither &= neither - 1;
+                }
+            }
+        });
+}
+
+/// The witness of `len` values from its compact form, by the device kernel's rule: value `i`
+/// of a word is `others[word_others[w] + (neither-values below i in the word)]`.
+pub fn expand(classes: &[u64], word_others: &[u32], others: &[Fr], len: usize) -> Vec<Fr> {
+    (0..len)
+        .map(|i| {
+            let (w, j) = (i / PER_WORD, i % PER_WORD);
+            let word = classes[w];
+            match (word >> (2 * j)) & 3 {
+                ZERO => Fr::ZERO,
+                ONE => Fr::ONE,
+                _ => {
+                    let below = (1u64 << (2 * j)) - 1;
+                    let rank = ((word >> 1) & 0x5555_5555_5555_5555 & below).count_ones() as usize;
+                    others[word_others[w] as usize + rank]
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn round_trip(inputs: &[Fr], aux: &[Fr]) -> Classified {
+        let c = classify(inputs, aux);
+        let mut word_others = vec![0u32; c.words()];
+        let mut others = vec![Fr::ZERO; c.others];
+        fill(&c, inputs, aux, &mut word_others, &mut others);
+        let whole: Vec<Fr> = inputs.iter().chain(aux).copied().collect();
+        assert_eq!(expand(&c.classes, &word_others, &others, c.len), whole);
+        c
+    }
+
+    fn bits_and_tails(n: usize, tail_every: usize, rng: &mut impl Rng) -> Vec<Fr> {
+        (0..n)
+            .map(|i| match i % tail_every {
+                0 => Fr::random(&mut *rng),
+                _ if rng.gen::<bool>() => Fr::ONE,
+                _ => Fr::ZERO,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_filecoin_like_witness_round_trips_and_is_sent_compact() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        // several chunks, a length that ends inside a word, inputs that straddle the first word
+        let inputs = bits_and_tails(37, 5, &mut rng);
+        let aux = bits_and_tails(3 * CHUNK_WORDS * PER_WORD + 1001, 77, &mut rng);
+        let c = round_trip(&inputs, &aux);
+        assert!(c.worth_it());
+        assert!(c.others > 0 && c.others < c.len / 50);
+    }
+
+    #[test]
+    fn a_dense_witness_round_trips_but_goes_whole() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let aux = bits_and_tails(5000, 1, &mut rng);
+        let c = round_trip(&[Fr::ONE], &aux);
+        assert!(!c.worth_it());
+    }
+
+    #[test]
+    fn edge_lengths_round_trip() {
+        for n in [0usize, 1, 31, 32, 33, 64, CHUNK_WORDS * PER_WORD, CHUNK_WORDS * PER_WORD + 1] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(n as u64);
+            let aux = bits_and_tails(n, 3, &mut rng);
+            round_trip(&[], &aux);
+            // a word of nothing but values that are neither: the rank reaches 31
+            let dense: Vec<Fr> = (0..n).map(|_| Fr::random(&mut rng)).collect();
+            round_trip(&[], &dense);
+        }
+        // minus one is neither 0 nor 1 (same limbs as neither)
+        let c = round_trip(&[Fr::ONE], &[-Fr::ONE, Fr::ZERO, Fr::ONE.double()]);
+        assert_eq!((c.others, c.classes[0]), (2, 0b10_00_10_01));
+    }
+}
