@@ -15,12 +15,13 @@ use std::time::Instant;
 
 use bellperson::groth16::{Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar as Fr};
+use ff::Field;
 use rayon::prelude::*;
 use snarkflow_cuda_resident::{self as dev, CompactLayout, Csr, DeviceWitness, PinnedBuffer, Section, ShapeDesc};
 
-use crate::compact_witness;
 use snarkflow_synthesis::ConstraintShape;
 
+use crate::compact_witness;
 use crate::groth16::{assemble, QuerySums};
 use crate::memory_plan::{self, KeyDims, MemoryPlan, PlanRequest};
 pub use crate::param_file::{read_sections, FileSections};
