@@ -47,6 +47,13 @@ const PINNED_WITNESS_BUFFERS: usize = 2;
 /// from partition to partition).
 const PINNED_ROUNDING: usize = 32 << 20;
 
+/// `SNARKFLOW_WHOLE_WITNESS=1` sends every witness whole, for measuring the compact form against
+/// it in one binary (like `SNARKFLOW_SEVEN_NTT` and `SNARKFLOW_MSM_WBITS` in the device code).
+fn whole_witness_forced() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var("SNARKFLOW_WHOLE_WITNESS").is_ok_and(|v| v == "1"))
+}
+
 #[derive(Default)]
 struct PinnedPool {
     free: Vec<PinnedBuffer>,
@@ -247,10 +254,11 @@ impl ResidentKey {
         let classified = compact_witness::classify(inputs, aux);
         let compact = CompactLayout { len: n, others: classified.others };
         let whole_bytes = n * std::mem::size_of::<Fr>();
-        let bytes = if classified.worth_it() { compact.bytes() } else { whole_bytes };
+        let send_compact = classified.worth_it() && !whole_witness_forced();
+        let bytes = if send_compact { compact.bytes() } else { whole_bytes };
         // rounded up, so the pooled buffers of partitions a few values apart are reused
         let mut pinned = self.take_pinned(bytes.next_multiple_of(PINNED_ROUNDING).min(whole_bytes.max(bytes)))?;
-        if classified.worth_it() {
+        if send_compact {
             let parts = pinned.compact_mut(&compact).expect("taken with room for the compact form");
             parts.classes.copy_from_slice(&classified.classes);
             compact_witness::fill(&classified, inputs, aux, parts.word_others, parts.others);
@@ -270,7 +278,7 @@ impl ResidentKey {
             upload_bytes: bytes as u64,
         };
         let witness = staged.witness.as_mut().expect("just taken");
-        let uploaded = if classified.worth_it() {
+        let uploaded = if send_compact {
             witness.upload_compact(&pinned, &compact, &Fr::ONE)
         } else {
             witness.upload(&pinned.as_fr_mut()[..n])
