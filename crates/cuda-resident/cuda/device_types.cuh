@@ -121,8 +121,10 @@ struct scoped_dbuf : dbuf {
 // tail]; `n_ones`, `n_tail` once read back). Most of a Filecoin witness is bits, and a Pippenger
 // MSM pays for every window of a 0 or a 1 as for any other scalar: the ones become a plain sum
 // of points, the zeros nothing, and only the tail goes through an MSM.
+// Both index lists share one buffer of n entries (`lists`): the ones from the front, the tail
+// from the back (the tail list is its last n_tail entries).
 struct split_t {
-    dbuf ones, tail, counts;
+    dbuf lists, counts;
     size_t n = 0;
     uint32_t n_ones = 0, n_tail = 0;
 
@@ -132,7 +134,9 @@ struct split_t {
 
     // the tail MSM pays when it skips at least half the points (else: one MSM over all)
     bool used() const { return forced || n_tail <= n / 2; }
-    void release() { ones.release(); tail.release(); counts.release(); }
+    uint32_t* ones() const { return lists.as<uint32_t>(); }
+    uint32_t* tail() const { return lists.as<uint32_t>() + (n - n_tail); }
+    void release() { lists.release(); counts.release(); }
 };
 
 // Per-warp partial sums of the points whose scalar is 1 (sppark's batch addition over an index

@@ -165,8 +165,9 @@ __global__ void gather_points(mem* out, const mem* points, const uint32_t* sel, 
 }
 
 // The 0/1 split of a query's scalars s_i = w[map[i]] (w[i] without a map), i < n: the indices
-// of the scalars that are 1 are appended to `ones`, of those neither 0 nor 1 to `tail`, in no
-// particular order (a sum does not care); counts[0] and counts[1] count them. A warp reserves
+// of the scalars that are 1 are appended to `ones`, of those neither 0 nor 1 prepended to
+// `tail` from tail[n − 1] down (one list of n entries holds both: `ones` and `tail` may be the
+// same buffer), in no particular order (a sum does not care); counts[0] and counts[1] count them. A warp reserves
 // room for its 32 scalars with one atomic per list.
 // (`one` is 1 in Montgomery form: sppark's fr_t::is_one does not compile with CUDA 13.0.)
 __global__ void split_lists(uint32_t* ones, uint32_t* tail, uint32_t* counts,
@@ -203,7 +204,7 @@ __global__ void split_lists(uint32_t* ones, uint32_t* tail, uint32_t* counts,
         if (one)
             ones[at_one + __popc(one_bits & below)] = (uint32_t)i;
         if (other)
-            tail[at_other + __popc(other_bits & below)] = (uint32_t)i;
+            tail[n - 1 - (at_other + __popc(other_bits & below))] = (uint32_t)i;
     }
 }
 

@@ -32,8 +32,7 @@ static void split_async(const gpu_t& gpu, cudaStream_t side, split_t& sp, const 
         return;
     if (n >= (size_t)1 << 31)
         throw sf_error(-1, "a query of 2^31 points or more");
-    sp.ones.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
-    sp.tail.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
+    sp.lists.ensure(n * sizeof(uint32_t), "allocating the 0/1 split");
     sp.counts.ensure(2 * sizeof(uint32_t), "allocating the 0/1 split");
     check(cudaMemsetAsync(sp.counts.ptr, 0, 2 * sizeof(uint32_t), side), "clearing the 0/1 split");
     uint32_t blocks, threads;
@@ -41,7 +40,7 @@ static void split_async(const gpu_t& gpu, cudaStream_t side, split_t& sp, const 
     fr_t one = fr_t::one();
     fr_bits one_bits;
     memcpy(&one_bits, &one, sizeof(one_bits));
-    split_lists<<<blocks, threads, 0, side>>>(sp.ones.as<uint32_t>(), sp.tail.as<uint32_t>(), sp.counts.as<uint32_t>(),
+    split_lists<<<blocks, threads, 0, side>>>(sp.lists.as<uint32_t>(), sp.lists.as<uint32_t>(), sp.counts.as<uint32_t>(),
                                               w, map, n, one_bits);
     check(cudaGetLastError(), "the 0/1 split");
 }
@@ -61,7 +60,7 @@ static void sum_ones_async(const gpu_t& gpu, cudaStream_t side, ones_sum_t& o, c
     void (*add)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
     // the count is read on the device: a reference into device memory, as sppark passes it
     const uint32_t& count = *sp.counts.as<uint32_t>();
-    add<<<grid, BATCH_ADD_BLOCK_SIZE, 0, side>>>(o.sums.as<bucket_h>(), points, sp.n, sp.ones.as<uint32_t>(), count);
+    add<<<grid, BATCH_ADD_BLOCK_SIZE, 0, side>>>(o.sums.as<bucket_h>(), points, sp.n, sp.ones(), count);
     check(cudaGetLastError(), "summing the points whose scalar is 1");
 }
 
@@ -109,7 +108,7 @@ static void sum_ones_mapped(const gpu_t& gpu, sf_device* d, ones_sum_t& o, const
         mem* stage = d->mapped_stage[slot].as<mem>();
         // the slot's chunk before must be summed before it is overwritten
         check(cudaStreamWaitEvent(d->fetch, d->added[slot], 0), "fetching mapped points");
-        copy_points<mem><<<copy_grid, 256, 0, d->fetch>>>(stage, points, sp.ones.as<uint32_t>() + (size_t)k * chunk,
+        copy_points<mem><<<copy_grid, 256, 0, d->fetch>>>(stage, points, sp.ones() + (size_t)k * chunk,
                                                           chunk, counts + k);
         check(cudaGetLastError(), "fetching mapped points");
         check(cudaEventRecord(d->fetched[slot], d->fetch), "fetching mapped points");
@@ -160,12 +159,12 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
     d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
     d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
     grid_for(gpu, sp.n_tail, blocks, threads);
-    gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail.as<uint32_t>(), sp.n_tail);
+    gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail(), sp.n_tail);
     if (sp.forced)   // points in mapped host memory: whole points per read
-        copy_points<mem><<<std::max(blocks / 4, 1u), 256, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(),
+        copy_points<mem><<<std::max(blocks / 4, 1u), 256, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail(),
                                                                   sp.n_tail, nullptr);
     else
-        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail.as<uint32_t>(), sp.n_tail);
+        gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail(), sp.n_tail);
     check(cudaGetLastError(), what);
     check(cudaStreamSynchronize(s), what);
     msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);

@@ -140,12 +140,12 @@ impl KeyDims {
     }
 
     /// The buffers of one prove whatever the plan: a, b, c, the 0/1 split of the L, A, B
-    /// scalars (two index lists each), and the tail MSMs' gathered points and scalars (room for
+    /// scalars (one index list each: the 1s from its front, the others from its back), and the tail MSMs' gathered points and scalars (room for
     /// a 64th of the points: Filecoin witnesses are bits, 1.3 % tails at 32 GiB; a denser
     /// witness grows them on demand).
     fn prove_buffers(&self) -> u64 {
         let abc = 3 * self.domain() * FR;
-        let split = 2 * 4 * (self.counts[1] + self.counts[2] + self.counts[3]);
+        let split = 4 * (self.counts[1] + self.counts[2] + self.counts[3]);
         let tails =
             (self.counts[1] + self.counts[2] + self.counts[3]) / 64 * (G1 + FR) + self.counts[4] / 64 * (G2 + FR);
         abc + split + tails
@@ -163,10 +163,11 @@ impl KeyDims {
     }
 
     /// sppark's batched MSM over the H points (its digits, sort space, histogram and buckets,
-    /// and its memory pool): 5.8 GiB at 2^27 points, measured (peak device use of the resident
-    /// plan with it, 2026-12-04).
+    /// and its memory pool): 9.8 GiB at 2^27 points, measured (peak device use of the resident
+    /// plan with it on a simulated 80 GB card: 78.6 GiB where 74.5 were planned with 5.8 GiB
+    /// here, 2026-12-05; the partly resident plan was under by as much on 2026-12-04).
     fn batched_msm_bytes(&self) -> u64 {
-        self.counts[0] * 46 + (64 << 20)
+        self.counts[0] * 78 + (64 << 20)
     }
 
     /// sppark's MSM over one batch of H points streamed from the host (a third of the domain,
