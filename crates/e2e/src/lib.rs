@@ -224,6 +224,24 @@ pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) ->
     Ok(Service { shutdown, handle })
 }
 
+/// A gpu-worker that reads its parameters from `params` and makes none, with extra flags.
+pub fn start_gpu_worker_reading(
+    nats_url: &str,
+    worker_id: &str,
+    params: &std::path::Path,
+    extra: &[&str],
+) -> anyhow::Result<Service> {
+    filecoin_env();
+    let mut args = vec!["gpu-worker".to_owned(), "--worker-id".into(), worker_id.into(), "--params-dir".into()];
+    args.push(params.display().to_string());
+    args.extend(nats_flags(nats_url));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let config = snarkflow_gpu_worker::Config::try_parse_from(args)?;
+    let shutdown = CancellationToken::new();
+    let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));
+    Ok(Service { shutdown, handle })
+}
+
 /// Point filecoin-proofs at the test parameter directory. Call first in every test that touches
 /// Filecoin code: filecoin-proofs reads its settings once per process, at first use.
 pub fn filecoin_env() {

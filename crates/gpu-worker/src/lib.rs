@@ -52,7 +52,7 @@ use std::time::Duration;
 
 pub use config::Config;
 use snarkflow_bus::Bus;
-use snarkflow_prover::ParamStore;
+use snarkflow_prover::{ParamStore, ParamsError};
 use snarkflow_runtime::{SlotConfig, WorkerHost};
 use snarkflow_wire::Stage;
 use tokio_util::sync::CancellationToken;
@@ -117,7 +117,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
         return Ok(());
     }
     device.report_readiness(false, "loading parameters");
-    preload(&config, &params, &shapes).await?;
+    if !preload(&config, &params, &shapes, &device, &shutdown).await? {
+        return Ok(());
+    }
     let reporter = device.clone();
     let waiting = move |why: &str| reporter.report_readiness(false, why);
     let bus = tokio::select! {
@@ -147,22 +149,53 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     Ok(())
 }
 
-/// Load the `--preload` circuits' parameters and shapes before reporting ready.
-async fn preload(config: &Config, params: &Arc<ParamStore>, shapes: &Arc<shapes::ShapeStore>) -> anyhow::Result<()> {
+/// How often a worker whose `--preload` parameter file is missing or refused looks again.
+const PRELOAD_RETRY: Duration = Duration::from_secs(5);
+
+/// Load the `--preload` circuits' parameters and shapes before reporting ready. A file that is
+/// missing or fails its check keeps the worker up but not ready, saying which command fixes it,
+/// and is looked for again every [`PRELOAD_RETRY`]; `false` if shutdown came first.
+async fn preload(
+    config: &Config,
+    params: &Arc<ParamStore>,
+    shapes: &Arc<shapes::ShapeStore>,
+    device: &device::Device,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<bool> {
     for id in &config.preload {
         let spec = snarkflow_circuits::parse_circuit_id(id)
             .ok_or_else(|| anyhow::anyhow!("--preload: unknown circuit id {id:?}"))?;
-        let (params, generate, shapes) = (params.clone(), config.generate_missing_params, shapes.clone());
-        tokio::task::spawn_blocking(move || {
-            // a resident key holds its shape on the device: no host copy is needed
-            if !params.get(&spec, generate)?.takes_witness() {
-                shapes.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+        loop {
+            let (params, generate, shapes, spec) =
+                (params.clone(), config.generate_missing_params, shapes.clone(), spec.clone());
+            let loaded = tokio::task::spawn_blocking(move || {
+                // a resident key holds its shape on the device: no host copy is needed
+                if !params.get(&spec, generate)?.takes_witness() {
+                    shapes.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+                }
+                anyhow::Ok(())
+            })
+            .await?;
+            match loaded {
+                Ok(()) => break,
+                Err(e) if matches!(
+                    e.downcast_ref::<ParamsError>(),
+                    Some(ParamsError::Missing { .. } | ParamsError::Untrusted(_))
+                ) =>
+                {
+                    let why = format!("not ready: --preload {id}: {e}");
+                    warn!(circuit_id = %id, error = %e, "preload parameters missing or refused; looking again");
+                    device.report_readiness(false, &why);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(false),
+                        _ = tokio::time::sleep(PRELOAD_RETRY) => {}
+                    }
+                }
+                Err(e) => return Err(e.into()),
             }
-            anyhow::Ok(())
-        })
-        .await??;
+        }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What `/readyz` says: the worker, its backend and device, and what it has loaded.

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use opentelemetry::trace::Span as _;
 use opentelemetry::KeyValue;
 use prometheus::{CounterVec, IntCounter, IntGaugeVec, Opts};
-use snarkflow_prover::{LoadedParams, ParamStore, ParamsError};
+use snarkflow_bus::BusError;
+use snarkflow_prover::{LoadedParams, ParamStore};
 use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveStats, ProveTask};
 use tracing::{info, Instrument};
@@ -114,10 +115,12 @@ impl Proving {
     }
 
     fn loaded_params(&self, task: &ProveTask) -> Result<Arc<LoadedParams>, Failure> {
-        let loaded = self.params.get(&task.circuit, self.generate_missing_params).map_err(|e| match e {
-            ParamsError::Missing { .. } => Failure::Permanent(e.to_string()),
-            other => Failure::Transient(other.to_string()),
-        })?;
+        // a missing file is the operator's to fetch, not the job's fault: another worker may
+        // have it, and the last delivery fails the job with the command that fixes it
+        let loaded = self
+            .params
+            .get(&task.circuit, self.generate_missing_params)
+            .map_err(|e| Failure::Transient(e.to_string()))?;
         self.mark_loaded_params();
         Ok(loaded)
     }
@@ -270,9 +273,27 @@ impl TaskHandler for Proving {
         handling.record("backend", snarkflow_prover::backend_name());
         handling.record("bytes", task.bytes);
         let queue_wait_s = record_queue_wait(&cx.parent, &task, &cx.host.id);
-        let fetched = snarkflow_runtime::fetch_object(&cx.bus, &task.object, &task.sha256_hex)
+        let fetched = match cx
+            .bus
+            .get_object(&task.object, &task.sha256_hex)
             .instrument(partition_span!("fetch", task, cx.host.id, bytes = task.bytes, object = %task.object))
-            .await?;
+            .await
+        {
+            Ok(fetched) => fetched,
+            Err(BusError::NotFound(_)) if cx.delivery > 1 => {
+                // A redelivered partition whose object is gone: an earlier delivery proved it
+                // (a prover deletes the object once its proof is published) or the job ended.
+                // A failure reported now could reach the ledger before that proof and fail a
+                // job the proof completes; a job whose object was truly lost ends at its
+                // deadline instead.
+                tracing::warn!(
+                    job_id = %task.job_id, partition = task.partition, delivery = cx.delivery,
+                    "partition object gone on a redelivery: proved by an earlier delivery, or the job ended"
+                );
+                return Ok("gone");
+            }
+            Err(e) => return Err(e.into()),
+        };
         let bytes_fetched = fetched.data.len() as u64;
         self.metrics.bytes.inc_by(bytes_fetched);
         // step spans are made where each step starts, inside the handling span

@@ -21,8 +21,10 @@ use crate::loaded::ProvingKey;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ParamsError {
-    #[error("parameters for {circuit_id} not found: expected {path} (generate them with `snarkflow params generate`)")]
-    Missing { circuit_id: String, path: PathBuf },
+    /// `fix` is the command that puts the file there: `params fetch` for the files
+    /// filecoin-proofs publishes, `params generate` for the others.
+    #[error("parameters for {circuit_id} not found: expected {path} (run `{fix}`)")]
+    Missing { circuit_id: String, path: PathBuf, fix: String },
     #[error("reading {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("writing {path}: {source}")]
@@ -114,6 +116,14 @@ impl ParamStore {
         self.catalog.param_file_stem(spec).unwrap_or_else(|_| spec.circuit_id())
     }
 
+    /// The command that puts a missing parameter file at `path`: the published files
+    /// (filecoin-proofs' `v28-` names) are fetched, the others generated.
+    fn fix_for_missing(&self, circuit_id: &str, path: &Path) -> String {
+        let published = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("v28-"));
+        let verb = if published { "fetch" } else { "generate" };
+        format!("snarkflow params {verb} --circuit {circuit_id} --params-dir {}", self.dir.display())
+    }
+
     pub fn params_path(&self, spec: &CircuitSpec) -> PathBuf {
         self.dir.join(format!("{}.params", self.stem(spec)))
     }
@@ -184,7 +194,8 @@ impl ParamStore {
         let path = self.params_path(spec);
         if !path.exists() {
             if !generate_missing {
-                return Err(ParamsError::Missing { circuit_id: id, path });
+                let fix = self.fix_for_missing(&id, &path);
+                return Err(ParamsError::Missing { circuit_id: id, path, fix });
             }
             self.generate(spec, false)?;
         }
@@ -374,6 +385,9 @@ mod tests {
         let spec = snarkflow_circuits::circuit("dense-chain-c8");
         let err = store.get(&spec, false).unwrap_err();
         assert!(err.to_string().contains("dense-chain-c8.params"), "{err}");
+        // not a published file: made with `params generate`
+        let fix = format!("run `snarkflow params generate --circuit dense-chain-c8 --params-dir {}`", dir.path().display());
+        assert!(err.to_string().contains(&fix), "{err}");
         assert!(store.loaded_ids().is_empty());
     }
 
@@ -388,7 +402,8 @@ mod tests {
             err.contains("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"),
             "{err}"
         );
-        assert!(err.ends_with(".params (generate them with `snarkflow params generate`)"), "{err}");
+        let fix = format!("(run `snarkflow params fetch --circuit porep-c2-32GiB --params-dir {}`)", dir.path().display());
+        assert!(err.ends_with(&format!(".params {fix}")), "{err}");
     }
 
     #[test]

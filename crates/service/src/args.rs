@@ -151,12 +151,16 @@ impl TelemetryArgs {
     }
 }
 
+/// filecoin-proofs' own default parameter directory (lotus and Curio fetch into it).
+pub const FILECOIN_PROOFS_PARAMS_DIR: &str = "/var/tmp/filecoin-proof-parameters";
+
 /// Where Groth16 parameter files (and verifying keys) live. Filecoin kinds keep
 /// filecoin-proofs' own file names, so this can be an operator's `FIL_PROOFS_PARAMETER_CACHE`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ParamsDir {
     /// Directory of Groth16 parameter files and verifying keys; default
-    /// `$FIL_PROOFS_PARAMETER_CACHE`, else `~/.cache/snarkflow/params`.
+    /// `$FIL_PROOFS_PARAMETER_CACHE`, else `/var/tmp/filecoin-proof-parameters` (as
+    /// filecoin-proofs, lotus and Curio).
     #[arg(long = "params-dir", env = "SNARKFLOW_PARAMS_DIR")]
     pub explicit: Option<PathBuf>,
     /// filecoin-proofs' own parameter directory setting, read from its environment variable.
@@ -166,12 +170,14 @@ pub struct ParamsDir {
 
 impl ParamsDir {
     /// `--params-dir` / `SNARKFLOW_PARAMS_DIR`, else `$FIL_PROOFS_PARAMETER_CACHE` (where
-    /// operators already keep their parameters), else `<user cache dir>/snarkflow/params`.
+    /// operators already keep their parameters), else filecoin-proofs' own default,
+    /// [`FILECOIN_PROOFS_PARAMS_DIR`]: a host where lotus or Curio fetched the parameters needs
+    /// no setting.
     pub fn dir(&self) -> PathBuf {
         self.explicit
             .clone()
             .or_else(|| self.fil_proofs_parameter_cache.clone().filter(|d| !d.as_os_str().is_empty()))
-            .unwrap_or_else(|| dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("snarkflow").join("params"))
+            .unwrap_or_else(|| PathBuf::from(FILECOIN_PROOFS_PARAMS_DIR))
     }
 
     /// Point filecoin-proofs' own lookups (`verify_seal` and friends read
@@ -211,7 +217,21 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_bytes;
+    use std::path::PathBuf;
+
+    use super::{parse_bytes, ParamsDir, FILECOIN_PROOFS_PARAMS_DIR};
+
+    #[test]
+    fn the_parameter_directory_is_the_flag_then_filecoin_proofs_setting_then_its_default() {
+        let dir = |explicit: Option<&str>, fil: Option<&str>| {
+            ParamsDir { explicit: explicit.map(PathBuf::from), fil_proofs_parameter_cache: fil.map(PathBuf::from) }.dir()
+        };
+        assert_eq!(dir(Some("/a"), Some("/b")), PathBuf::from("/a"));
+        assert_eq!(dir(None, Some("/b")), PathBuf::from("/b"));
+        // unset or empty: where lotus and Curio keep them
+        assert_eq!(dir(None, Some("")), PathBuf::from("/var/tmp/filecoin-proof-parameters"));
+        assert_eq!(dir(None, None), PathBuf::from(FILECOIN_PROOFS_PARAMS_DIR));
+    }
 
     #[test]
     fn byte_counts_take_binary_units() {

@@ -4,7 +4,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use snarkflow_bus::{Bus, BusConfig};
-use snarkflow_e2e::{params_dir, start_gpu_worker, start_gpu_worker_with, verify_job_proof, Stack};
+use snarkflow_e2e::{
+    params_dir, start_gpu_worker, start_gpu_worker_reading, start_gpu_worker_with, verify_job_proof, Stack,
+};
 use snarkflow_prover::ParamStore;
 use snarkflow_wire::{Priority, Stage};
 
@@ -141,4 +143,108 @@ async fn the_last_delivery_is_judged_by_the_consumers_own_max_deliver() {
     let (_, again) = lanes.next(&shutdown).await.unwrap().unwrap();
     assert_eq!(snarkflow_bus::settle::is_last_delivery(&later, &lanes, &again), (true, 2), "second delivery of 2");
     again.ack().await.unwrap();
+}
+
+/// `/readyz` at `addr` polled until `done(ready, body)` holds (at most two minutes); the body.
+async fn readyz_until(addr: &str, done: impl Fn(bool, &serde_json::Value) -> bool) -> serde_json::Value {
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut last = serde_json::Value::Null;
+    loop {
+        if let Ok(r) = http.get(format!("http://{addr}/readyz")).send().await {
+            let ok = r.status().is_success();
+            last = r.json().await.unwrap();
+            if done(ok, &last) {
+                return last;
+            }
+        }
+        assert!(Instant::now() < deadline, "readiness never got there; last answer {last}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gpu_worker_without_its_preload_parameters_stays_up_not_ready_saying_how_to_get_them() {
+    let nats = snarkflow_testkit::NatsServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let worker = start_gpu_worker_reading(
+        &nats.url(),
+        "gpu-no-params",
+        dir.path(),
+        &["--status-listen", &addr, "--preload", "dense-chain-c300"],
+    )
+    .unwrap();
+    let fix = format!("snarkflow params generate --circuit dense-chain-c300 --params-dir {}", dir.path().display());
+    let body = readyz_until(&addr, |ready, body| {
+        assert!(!ready, "ready without its parameters: {body}");
+        body["detail"]["state"].as_str().is_some_and(|s| s.contains("--preload dense-chain-c300"))
+    })
+    .await;
+    let state = body["detail"]["state"].as_str().unwrap();
+    assert!(state.contains(&fix) && state.contains("not found"), "{state}");
+    // the operator makes the file: ready without a restart
+    let spec = snarkflow_circuits::circuit("dense-chain-c300");
+    ParamStore::new(dir.path(), snarkflow_circuits::catalog()).generate(&spec, false).unwrap();
+    let body = readyz_until(&addr, |ready, _| ready).await;
+    assert_eq!(body["detail"]["loaded_circuits"], json!(["dense-chain-c300"]), "{body}");
+    worker.stop().await.unwrap();
+}
+
+/// A prove task for partition `partition` of the job "gone-job" whose object was never stored.
+fn task_without_object(partition: u32) -> Vec<u8> {
+    snarkflow_wire::encode(&snarkflow_wire::ProveTask {
+        schema: snarkflow_wire::SCHEMA_VERSION,
+        job_id: "gone-job".into(),
+        circuit: snarkflow_circuits::circuit("dense-chain-c8"),
+        priority: Priority::Normal,
+        partition,
+        partitions: 2,
+        object: snarkflow_wire::partition_object("gone-job", partition),
+        encoding: snarkflow_wire::PartitionEncoding::RawBincode,
+        sha256_hex: "00".repeat(32),
+        bytes: 64,
+        published_at_ms: snarkflow_bus::now_ms(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_redelivered_partition_whose_object_is_gone_is_dropped_while_a_first_delivery_fails() {
+    let nats = snarkflow_testkit::NatsServer::start();
+    let bus = Bus::connect(BusConfig::new(nats.url())).await.unwrap();
+    let lanes = bus.lanes(Stage::Proving).await.unwrap();
+    let subject = snarkflow_wire::prove_subject(Priority::Normal);
+    // partition 1 was delivered once and handed back (as when its prover's ack deadline
+    // passed while another delivery proved it and deleted the object) ...
+    bus.publish(subject.clone(), task_without_object(1), None).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let (_, msg) = lanes.next(&shutdown).await.unwrap().unwrap();
+    msg.ack_with(async_nats::jetstream::AckKind::Nak(None)).await.unwrap();
+    // ... partition 0 is on its first delivery: its object was truly never there
+    bus.publish(subject, task_without_object(0), None).await.unwrap();
+    let worker = start_gpu_worker(&nats.url(), "gpu-gone").unwrap();
+    // the failure of partition 0 is reported; partition 1 is taken off the lane without one
+    let events = bus.events_consumer().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut failed = Vec::new();
+    loop {
+        let mut batch = events.fetch().max_messages(10).expires(Duration::from_secs(1)).messages().await.unwrap();
+        while let Some(Ok(m)) = futures::StreamExt::next(&mut batch).await {
+            let event: snarkflow_wire::JobEvent = snarkflow_wire::decode(&m.payload).unwrap();
+            if let snarkflow_wire::JobEventBody::PartitionFailed { message, .. } = &event.body {
+                failed.push((event.partition, message.clone()));
+            }
+            m.ack().await.unwrap();
+        }
+        // a work-queue stream drops a message once it is acked or terminated
+        let left = bus.pending(Stage::Proving.stream()).await.unwrap();
+        if !failed.is_empty() && left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the worker never settled both tasks: failures {failed:?}, {left} left");
+    }
+    worker.stop().await.unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, 0, "only the first delivery reports the missing object: {failed:?}");
+    assert!(failed[0].1.contains("gone-job/0"), "{failed:?}");
 }
