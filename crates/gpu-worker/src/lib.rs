@@ -191,7 +191,7 @@ async fn preload(
                         _ = tokio::time::sleep(PRELOAD_RETRY) => {}
                     }
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
     }
