@@ -178,10 +178,11 @@ async fn preload(
             .await?;
             match loaded {
                 Ok(()) => break,
-                Err(e) if matches!(
-                    e.downcast_ref::<ParamsError>(),
-                    Some(ParamsError::Missing { .. } | ParamsError::Untrusted(_))
-                ) =>
+                Err(e)
+                    if matches!(
+                        e.downcast_ref::<ParamsError>(),
+                        Some(ParamsError::Missing { .. } | ParamsError::Untrusted(_))
+                    ) =>
                 {
                     let why = format!("not ready: --preload {id}: {e}");
                     warn!(circuit_id = %id, error = %e, "preload parameters missing or refused; looking again");

@@ -386,7 +386,8 @@ mod tests {
         let err = store.get(&spec, false).unwrap_err();
         assert!(err.to_string().contains("dense-chain-c8.params"), "{err}");
         // not a published file: made with `params generate`
-        let fix = format!("run `snarkflow params generate --circuit dense-chain-c8 --params-dir {}`", dir.path().display());
+        let fix =
+            format!("run `snarkflow params generate --circuit dense-chain-c8 --params-dir {}`", dir.path().display());
         assert!(err.to_string().contains(&fix), "{err}");
         assert!(store.loaded_ids().is_empty());
     }
@@ -402,7 +403,8 @@ mod tests {
             err.contains("v28-stacked-proof-of-replication-merkletree-poseidon_hasher-8-8-0-sha256_hasher-"),
             "{err}"
         );
-        let fix = format!("(run `snarkflow params fetch --circuit porep-c2-32GiB --params-dir {}`)", dir.path().display());
+        let fix =
+            format!("(run `snarkflow params fetch --circuit porep-c2-32GiB --params-dir {}`)", dir.path().display());
         assert!(err.ends_with(&format!(".params {fix}")), "{err}");
     }
 

@@ -224,7 +224,8 @@ mod tests {
     #[test]
     fn the_parameter_directory_is_the_flag_then_filecoin_proofs_setting_then_its_default() {
         let dir = |explicit: Option<&str>, fil: Option<&str>| {
-            ParamsDir { explicit: explicit.map(PathBuf::from), fil_proofs_parameter_cache: fil.map(PathBuf::from) }.dir()
+            ParamsDir { explicit: explicit.map(PathBuf::from), fil_proofs_parameter_cache: fil.map(PathBuf::from) }
+                .dir()
         };
         assert_eq!(dir(Some("/a"), Some("/b")), PathBuf::from("/a"));
         assert_eq!(dir(None, Some("/b")), PathBuf::from("/b"));
