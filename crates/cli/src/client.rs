@@ -8,6 +8,33 @@ pub(crate) struct Client {
     base: String,
 }
 
+/// A request the gateway did not answer with success; `status` is `None` when it was not
+/// reached at all.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct GatewayError {
+    pub(crate) status: Option<reqwest::StatusCode>,
+    message: String,
+}
+
+impl GatewayError {
+    /// Whether the same request can succeed later: the gateway unreachable or not answering in
+    /// time, busy (429) or unavailable (5xx). Anything else (401, 404, a refused request) will
+    /// not change by asking again.
+    pub(crate) fn transient(&self) -> bool {
+        self.status.is_none_or(|s| s == reqwest::StatusCode::TOO_MANY_REQUESTS || s.is_server_error())
+    }
+
+    fn unreachable(base: &str, e: reqwest::Error) -> anyhow::Error {
+        anyhow::Error::new(GatewayError { status: None, message: format!("reaching the gateway at {base}: {e}") })
+    }
+}
+
+/// Whether `e` is a [`GatewayError`] worth retrying.
+pub(crate) fn is_transient(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<GatewayError>().is_some_and(GatewayError::transient)
+}
+
 async fn error_of(resp: reqwest::Response) -> anyhow::Error {
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
@@ -17,7 +44,10 @@ async fn error_of(resp: reqwest::Response) -> anyhow::Error {
     } else {
         ""
     };
-    anyhow::anyhow!("gateway answered {status}: {msg}{hint}")
+    anyhow::Error::new(GatewayError {
+        status: Some(status),
+        message: format!("gateway answered {status}: {msg}{hint}"),
+    })
 }
 
 impl Client {
@@ -52,7 +82,7 @@ impl Client {
             .json(body)
             .send()
             .await
-            .with_context(|| format!("reaching the gateway at {}", self.base))?;
+            .map_err(|e| GatewayError::unreachable(&self.base, e))?;
         if !resp.status().is_success() {
             return Err(error_of(resp).await);
         }
@@ -60,7 +90,12 @@ impl Client {
     }
 
     pub(crate) async fn status(&self, id: &str) -> anyhow::Result<Value> {
-        let resp = self.http.get(format!("{}/v1/jobs/{id}", self.base)).send().await.context("reaching the gateway")?;
+        let resp = self
+            .http
+            .get(format!("{}/v1/jobs/{id}", self.base))
+            .send()
+            .await
+            .map_err(|e| GatewayError::unreachable(&self.base, e))?;
         if !resp.status().is_success() {
             return Err(error_of(resp).await);
         }

@@ -7,7 +7,7 @@ use serde_json::json;
 use snarkflow_bus::{now_ms, Bus, BusConfig};
 use snarkflow_e2e::{start_gateway_with, verify_job_proof, Stack};
 use snarkflow_testkit::NatsServer;
-use snarkflow_wire::{JobRecord, JobState, PartitionRecord, Priority, SCHEMA_VERSION};
+use snarkflow_wire::{JobRecord, JobState, PartitionRecord, Priority, Stage, SCHEMA_VERSION};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -60,7 +60,7 @@ async fn a_fan_out_its_gateway_left_half_done_is_finished() {
 }
 
 /// A queued two-partition dense-chain record created at `created`, not yet fanned out.
-fn job_record(id: &str, created: u64) -> JobRecord {
+pub(crate) fn job_record(id: &str, created: u64) -> JobRecord {
     JobRecord {
         schema: SCHEMA_VERSION,
         id: id.into(),
@@ -84,7 +84,7 @@ fn job_record(id: &str, created: u64) -> JobRecord {
     }
 }
 
-fn uuid_like() -> String {
+pub(crate) fn uuid_like() -> String {
     let n: u128 = rand::random();
     let h = format!("{n:032x}");
     format!("{}-{}-4{}-a{}-{}", &h[..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
@@ -123,7 +123,7 @@ async fn dying_worker() -> DyingWorker {
         .get_stream(snarkflow_wire::SYNTH_STREAM)
         .await
         .unwrap()
-        .get_consumer(&snarkflow_wire::lane_consumer(snarkflow_wire::Stage::Synthesis, Priority::Normal))
+        .get_consumer(&snarkflow_wire::lane_consumer(Stage::Synthesis, Priority::Normal))
         .await
         .unwrap();
     DyingWorker { nats, gateway, base, http, id, js, lane }
