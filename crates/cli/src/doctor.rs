@@ -3,8 +3,8 @@
 //!
 //! Checks: NATS reached and the topology usable with the role's credentials; the parameter
 //! files of the circuits named, present and (for filecoin-proofs' files) the published ones;
-//! the device, probed as a gpu-worker probes it at start (this build's kernels against the
-//! device and driver, then a proof verified on it).
+//! the free space for them; the device, probed as a gpu-worker probes it at start (this build's
+//! kernels against the device and driver, then a proof verified on it).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -33,6 +33,10 @@ pub(crate) struct DoctorArgs {
     /// Seconds to wait for NATS before saying why it cannot be reached.
     #[arg(long, default_value_t = 10)]
     nats_timeout_secs: u64,
+    /// Free space the parameter directory's filesystem must have, GiB: a 32 GiB PoRep's
+    /// parameters are 47 GB to fetch and its recorded constraint shape 8.9 GB.
+    #[arg(long, default_value_t = 10)]
+    min_free_gib: u64,
     #[command(flatten)]
     nats: NatsArgs,
     #[command(flatten)]
@@ -59,6 +63,7 @@ pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         findings.push(nats(&args).await);
     }
     findings.extend(parameters(&args.params.dir(), &args.circuit));
+    findings.push(disk(&args.params.dir(), args.min_free_gib));
     if !args.no_device {
         findings.push(device().await);
     }
@@ -147,6 +152,28 @@ fn parameters(dir: &Path, circuits: &[String]) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// Room on the filesystem of the parameter directory (or of its nearest existing parent, before
+/// it is made): fetches, generated parameters and recorded constraint shapes land there.
+fn disk(dir: &Path, min_free_gib: u64) -> Finding {
+    let Some(existing) = dir.ancestors().find(|d| d.exists()) else {
+        return fail(format!("disk: no part of {} exists", dir.display()), "create the parameter directory");
+    };
+    match fs2::available_space(existing) {
+        Ok(free) if free >= min_free_gib << 30 => {
+            ok(format!("disk: {:.1} GiB free for {}", free as f64 / (1u64 << 30) as f64, dir.display()))
+        }
+        Ok(free) => fail(
+            format!(
+                "disk: {:.1} GiB free for {}, under --min-free-gib {min_free_gib}",
+                free as f64 / (1u64 << 30) as f64,
+                dir.display()
+            ),
+            "free space there, or point --params-dir at a larger filesystem",
+        ),
+        Err(e) => fail(format!("disk: reading the free space of {}: {e}", existing.display()), "check the path"),
+    }
 }
 
 /// The device probe a gpu-worker runs at start.

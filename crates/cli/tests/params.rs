@@ -364,9 +364,19 @@ fn doctor_finds_what_would_fail_a_job_and_says_how_to_fix_it() {
 
     let out = snarkflow(&[&base[..], &["--nats-url", &url, "--circuit", "dense-chain-c8"]].concat());
     assert!(out.status.success(), "{}", text(&out));
-    for line in ["ok    NATS at", "ok    dense-chain-c8: dense-chain-c8.params present", "ok    device: cpu backend"] {
+    for line in [
+        "ok    NATS at",
+        "ok    dense-chain-c8: dense-chain-c8.params present",
+        "ok    disk: ",
+        "ok    device: cpu backend",
+    ] {
         assert!(text(&out).contains(line), "{line:?} in {}", text(&out));
     }
+    // a filesystem without the room asked for
+    let out = snarkflow(&[&base[..], &["--no-nats", "--no-device", "--min-free-gib", "100000000"]].concat());
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("under --min-free-gib 100000000"), "{}", text(&out));
+    assert!(text(&out).contains("fix: free space there"), "{}", text(&out));
 
     let out = snarkflow(&[&base[..], &["--nats-url", &url, "--circuit", "dense-chain-c16", "--no-device"]].concat());
     assert!(!out.status.success(), "{}", text(&out));
