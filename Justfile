@@ -12,7 +12,8 @@ gateway_listen := env_var_or_default("SNARKFLOW_GATEWAY_LISTEN", "127.0.0.1:8080
 # user and group may open (mode 660), unless SNARKFLOW_GRPC_LISTEN says otherwise
 grpc_listen := env_var_or_default("SNARKFLOW_GRPC_LISTEN", "unix://" + justfile_directory() / ".state/cuzk.sock")
 # an operator's FIL_PROOFS_PARAMETER_CACHE is where its real parameters are: it wins over our default
-params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var_or_default("FIL_PROOFS_PARAMETER_CACHE", env_var("HOME") / ".cache/snarkflow/params"))
+# where filecoin-proofs, lotus, Curio and every snarkflow binary look by default
+params_dir := env_var_or_default("SNARKFLOW_PARAMS_DIR", env_var_or_default("FIL_PROOFS_PARAMETER_CACHE", "/var/tmp/filecoin-proof-parameters"))
 
 # list recipes
 default:
