@@ -214,11 +214,14 @@ pub fn start_gpu_worker(nats_url: &str, worker_id: &str) -> anyhow::Result<Servi
 
 /// [`start_gpu_worker`] with extra command-line flags.
 pub fn start_gpu_worker_with(nats_url: &str, worker_id: &str, extra: &[&str]) -> anyhow::Result<Service> {
+    spawn_gpu_worker(gpu_worker_args(nats_url, worker_id), extra)
+}
+
+/// A gpu-worker in this process with `args` then `extra` on its command line.
+fn spawn_gpu_worker(args: Vec<String>, extra: &[&str]) -> anyhow::Result<Service> {
     filecoin_env();
-    let mut args = vec!["gpu-worker".to_owned()];
-    args.extend(gpu_worker_args(nats_url, worker_id));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let config = snarkflow_gpu_worker::Config::try_parse_from(args)?;
+    let line = std::iter::once("gpu-worker".to_owned()).chain(args).chain(extra.iter().map(|s| s.to_string()));
+    let config = snarkflow_gpu_worker::Config::try_parse_from(line)?;
     let shutdown = CancellationToken::new();
     let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));
     Ok(Service { shutdown, handle })
@@ -231,15 +234,10 @@ pub fn start_gpu_worker_reading(
     params: &std::path::Path,
     extra: &[&str],
 ) -> anyhow::Result<Service> {
-    filecoin_env();
-    let mut args = vec!["gpu-worker".to_owned(), "--worker-id".into(), worker_id.into(), "--params-dir".into()];
-    args.push(params.display().to_string());
+    let mut args =
+        vec!["--worker-id".to_owned(), worker_id.into(), "--params-dir".into(), params.display().to_string()];
     args.extend(nats_flags(nats_url));
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let config = snarkflow_gpu_worker::Config::try_parse_from(args)?;
-    let shutdown = CancellationToken::new();
-    let handle = tokio::spawn(snarkflow_gpu_worker::run(config, shutdown.clone()));
-    Ok(Service { shutdown, handle })
+    spawn_gpu_worker(args, extra)
 }
 
 /// Point filecoin-proofs at the test parameter directory. Call first in every test that touches
