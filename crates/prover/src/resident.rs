@@ -270,6 +270,7 @@ impl ResidentKey {
                 .zip(aux.par_chunks(1 << 16))
                 .for_each(|(d, s)| d.copy_from_slice(s));
         }
+        let written = Instant::now();
         // held by a StagedWitness from here, so a failed upload returns the buffer to the pool
         let mut staged = StagedWitness {
             witness: Some(self.take_device_witness()),
@@ -277,15 +278,27 @@ impl ResidentKey {
             upload_ms: 0.0,
             upload_bytes: bytes as u64,
         };
+        let buffer_taken = Instant::now();
         let witness = staged.witness.as_mut().expect("just taken");
         let uploaded = if send_compact {
             witness.upload_compact(&pinned, &compact, &Fr::ONE)
         } else {
             witness.upload(&pinned.as_fr_mut()[..n])
         };
+        let uploaded_at = Instant::now();
         self.give_back_pinned(pinned);
         uploaded.map_err(device_failure)?;
         staged.upload_ms = started.elapsed().as_secs_f64() * 1e3;
+        // where a staging's time goes, for plans with one device witness buffer (the wait is
+        // the partition before on the device)
+        tracing::debug!(
+            compact = send_compact,
+            bytes,
+            host_ms = (written - started).as_secs_f64() * 1e3,
+            buffer_wait_ms = (buffer_taken - written).as_secs_f64() * 1e3,
+            upload_ms = (uploaded_at - buffer_taken).as_secs_f64() * 1e3,
+            "witness staged"
+        );
         Ok(staged)
     }
 
