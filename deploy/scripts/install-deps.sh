@@ -45,5 +45,14 @@ if ! command -v just >/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check rust-just \
         || cargo install --locked just
 fi
-echo "install-deps: $(nats-server --version), just $(just --version | cut -d' ' -f2)"
+# Python's gRPC client, for the e2e test of a non-Go client on the cuzk socket
+# (crates/e2e/tests/e2e/grpc_clients.rs): in its own venv, once per machine
+GRPCIO_VERSION="${GRPCIO_VERSION:-1.85.3}"
+grpc_venv="$HOME/.cache/snarkflow/grpcio-$GRPCIO_VERSION"
+if ! "$grpc_venv/bin/python" -c "import grpc" 2>/dev/null; then
+    rm -rf "$grpc_venv"
+    python3 -m venv "$grpc_venv"
+    "$grpc_venv/bin/pip" install --quiet --disable-pip-version-check "grpcio==$GRPCIO_VERSION"
+fi
+echo "install-deps: $(nats-server --version), just $(just --version | cut -d' ' -f2), grpcio $GRPCIO_VERSION"
 command -v nats-server >/dev/null && command -v just >/dev/null

@@ -9,6 +9,7 @@ mod chaos;
 mod curio;
 mod device_errors;
 mod filecoin;
+mod grpc_clients;
 mod lifecycle;
 mod otlp_export;
 mod pipeline;
