@@ -202,6 +202,20 @@ impl Quotas {
         Ok(())
     }
 
+    /// A submit of `tenant` refused for its content (bad JSON, an invalid request, too
+    /// large): it spends one of the tenant's rate like an accepted one, so a tenant cannot
+    /// make the gateway read and parse without limit by sending requests that fail.
+    pub fn bill_rejected(&self, tenant: &str) {
+        if self.limits.submits_per_minute == 0 {
+            return;
+        }
+        let mut book = self.usage.lock().expect("quota book");
+        let usage = book.entry(tenant.to_owned()).or_default();
+        // topped up to now first; a refill error only means no token was left to take
+        let _ = refill(usage, tenant, self.limits, Instant::now());
+        usage.tokens = (usage.tokens - 1.0).max(0.0);
+    }
+
     /// An admitted submit that did not create its job after all (it failed later).
     pub fn release(&self, tenant: &str) {
         if let Some(usage) = self.usage.lock().expect("quota book").get_mut(tenant) {

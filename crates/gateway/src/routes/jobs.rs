@@ -85,8 +85,16 @@ pub(crate) async fn submit(
         }
         // held while the body is read, parsed and submitted
         let _slot = state.quotas.upload_slot(caller.tenant())?;
-        let body = read_body(body, state.max_body_bytes).await?;
-        let job = parse_and_validate(&state, body).await?;
+        // a request refused for its content is billed to the tenant's rate, as a submit
+        let job = match read_body(body, state.max_body_bytes).await {
+            Ok(body) => parse_and_validate(&state, body).await,
+            Err(e) => Err(e),
+        }
+        .inspect_err(|e| {
+            if e.parts().0.is_client_error() {
+                state.quotas.bill_rejected(caller.tenant());
+            }
+        })?;
         let submitted = crate::jobs::submit(&state, &caller, job).await?;
         let status = if submitted.existing { StatusCode::OK } else { StatusCode::ACCEPTED };
         Ok((status, Json(serde_json::json!({ "id": submitted.id, "state": submitted.state.as_str() }))))

@@ -204,6 +204,12 @@ async fn tenant_quotas_answer_429_with_retry_after() {
     // over its rate, a tenant's body is not even parsed: the answer is 429, not 400
     let (status, json) = call(state.clone(), as_token(post("{not json"), &t[0])).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
+    // and a refused request spends the rate as a submit does: globex's one bad request leaves
+    // it no room for a good one this minute
+    let (status, json) = call(state.clone(), as_token(post("{not json"), &t[1])).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{json}");
+    let (status, json) = call(state.clone(), as_token(post(DENSE), &t[1])).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{json}");
 }
 
 /// Open settings, with idempotency keys that name no job taken over after `window`.
