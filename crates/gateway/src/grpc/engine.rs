@@ -76,7 +76,13 @@ impl Engine {
                 Ok::<_, ApiError>(job)
             })
             .await
-            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?;
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
+            // refused for its content: billed to the tenant's rate, as over HTTP
+            .inspect_err(|e| {
+                if e.parts().0.is_client_error() {
+                    self.state.quotas.bill_rejected(caller.tenant());
+                }
+            });
             jobs::submit(&self.state, caller, job?).await
         }
         .instrument(span)
