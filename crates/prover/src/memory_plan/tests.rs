@@ -55,6 +55,10 @@ fn each_card_class_gets_the_plan_its_memory_holds() {
     // query's 0/1 split
     let p = choose(&porep_32gib(), 45 * GIB / 2, 0, PlanRequest::Auto).unwrap();
     assert_eq!(p.kind, PlanKind::Streamed, "{}", p.summary());
+    // a 32 GB card (RTX 5090, ~31 GiB free): streamed too, with two witness buffers (the next
+    // partition's expands while one proves)
+    let p = plan(31).unwrap();
+    assert_eq!((p.kind, p.witness_buffers), (PlanKind::Streamed, 2), "{}", p.summary());
     // host memory for the streamed plan stays far below cuzk's and supraseal's
     assert!(p.host_bytes < 60 * GIB, "{}", p.summary());
 }
