@@ -19,8 +19,9 @@
 //!   `queries.cuh` (a query's MSMs beside the NTTs, with the split of its 0/1 scalars) and
 //!   `fixed_base.cuh` (random parameters on the device).
 //! - `src/ffi.rs`: the C ABI of `resident.cu`.
-//! - `src/device.rs`: the safe owners: `Device`, `Srs`, `Shape`, `DeviceWitness`,
-//!   `PinnedBuffer`, and `msm_sums`, the call that proves. A `Placement` puts any point section
+//! - `src/device.rs`: the safe owners: `Device`, `Srs`, `Shape`, and `msm_sums`, the call that
+//!   proves. `src/witness.rs`: `PinnedBuffer`, a witness's compact form in one
+//!   (`CompactLayout`), and `DeviceWitness`, uploaded whole or expanded from the compact form. A `Placement` puts any point section
 //!   and the matrices in pinned host memory instead, which a prove then streams or reads in
 //!   place.
 //! - `src/fixed_base.rs`: random parameters' points computed on the device.
@@ -33,6 +34,8 @@ mod device;
 mod ffi;
 #[cfg(feature = "cuda")]
 mod fixed_base;
+#[cfg(feature = "cuda")]
+mod witness;
 
 /// The SASS architectures this build's kernels were compiled for ("80 86 89 90 100 120"; empty
 /// without the `cuda` feature), set by build.rs.
@@ -43,12 +46,11 @@ pub const PTX_ARCH: &str = env!("SNARKFLOW_CUDA_PTX_ARCH");
 pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
 
 #[cfg(feature = "cuda")]
-pub use device::{
-    driver_version, msm_sums, CompactLayout, CompactParts, Csr, Device, DeviceWitness, PinnedBuffer, Placement,
-    Section, Shape, ShapeDesc, Srs, Sums, Timings,
-};
+pub use device::{driver_version, msm_sums, Csr, Device, Placement, Section, Shape, ShapeDesc, Srs, Sums, Timings};
 #[cfg(feature = "cuda")]
 pub use fixed_base::{fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, COMB_ENTRIES};
+#[cfg(feature = "cuda")]
+pub use witness::{CompactLayout, CompactParts, DeviceWitness, PinnedBuffer};
 
 /// A CUDA failure, with the message the device code gave.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

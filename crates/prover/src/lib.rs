@@ -17,7 +17,8 @@
 //! - `resident.rs` (feature `cuda-resident`): the resident prover's host half. It streams a
 //!   parameter file to the device in the key's memory plan, stages witnesses there (before the
 //!   gpu-worker's device gate; in the compact form of [`compact_witness`]: 2 bits a value and
-//!   the values that are neither 0 nor 1) and proves them. [`memory_plan`]: which plan (resident, partly
+//!   the values that are neither 0 nor 1) and proves them; `resident/upload.rs` streams a key's
+//!   points and shape to the device when it loads. [`memory_plan`]: which plan (resident, partly
 //!   resident, streamed) fits a device's free memory, arithmetic only.
 //! - [`backend`]: which backends a build has and which one runs. [`compat`]: whether a build's
 //!   kernels run on a device under its driver, and what is missing if not.
