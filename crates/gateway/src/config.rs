@@ -69,7 +69,7 @@ pub struct Config {
     /// (WinningPoSt 30 s, WindowPoSt 30 min, PoRep and SnapDeals 6 h, test kinds 1 h):
     /// `KIND=SECONDS`, repeatable or comma-separated.
     #[arg(long = "default-deadline", env = "SNARKFLOW_DEFAULT_DEADLINE", value_delimiter = ',')]
-    pub default_deadlines: Vec<crate::validate::DefaultDeadline>,
+    pub default_deadlines: Vec<crate::jobs::validate::DefaultDeadline>,
     /// Largest test-kind job, in constraints over all its partitions.
     #[arg(long, env = "SNARKFLOW_MAX_TEST_JOB_CONSTRAINTS", default_value_t = DEFAULT_MAX_TEST_JOB_CONSTRAINTS)]
     pub max_test_job_constraints: u64,
@@ -91,12 +91,12 @@ pub struct Config {
     pub ledger_pass_secs: u64,
     /// Constraints one GPU proves per second, for the `snarkflow_backlog_gpu_seconds` gauge
     /// autoscalers follow (default: an H200 with the resident prover, 32 GiB PoRep).
-    #[arg(long, env = "SNARKFLOW_GPU_CONSTRAINTS_PER_SECOND", default_value_t = crate::backlog::DEFAULT_GPU_CONSTRAINTS_PER_SECOND)]
+    #[arg(long, env = "SNARKFLOW_GPU_CONSTRAINTS_PER_SECOND", default_value_t = crate::ledger::backlog::DEFAULT_GPU_CONSTRAINTS_PER_SECOND)]
     pub gpu_constraints_per_second: u64,
     /// Share of the job ledger (percent) kept free of new jobs: only the critical lane
     /// (WinningPoSt) may use it. New jobs are refused (503 storage_full) earlier still when the
     /// unfinished jobs may need the room to record their proofs.
-    #[arg(long, env = "SNARKFLOW_LEDGER_HEADROOM_PERCENT", default_value_t = crate::ledger_room::DEFAULT_HEADROOM_PERCENT)]
+    #[arg(long, env = "SNARKFLOW_LEDGER_HEADROOM_PERCENT", default_value_t = crate::ledger::room::DEFAULT_HEADROOM_PERCENT)]
     pub ledger_headroom_percent: u8,
     /// Seconds an object whose job has no record is kept before the ledger pass deletes it
     /// (the input of a submit that failed after storing it). Must exceed

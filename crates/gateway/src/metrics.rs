@@ -144,7 +144,7 @@ impl Metrics {
         self.ledger_bytes.with_label_values(&["promised"]).set(gauge(promised));
     }
 
-    pub(crate) fn set_backlog(&self, backlog: crate::backlog::Backlog, gpu_constraints_per_second: u64) {
+    pub(crate) fn set_backlog(&self, backlog: crate::ledger::backlog::Backlog, gpu_constraints_per_second: u64) {
         let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.backlog_constraints.with_label_values(&["synth"]).set(gauge(backlog.synth));
         self.backlog_constraints.with_label_values(&["prove"]).set(gauge(backlog.prove));

@@ -18,10 +18,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::{
-    app, connection_limits, deadletter, event_loop, grpc, index, routes, sweep, validation_slots, AppState, Auth,
-    Config, LedgerIndex, LedgerRoom, Metrics, Policy, QuotaLimits, Quotas, TokenStore,
-};
+use crate::events::{self as event_loop, deadletter};
+use crate::ledger::{index, sweep};
+use crate::{grpc, http, validation_slots, AppState, Auth, Config, TokenStore};
 
 /// How long the ledger index, the ledger pass and the dead-letter consumer get to stop once
 /// `shutdown` is cancelled (each stops at its next await; a pass reading a large ledger is
@@ -42,12 +41,12 @@ pub async fn serve(listener: TcpListener, config: Config, shutdown: Cancellation
     let Some((bus, listener)) = connect(listener, &config, &shutdown).await? else {
         return Ok(());
     };
-    let state = state(&config, bus, auth, published);
+    let state = AppState::new(&config, bus, auth, published);
     if let Err(e) = snarkflow_filecoin::check_parameter_dir(&state.policy.params_dir) {
         warn!(error = %e, "Filecoin proofs will be verified against another parameter directory");
     }
     let services = Services::start(&state, &config, &shutdown);
-    let served = serve_http(listener, tls, state, &shutdown).await;
+    let served = http::serve(listener, tls, state, &shutdown).await;
     shutdown.cancel();
     let stopped = services.stop().await;
     served?;
@@ -91,7 +90,7 @@ async fn connect(
     let why = Arc::new(Mutex::new("connecting to NATS".to_owned()));
     let connected = shutdown.child_token();
     let early = tokio::spawn({
-        let server = axum::serve(early, routes::health::connecting(why.clone()))
+        let server = axum::serve(early, http::health::connecting(why.clone()))
             .with_graceful_shutdown(connected.clone().cancelled_owned());
         async move { server.await }
     });
@@ -115,41 +114,6 @@ fn published_keys(config: &Config) -> anyhow::Result<Option<Manifest>> {
         return Ok(None);
     }
     Ok(Some(Manifest::named_or_builtin(config.params_manifest.as_deref())?))
-}
-
-fn state(config: &Config, bus: Bus, auth: Auth, published: Option<Manifest>) -> AppState {
-    AppState {
-        ledger: bus.ledger().clone(),
-        bus,
-        metrics: Metrics::new(),
-        max_body_bytes: config.max_body_bytes,
-        auth,
-        quotas: Quotas::new(QuotaLimits {
-            max_jobs: config.tenant_max_jobs,
-            max_partitions: config.tenant_max_partitions,
-            submits_per_minute: config.tenant_submits_per_minute,
-        })
-        .with_upload_share(match config.max_concurrent_submits_per_tenant {
-            0 => (config.max_concurrent_submits / 2).max(1),
-            n => n,
-        })
-        .with_upload_slots(config.max_concurrent_submits.max(1)),
-        policy: Arc::new(Policy {
-            enable_test_kinds: config.enable_test_kinds,
-            max_test_job_constraints: config.max_test_job_constraints,
-            params_dir: config.params.dir(),
-            published,
-            default_deadlines: config.default_deadlines.clone(),
-            max_deadline_secs: crate::validate::max_deadline_for_retention(
-                config.nats.job_retention_hours.max(1) * 3600,
-            ),
-        }),
-        request_timeout: Duration::from_secs(config.request_timeout_secs.max(1)),
-        event_loop: Default::default(),
-        index: LedgerIndex::default(),
-        ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
-        validations: Arc::new(tokio::sync::Semaphore::new(validation_slots())),
-    }
 }
 
 /// The background services, each a task that runs until `shutdown`.
@@ -272,37 +236,4 @@ impl Services {
             }
         }
     }
-}
-
-/// Serve the HTTP API on `listener` until `shutdown`; in-flight requests finish.
-async fn serve_http(
-    listener: TcpListener,
-    tls: Option<RustlsConfig>,
-    state: AppState,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<()> {
-    let listener = listener.into_std()?;
-    info!(addr = %listener.local_addr()?, tls = tls.is_some(), "gateway listening");
-    let handle = axum_server::Handle::new();
-    let stopper = handle.clone();
-    let http_shutdown = shutdown.clone();
-    tokio::spawn(async move {
-        http_shutdown.cancelled().await;
-        // in-flight requests finish (a client uploading a C1 gets its answer)
-        stopper.graceful_shutdown(None);
-    });
-    let service = app(state).into_make_service();
-    match tls {
-        Some(tls) => {
-            let mut server = axum_server::from_tcp_rustls(listener, tls).handle(handle);
-            connection_limits(server.http_builder());
-            server.serve(service).await
-        }
-        None => {
-            let mut server = axum_server::from_tcp(listener).handle(handle);
-            connection_limits(server.http_builder());
-            server.serve(service).await
-        }
-    }
-    .context("serving http")
 }

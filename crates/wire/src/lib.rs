@@ -3,7 +3,16 @@
 //!
 //! This crate is deliberately small: serde types, subject and stream names, and the schema
 //! version. It knows nothing of tokio, NATS clients, HTTP or bellperson, so every service and
-//! every tool can depend on it without pulling those in.
+//! every tool can depend on it without pulling those in. It names no proof kind.
+//!
+//! Module map: `kind.rs` ([`JobKind`], any well-formed name — which kinds exist is the
+//! registry's business — and [`CircuitSpec`], a kind's name plus the kind's own rendering of
+//! its spec, which is also the circuit id's tail); `job.rs` (job records, [`Priority`],
+//! sector-size names, [`MAX_PARTITIONS`]); `messages.rs` ([`SynthTask`], [`ProveTask`],
+//! [`JobEvent`], [`Stage`], the [`PartitionTask`] trait, [`encode`] / [`decode`], which check
+//! [`SCHEMA_VERSION`]); `control.rs` (control requests to gpu-workers and their replies: plain
+//! JSON, no schema field); `topology.rs` (stream, consumer, bucket, subject and object names,
+//! message ids).
 
 mod control;
 mod job;

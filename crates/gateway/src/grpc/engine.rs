@@ -112,7 +112,7 @@ impl Engine {
                 response.status = ProofStatus::Failed as i32;
                 response.error_message = match (&record.error, caller.is_admin()) {
                     (Some(e), true) => e.clone(),
-                    (Some(e), false) => crate::view::client_error(e, &record),
+                    (Some(e), false) => crate::jobs::view::client_error(e, &record),
                     (None, _) => "the job failed".into(),
                 };
             }

@@ -1,6 +1,6 @@
 //! cuzk's gRPC interface (`cuzk.v1.ProvingEngine`), so Curio's `[Cuzk] Address` can point at
 //! the gateway unchanged: the same jobs, validation, quotas and errors as the HTTP API
-//! ([`crate::jobs`]), behind the messages Curio sends. Curio sends no credentials, so a call
+//! (`crate::jobs`), behind the messages Curio sends. Curio sends no credentials, so a call
 //! without a token acts as one configured tenant, and the listener is private by construction:
 //! a Unix socket whose file mode says who may connect, or loopback / a private network; a
 //! token in the call's metadata (`authorization: Bearer …`, the HTTP API's tokens) acts as its

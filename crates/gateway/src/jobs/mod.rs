@@ -2,13 +2,18 @@
 //! (policy, the caller's priority ceiling, quotas, idempotency, input stored, record written,
 //! tasks published), look up, cancel, and the finished proof's bytes.
 
+pub(crate) mod fanout;
+pub(crate) mod finish;
+pub(crate) mod validate;
+pub(crate) mod view;
+
 use snarkflow_bus::{now_ms, KeyClaim};
 use snarkflow_service::tokens::Scope;
 use snarkflow_wire::{self as wire, JobRecord, JobState, PartitionRecord, SCHEMA_VERSION};
 use tracing::info;
 
 use crate::auth::Caller;
-use crate::validate::ValidJob;
+use crate::jobs::validate::ValidJob;
 use crate::{ApiError, AppState};
 
 /// The job a submit made, or found under its idempotency key.
@@ -115,7 +120,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
         if let Some(record) = keyed_job(state, &key, &job, &id).await? {
             if !record.enqueued && !record.state.is_terminal() {
                 // the first attempt stopped mid fan-out: finish it
-                crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await?;
+                crate::jobs::fanout::publish_tasks(&state.bus, &state.ledger, &record).await?;
             }
             tracing::Span::current().record("job_id", record.id.as_str());
             return Ok(Submitted { id: record.id, state: record.state, existing: true });
@@ -174,7 +179,7 @@ async fn enqueue(state: &AppState, job: ValidJob, tenant: &str) -> Result<Submit
     })?;
     drop(key_hold);
     state.index.note(&record);
-    if let Err(e) = crate::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
+    if let Err(e) = crate::jobs::fanout::publish_tasks(&state.bus, &state.ledger, &record).await {
         // The job is recorded (durably) but not fully queued: the ledger pass finishes the
         // fan-out once NATS takes messages again, so the job is accepted, not failed (a client
         // told to retry would make a second job, or with its key find a failed one).
@@ -251,7 +256,7 @@ pub(crate) async fn cancel(state: &AppState, caller: &Caller, id: &str) -> Resul
         s if s.is_terminal() => Err(ApiError::Conflict(format!("job {id} already finished ({})", s.as_str()))),
         _ => {
             state.index.note(&record);
-            crate::finish::finished(&state.bus, &state.metrics, &record).await;
+            crate::jobs::finish::finished(&state.bus, &state.metrics, &record).await;
             Ok((record, was))
         }
     }

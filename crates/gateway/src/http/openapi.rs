@@ -12,7 +12,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, RefOr};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::view::{Bytes, JobView, PartitionCounts, PartitionView, Timings};
+use crate::jobs::view::{Bytes, JobView, PartitionCounts, PartitionView, Timings};
 
 /// `POST /v1/jobs`: one proof job.
 #[derive(ToSchema)]
@@ -244,7 +244,7 @@ mod tests {
     fn the_request_fields_are_what_validation_accepts() {
         let mut documented = request_fields();
         documented.sort();
-        let mut accepted: Vec<String> = crate::validate::REQUEST_FIELDS.iter().map(|f| f.to_string()).collect();
+        let mut accepted: Vec<String> = crate::jobs::validate::REQUEST_FIELDS.iter().map(|f| f.to_string()).collect();
         accepted.sort();
         assert_eq!(documented, accepted);
     }

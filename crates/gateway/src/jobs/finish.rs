@@ -5,12 +5,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use snarkflow_bus::Bus;
+use snarkflow_bus::{Bus, Ledger};
 use snarkflow_wire::{self as wire, JobRecord, JobState};
 use tracing::{info, info_span, warn};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::{metrics::Metrics, Ledger};
+use crate::metrics::Metrics;
 
 /// A verification's outcome: the job's record after it, and whether the verdict ended the job
 /// (false when something else ended it meanwhile: a cancel, its deadline).

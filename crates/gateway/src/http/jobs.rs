@@ -12,8 +12,8 @@ use tracing::{info_span, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::auth::Caller;
-use crate::validate::{validate, JobRequest};
-use crate::view::JobView;
+use crate::jobs::validate::{validate, JobRequest};
+use crate::jobs::view::JobView;
 use crate::{ApiError, AppState};
 
 /// Default and largest page of `GET /v1/jobs`.

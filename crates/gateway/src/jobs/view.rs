@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn worker_ids_become_numbers_in_the_error_and_the_stats() {
-        let mut r = crate::events::tests::record(2);
+        let mut r = crate::events::apply::tests::record(2);
         r.state = snarkflow_wire::JobState::Failed;
         r.partitions[0].prove = Some(ProveStats { worker: "gpu-node7.dc2-4242".into(), ..ProveStats::default() });
         r.error = Some(

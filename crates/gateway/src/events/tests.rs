@@ -30,7 +30,7 @@ async fn proving_porep_job(nats: &snarkflow_testkit::NatsServer, id: &str) -> (B
         verify: Arc::new(VerifySlots::new(1)),
         tasks: TaskTracker::new(),
     };
-    let mut record = crate::events::tests::record(1);
+    let mut record = crate::events::apply::tests::record(1);
     record.id = id.into();
     record.circuit = snarkflow_circuits::circuit("porep-c2-2KiB");
     record.state = JobState::Proving;
@@ -76,7 +76,7 @@ async fn a_job_cancelled_while_its_proof_waits_for_verification_ends_once() {
         .await
         .unwrap()
         .unwrap();
-    crate::finish::finished(&parts.bus, &parts.metrics, &cancelled).await;
+    crate::jobs::finish::finished(&parts.bus, &parts.metrics, &cancelled).await;
     drop(held);
     let settled = async {
         while parts.verify.running.lock().unwrap().contains(&record.id)

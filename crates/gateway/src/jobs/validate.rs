@@ -60,7 +60,7 @@ pub struct Policy {
     pub default_deadlines: Vec<DefaultDeadline>,
     /// The longest deadline a job may have here: its record must outlive it (the ledger keeps
     /// records `--job-retention-hours`), so that the job fails saying so rather than vanish
-    /// ([`max_deadline_for_retention`]).
+    /// (`max_deadline_for_retention`).
     pub max_deadline_secs: u64,
 }
 

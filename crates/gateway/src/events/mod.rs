@@ -13,13 +13,17 @@
 //! pulling, then waits (at most [`STOP_WAIT`]) for the events it holds to be applied and the
 //! verifications under way to end, each acking its event once its verdict is in the ledger.
 
+pub(crate) mod apply;
+pub(crate) mod consume;
+pub(crate) mod deadletter;
+
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use snarkflow_bus::{extract_context, AckKind, Bus, Heartbeat, Message};
+use snarkflow_bus::{extract_context, AckKind, Bus, Heartbeat, Ledger, Message};
 use snarkflow_wire::{self as wire, JobEvent, JobEventBody, JobRecord, JobState, Priority};
 use tokio::sync::{mpsc, Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -27,9 +31,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info_span, warn, Instrument};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::events::apply;
-use crate::finish::{fail_job, finished, verify_and_finish};
-use crate::{metrics::Metrics, Ledger};
+use self::apply::apply;
+use crate::jobs::finish::{fail_job, finished, verify_and_finish};
+use crate::metrics::Metrics;
 
 /// Deliveries of one event before the gateway gives up applying it and fails its job (with
 /// growing pauses between them: about five minutes in all).
@@ -163,7 +167,7 @@ async fn run(parts: &EventParts, running: &AtomicBool, shutdown: &CancellationTo
         .collect();
     running.store(true, Ordering::SeqCst);
     loop {
-        let Some(msg) = crate::consume::next_message(&mut messages, shutdown, "event").await? else {
+        let Some(msg) = crate::events::consume::next_message(&mut messages, shutdown, "event").await? else {
             return Ok(());
         };
         let event: JobEvent = match wire::decode(&msg.payload) {

@@ -54,7 +54,7 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
             Ok(jobs) => {
                 quotas.refresh(began, &jobs);
                 count_jobs(&metrics, &jobs);
-                metrics.set_backlog(crate::backlog::Backlog::of(&jobs), pass.gpu_constraints_per_second);
+                metrics.set_backlog(crate::ledger::backlog::Backlog::of(&jobs), pass.gpu_constraints_per_second);
                 measure_room(&ledger, &room, &metrics, &jobs).await;
                 match bus.object_store_usage().await {
                     Ok((used, limit)) => metrics.set_object_store_bytes(used, limit),
@@ -79,7 +79,7 @@ async fn measure_room(ledger: &Ledger, room: &LedgerRoom, metrics: &Metrics, job
             let in_flight = jobs
                 .iter()
                 .filter(|j| !j.state.is_terminal())
-                .map(|j| crate::ledger_room::allowance(j.partitions))
+                .map(|j| crate::ledger::room::allowance(j.partitions))
                 .sum();
             room.measured(used, limit, in_flight);
             metrics.set_ledger_bytes(used, limit, in_flight);
@@ -166,7 +166,7 @@ async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobSumm
                 record.partitions,
                 record.state.as_str()
             );
-            match crate::finish::fail_job(bus, ledger, metrics, &record.id, &reason).await {
+            match crate::jobs::finish::fail_job(bus, ledger, metrics, &record.id, &reason).await {
                 Ok(true) => warn!(job_id = %record.id, %reason, "job failed by the ledger pass"),
                 Ok(false) => {}
                 Err(e) => {
@@ -186,7 +186,7 @@ async fn sweep(bus: &Bus, ledger: &Ledger, metrics: &Metrics, records: &[JobSumm
                     continue;
                 }
             };
-            match crate::fanout::publish_tasks(bus, ledger, &full).await {
+            match crate::jobs::fanout::publish_tasks(bus, ledger, &full).await {
                 Ok(()) => {
                     info!(job_id = %record.id, partitions = record.partitions, "finished a fan-out its gateway left half done")
                 }

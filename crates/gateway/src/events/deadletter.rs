@@ -43,7 +43,7 @@ pub(crate) async fn run(bus: Bus, ledger: Ledger, metrics: Metrics, shutdown: Ca
 async fn consume(bus: &Bus, ledger: &Ledger, metrics: &Metrics, shutdown: &CancellationToken) -> anyhow::Result<()> {
     let mut messages = bus.dead_letters().await?.messages().await?;
     loop {
-        let Some(msg) = crate::consume::next_message(&mut messages, shutdown, "dead-letter").await? else {
+        let Some(msg) = crate::events::consume::next_message(&mut messages, shutdown, "dead-letter").await? else {
             return Ok(());
         };
         let Some(letter) = DeadLetter::from_advisory(&msg.payload) else {
@@ -105,7 +105,7 @@ async fn handle(
         letter.deliveries,
         letter.stage.as_str()
     );
-    if crate::finish::fail_job(bus, ledger, metrics, &job_id, &reason).await? {
+    if crate::jobs::finish::fail_job(bus, ledger, metrics, &job_id, &reason).await? {
         info!(job_id = %job_id, partition, stage = letter.stage.as_str(), "job failed: dead letter");
     }
     bus.remove_dead_task(letter).await?;
