@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use snarkflow_synthesis::{CircuitCatalog, ConstraintShape};
+use snarkflow_synthesis::{CatalogError, CircuitCatalog, ConstraintShape};
 use snarkflow_wire::CircuitSpec;
 
 /// Every kind's parameter file names and blank circuits, for `snarkflow_prover::ParamStore`.
@@ -10,16 +10,16 @@ use snarkflow_wire::CircuitSpec;
 pub struct Catalog;
 
 impl CircuitCatalog for Catalog {
-    fn param_file_stem(&self, spec: &CircuitSpec) -> Result<String, String> {
-        crate::param_file_stem(spec).map_err(|e| e.to_string())
+    fn param_file_stem(&self, spec: &CircuitSpec) -> Result<String, CatalogError> {
+        Ok(crate::param_file_stem(spec)?)
     }
 
     fn filecoin_sector_size(&self, spec: &CircuitSpec) -> Option<u64> {
         crate::filecoin_sector_size(spec)
     }
 
-    fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, String> {
-        crate::record_shape(spec).map_err(|e| e.to_string())
+    fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, CatalogError> {
+        Ok(crate::record_shape(spec)?)
     }
 }
 

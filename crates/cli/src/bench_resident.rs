@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use anyhow::Context as _;
 use ff::Field;
 use rand::SeedableRng;
 use snarkflow_circuits::JobInput;
@@ -157,7 +158,10 @@ pub(crate) fn run(
     };
     #[cfg(feature = "cuda-supraseal")]
     let supra = if compare.supraseal {
-        Some(snarkflow_prover::supraseal::Srs::load(&path, false).map_err(anyhow::Error::msg)?)
+        Some(
+            snarkflow_prover::supraseal::Srs::load(&path, false)
+                .with_context(|| format!("reading {}", path.display()))?,
+        )
     } else {
         None
     };

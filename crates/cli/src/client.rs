@@ -174,17 +174,13 @@ pub(crate) fn api_token(token_file: Option<&std::path::PathBuf>) -> anyhow::Resu
 }
 
 /// Whether `path` is the caller's own file that nobody else may write.
-fn owned_by_caller(path: &std::path::Path) -> Result<(), String> {
+fn owned_by_caller(path: &std::path::Path) -> anyhow::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(path)?;
     // the owner of /proc/self is this process's effective user
-    let me = std::fs::metadata("/proc/self").map_err(|e| e.to_string())?.uid();
-    if meta.uid() != me {
-        return Err(format!("it belongs to uid {}, not to you (uid {me})", meta.uid()));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!("others may write it (mode {:o})", meta.mode() & 0o777));
-    }
+    let me = std::fs::metadata("/proc/self")?.uid();
+    anyhow::ensure!(meta.uid() == me, "it belongs to uid {}, not to you (uid {me})", meta.uid());
+    anyhow::ensure!(meta.mode() & 0o022 == 0, "others may write it (mode {:o})", meta.mode() & 0o777);
     Ok(())
 }
 
@@ -206,9 +202,9 @@ mod tests {
         let path = dir.path().join("api-token");
         std::fs::write(&path, "t\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(super::owned_by_caller(&path), Ok(()));
+        super::owned_by_caller(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o622)).unwrap();
-        let e = super::owned_by_caller(&path).unwrap_err();
+        let e = super::owned_by_caller(&path).unwrap_err().to_string();
         assert!(e.contains("others may write it (mode 622)"), "{e}");
     }
 }

@@ -231,7 +231,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(name) = &cli.backend {
         let backend =
             snarkflow_prover::Backend::parse(name).ok_or_else(|| anyhow::anyhow!("unknown --backend {name:?}"))?;
-        snarkflow_prover::backend::select(backend).map_err(anyhow::Error::msg)?;
+        snarkflow_prover::backend::select(backend)?;
     }
     let client = Client::new(&cli.gateway, crate::client::api_token(cli.token_file.as_ref())?, cli.ca_cert.as_deref())?;
     match cli.command {
@@ -289,7 +289,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (spec, input, available) = circuit.resolve()?;
             let params_dir = params.dir();
             let summary = tokio::task::spawn_blocking(move || -> anyhow::Result<crate::bench::HammerSummary> {
-                let report = snarkflow_prover::device::probe().map_err(anyhow::Error::msg)?;
+                let report = snarkflow_prover::device::probe()?;
                 println!(
                     "device: {} backend, {} ({}), self-test {:.2} s",
                     report.backend,

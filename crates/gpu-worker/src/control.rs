@@ -119,7 +119,7 @@ async fn params_command(proving: &Proving, worker: &str, payload: &[u8]) -> Para
                     info!(circuit_id = %spec.circuit_id(), load_ms, "parameters preloaded on request");
                     ParamsReply::Preloaded { worker: worker.to_owned(), already_loaded: false, load_ms }
                 }
-                Ok(Err(e)) => error(e),
+                Ok(Err(e)) => error(e.to_string()),
                 Err(panic) => error(format!("loading the parameters panicked: {panic}")),
             }
         }

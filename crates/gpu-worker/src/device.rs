@@ -103,7 +103,7 @@ impl Device {
     /// Run the probe (driver device list + a verified self-test proof) holding the device
     /// lock, so it never overlaps a partition's kernels. On success the failed flag is
     /// cleared before the lock is released: no slot waiting for the device sees it failed.
-    async fn probe(&self) -> Result<DeviceReport, String> {
+    async fn probe(&self) -> anyhow::Result<DeviceReport> {
         let (gate, failed) = (self.gate.clone(), self.failed.clone());
         tokio::task::spawn_blocking(move || {
             let _device = gate.enter(Priority::Critical);
@@ -112,7 +112,7 @@ impl Device {
             Ok(report)
         })
         .await
-        .unwrap_or_else(|panic| Err(format!("the device probe panicked: {panic}")))
+        .unwrap_or_else(|panic| Err(anyhow::anyhow!("the device probe panicked: {panic}")))
     }
 
     fn usable(&self, report: DeviceReport) {
@@ -120,8 +120,8 @@ impl Device {
         *self.state.lock().expect("device state") = (Some(report), None);
     }
 
-    fn unusable(&self, e: String) {
-        self.state.lock().expect("device state").1 = Some(e);
+    fn unusable(&self, e: &anyhow::Error) {
+        self.state.lock().expect("device state").1 = Some(format!("{e:#}"));
         self.report_readiness(false, "device unusable");
     }
 
@@ -140,7 +140,7 @@ impl Device {
                 }
                 Err(e) => {
                     error!(backend = snarkflow_prover::backend_name(), error = %e, "device unusable; not ready, probing again in {}s", PROBE_RETRY.as_secs());
-                    self.unusable(e);
+                    self.unusable(&e);
                     tokio::select! {
                         _ = shutdown.cancelled() => return false,
                         _ = tokio::time::sleep(PROBE_RETRY) => {}
@@ -167,7 +167,7 @@ impl Device {
                 }
                 Err(e) => {
                     let failures = self.failed_reprobes.fetch_add(1, Ordering::SeqCst) + 1;
-                    self.unusable(e.clone());
+                    self.unusable(&e);
                     if failures >= MAX_FAILED_REPROBES {
                         error!(error = %e, failures, "device still unusable after a device error; exiting for a restart");
                         return Err(Fatal(format!(

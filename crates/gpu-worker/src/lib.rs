@@ -85,7 +85,7 @@ fn select_backend(requested: Option<&str>) -> anyhow::Result<()> {
         }
         None => (Backend::compiled()[0], "the first this build has of cuda-resident, cuda-supraseal, cuda, cpu"),
     };
-    snarkflow_prover::backend::select(backend).map_err(anyhow::Error::msg)?;
+    snarkflow_prover::backend::select(backend)?;
     info!(backend = backend.name(), why, compiled = %compiled.join(","), "prover backend");
     Ok(())
 }
@@ -171,7 +171,7 @@ async fn preload(
             let loaded = tokio::task::spawn_blocking(move || {
                 // a resident key holds its shape on the device: no host copy is needed
                 if !params.get(&spec, generate)?.takes_witness() {
-                    shapes.get(&spec).map_err(|e| anyhow::anyhow!(e))?;
+                    shapes.get(&spec)?;
                 }
                 anyhow::Ok(())
             })
@@ -181,7 +181,7 @@ async fn preload(
                 Err(e)
                     if matches!(
                         e.downcast_ref::<ParamsError>(),
-                        Some(ParamsError::Missing { .. } | ParamsError::Untrusted(_))
+                        Some(ParamsError::Missing { .. } | ParamsError::Untrusted { .. })
                     ) =>
                 {
                     let why = format!("not ready: --preload {id}: {e}");

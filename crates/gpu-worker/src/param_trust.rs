@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use snarkflow_filecoin::manifest::Manifest;
+use snarkflow_prover::FileRefused;
 
 /// The gpu-worker's [`snarkflow_prover::FileCheck`].
 #[derive(Debug)]
@@ -22,13 +23,15 @@ pub(crate) enum ParamTrust {
 }
 
 impl snarkflow_prover::FileCheck for ParamTrust {
-    fn check(&self, path: &Path) -> Result<(), String> {
+    fn check(&self, path: &Path) -> Result<(), FileRefused> {
         let ParamTrust::Published(manifest) = self else { return Ok(()) };
-        manifest.check_published(path).map_err(|e| {
-            format!(
-                "{e}: a proof made with it would not verify on chain. Replace it with `snarkflow params fetch`, \
+        manifest.check_published(path).map_err(|e| FileRefused {
+            source: e.into(),
+            fix: Some(
+                "a proof made with it would not verify on chain. Replace it with `snarkflow params fetch`, \
                  or start the gpu-worker with --test-params if this directory holds test parameters"
-            )
+                    .into(),
+            ),
         })
     }
 }
@@ -52,7 +55,7 @@ mod tests {
         let good = ParamTrust::Published(manifest_for(name, "ba80a53f981c4d0d6a2797b69f12f6e9"));
         good.check(&path).unwrap();
         let bad = ParamTrust::Published(manifest_for(name, "00000000000000000000000000000000"));
-        let e = bad.check(&path).unwrap_err();
+        let e = bad.check(&path).unwrap_err().to_string();
         assert!(e.contains("not the file filecoin-proofs publishes") && e.contains("--test-params"), "{e}");
         ParamTrust::TestCache.check(&path).unwrap();
         // a file no manifest names (a test circuit's) is not checked

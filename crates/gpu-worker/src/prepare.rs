@@ -134,7 +134,7 @@ pub(crate) fn prepare(
             }
         }
         PartitionEncoding::CompactWitness => {
-            let shape = shapes.get(&task.circuit).map_err(Failure::Permanent)?;
+            let shape = shapes.get(&task.circuit).map_err(|e| Failure::Permanent(e.to_string()))?;
             let constraints = shape.num_constraints();
             let turn = rebuild.turn(constraints);
             // timed from the turn, not the wait for it; decoded in parallel pieces on the

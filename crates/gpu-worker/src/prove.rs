@@ -7,7 +7,8 @@ use opentelemetry::trace::Span as _;
 use opentelemetry::KeyValue;
 use prometheus::{CounterVec, IntCounter, IntGaugeVec, Opts};
 use snarkflow_bus::BusError;
-use snarkflow_prover::{LoadedParams, ParamStore};
+use snarkflow_circuits::KindError;
+use snarkflow_prover::{LoadedParams, ParamStore, ParamsError};
 use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_wire::{self as wire, CircuitSpec, JobEvent, JobEventBody, ProveStats, ProveTask};
 use tracing::{info, Instrument};
@@ -15,6 +16,15 @@ use tracing::{info, Instrument};
 use crate::device::Device;
 use crate::prepare::{prepare, Prepared, ProverInput, RebuildThreads};
 use crate::shapes::ShapeStore;
+
+/// Why a circuit could not be made ready to prove (a PreloadSRS).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoadError {
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+    #[error("recording the constraint shape: {0}")]
+    Shape(#[from] KindError),
+}
 
 /// Whether this process proves on a GPU (where a wrong proof may be the device's fault).
 fn device_build() -> bool {
@@ -126,10 +136,10 @@ impl Proving {
     }
 
     /// Load `spec`'s parameters and constraint shape (a PreloadSRS from the gateway).
-    pub(crate) fn load(&self, spec: &CircuitSpec) -> Result<(), String> {
-        let loaded = self.params.get(spec, self.generate_missing_params).map_err(|e| e.to_string())?;
+    pub(crate) fn load(&self, spec: &CircuitSpec) -> Result<(), LoadError> {
+        let loaded = self.params.get(spec, self.generate_missing_params)?;
         if !loaded.takes_witness() {
-            self.shapes.get(spec).map_err(|e| e.to_string())?;
+            self.shapes.get(spec)?;
         }
         self.mark_loaded_params();
         Ok(())

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use snarkflow_circuits::KindError;
 use snarkflow_synthesis::ConstraintShape;
 use snarkflow_wire::CircuitSpec;
 use tracing::{info, warn};
@@ -51,7 +52,7 @@ impl ShapeStore {
         }
     }
 
-    pub(crate) fn get(&self, spec: &CircuitSpec) -> Result<Arc<ConstraintShape>, String> {
+    pub(crate) fn get(&self, spec: &CircuitSpec) -> Result<Arc<ConstraintShape>, KindError> {
         let id = spec.circuit_id();
         if let Some(s) = self.loaded.lock().expect("shapes lock").get(&id) {
             return Ok(s.clone());
@@ -64,7 +65,7 @@ impl ShapeStore {
         let (shape, source) = match self.read(&id) {
             Some(shape) => (shape, "file"),
             None => {
-                let shape = snarkflow_circuits::record_shape(spec).map_err(|e| e.to_string())?;
+                let shape = snarkflow_circuits::record_shape(spec)?;
                 self.write(&shape);
                 (shape, "recorded")
             }

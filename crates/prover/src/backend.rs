@@ -75,16 +75,25 @@ pub fn active() -> Backend {
 }
 
 /// Choose the backend, once, before anything is proved or loaded.
-pub fn select(backend: Backend) -> Result<(), String> {
+pub fn select(backend: Backend) -> Result<(), SelectError> {
     if !backend.is_compiled() {
         let have: Vec<&str> = Backend::compiled().iter().map(|b| b.name()).collect();
-        return Err(format!("this build has no {backend} backend (it has: {})", have.join(", ")));
+        return Err(SelectError::NotBuilt { wanted: backend, have: have.join(", ") });
     }
     let chosen = *ACTIVE.get_or_init(|| backend);
     if chosen != backend {
-        return Err(format!("the {chosen} backend is already in use"));
+        return Err(SelectError::AlreadyChosen(chosen));
     }
     Ok(())
+}
+
+/// Why [`select`] refused a backend.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SelectError {
+    #[error("this build has no {wanted} backend (it has: {have})")]
+    NotBuilt { wanted: Backend, have: String },
+    #[error("the {0} backend is already in use")]
+    AlreadyChosen(Backend),
 }
 
 #[cfg(test)]
@@ -106,7 +115,8 @@ mod tests {
     fn a_cpu_build_offers_only_the_cpu_and_refuses_gpu_backends() {
         assert_eq!(Backend::compiled(), vec![Backend::Cpu]);
         let err = select(Backend::CudaResident).unwrap_err();
-        assert!(err.contains("no cuda-resident backend") && err.contains("it has: cpu"), "{err}");
+        assert_eq!(err, SelectError::NotBuilt { wanted: Backend::CudaResident, have: "cpu".into() });
+        assert_eq!(err.to_string(), "this build has no cuda-resident backend (it has: cpu)");
         select(Backend::Cpu).unwrap();
         assert_eq!(active(), Backend::Cpu);
     }

@@ -93,14 +93,25 @@ pub struct BuiltKernels {
 impl BuiltKernels {
     /// From the build script's strings: "80 86 89 90", "90", "12.4". Empty strings (a build
     /// without the `cuda` feature) are an error: such a binary has no kernels at all.
-    pub fn from_build_env(archs: &str, ptx: &str, toolkit: &str) -> Result<Self, String> {
-        let sm = |s: &str| s.parse::<Sm>().map_err(|_| format!("{s:?} is not an architecture such as 86"));
+    pub fn from_build_env(archs: &str, ptx: &str, toolkit: &str) -> Result<Self, BuildInfoError> {
+        let sm = |s: &str| s.parse::<Sm>().map_err(|_| BuildInfoError::Arch(s.to_owned()));
         let sass = archs.split_whitespace().map(sm).collect::<Result<Vec<_>, _>>()?;
         let ptx = if ptx.is_empty() { None } else { Some(sm(ptx)?) };
-        let (major, minor) = toolkit.split_once('.').ok_or("this binary was built without CUDA kernels")?;
-        let number = |s: &str| s.parse::<u32>().map_err(|_| format!("{toolkit:?} is not a CUDA version"));
+        let (major, minor) = toolkit.split_once('.').ok_or(BuildInfoError::NoKernels)?;
+        let number = |s: &str| s.parse::<u32>().map_err(|_| BuildInfoError::Toolkit(toolkit.to_owned()));
         Ok(BuiltKernels { sass, ptx, toolkit: CudaVersion::new(number(major)?, number(minor)?) })
     }
+}
+
+/// The build script's record of the kernels, unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildInfoError {
+    #[error("{0:?} is not an architecture such as 86")]
+    Arch(String),
+    #[error("this binary was built without CUDA kernels")]
+    NoKernels,
+    #[error("{0:?} is not a CUDA version")]
+    Toolkit(String),
 }
 
 /// Which of the binary's kernels a device will run.
@@ -333,8 +344,8 @@ mod tests {
     #[test]
     fn build_env_strings_parse_and_a_build_without_kernels_is_refused() {
         assert_eq!(BuiltKernels::from_build_env("80 86 89 90", "90", "12.4"), Ok(full_cuda12()));
-        assert!(BuiltKernels::from_build_env("", "", "").is_err());
-        assert!(BuiltKernels::from_build_env("sm_90", "90", "13.0").is_err());
+        assert_eq!(BuiltKernels::from_build_env("", "", ""), Err(BuildInfoError::NoKernels));
+        assert_eq!(BuiltKernels::from_build_env("sm_90", "90", "13.0"), Err(BuildInfoError::Arch("sm_90".into())));
         assert_eq!(CudaVersion::from_driver(12040), Some(CudaVersion::new(12, 4)));
         assert_eq!(CudaVersion::from_driver(13000), Some(CudaVersion::new(13, 0)));
     }

@@ -31,6 +31,29 @@ pub struct DeviceInfo {
     pub compute_capability: String,
 }
 
+/// Why this process cannot prove on its device; `Display` says what failed and, where known,
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error(
+        "the CUDA driver could not be initialised: {0}; is the NVIDIA driver installed and the device passed through?"
+    )]
+    DriverInit(String),
+    #[error("listing CUDA devices: {0}")]
+    List(String),
+    #[error("CUDA device {ordinal}: {cause}")]
+    Device { ordinal: u32, cause: String },
+    #[error("no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES={visible})")]
+    NoDevice { visible: String },
+    /// The binary's kernels do not run on the device under its driver (or the binary's build
+    /// metadata is unreadable); `cause` says what is missing and which build has it.
+    #[error("CUDA device {ordinal} ({name}): {cause}")]
+    NoKernels { ordinal: u32, name: String, cause: String },
+    /// The self-test proof could not be made, or did not verify.
+    #[error("self-test proof on the {backend} backend failed: {source}")]
+    SelfTest { backend: &'static str, source: Box<dyn std::error::Error + Send + Sync> },
+}
+
 /// The result of a successful [`probe`].
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceReport {
@@ -87,21 +110,14 @@ pub fn host_index(ordinal: u32, visible: Option<&str>) -> Option<u32> {
 
 /// The CUDA devices the driver shows this process, in ordinal order.
 #[cfg(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident"))]
-pub fn devices() -> Result<Vec<DeviceInfo>, String> {
+pub fn devices() -> Result<Vec<DeviceInfo>, DeviceError> {
     use rustacuda::device::{Device, DeviceAttribute};
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
-    rustacuda::init(rustacuda::CudaFlags::empty()).map_err(|e| {
-        format!(
-            "the CUDA driver could not be initialised: {}; is the NVIDIA driver installed and the device passed through?",
-            describe(e)
-        )
-    })?;
+    rustacuda::init(rustacuda::CudaFlags::empty()).map_err(|e| DeviceError::DriverInit(describe(e)))?;
     let mut out = Vec::new();
-    for (ordinal, device) in
-        Device::devices().map_err(|e| format!("listing CUDA devices: {}", describe(e)))?.enumerate()
-    {
-        let device = device.map_err(|e| format!("CUDA device {ordinal}: {}", describe(e)))?;
-        let err = |e: rustacuda::error::CudaError| format!("CUDA device {ordinal}: {}", describe(e));
+    for (ordinal, device) in Device::devices().map_err(|e| DeviceError::List(describe(e)))?.enumerate() {
+        let err = |e: rustacuda::error::CudaError| DeviceError::Device { ordinal: ordinal as u32, cause: describe(e) };
+        let device = device.map_err(err)?;
         let major = device.get_attribute(DeviceAttribute::ComputeCapabilityMajor).map_err(err)?;
         let minor = device.get_attribute(DeviceAttribute::ComputeCapabilityMinor).map_err(err)?;
         out.push(DeviceInfo {
@@ -113,7 +129,7 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
         });
     }
     if out.is_empty() {
-        return Err(format!("no CUDA device is visible to this process (CUDA_VISIBLE_DEVICES={visible})"));
+        return Err(DeviceError::NoDevice { visible });
     }
     #[cfg(feature = "cuda-resident")]
     for d in &out {
@@ -126,55 +142,52 @@ pub fn devices() -> Result<Vec<DeviceInfo>, String> {
 /// what is missing and which build has it ("this binary has no kernels for sm_86 …", "driver
 /// supports CUDA 12.4 but this binary was built with CUDA 13.0 …").
 #[cfg(feature = "cuda-resident")]
-fn check_kernels(device: &DeviceInfo) -> Result<(), String> {
+fn check_kernels(device: &DeviceInfo) -> Result<(), DeviceError> {
     use snarkflow_cuda_resident as built;
+    let refused = |cause: String| DeviceError::NoKernels { ordinal: device.ordinal, name: device.name.clone(), cause };
     let kernels =
-        crate::compat::BuiltKernels::from_build_env(built::ARCHS_BUILT, built::PTX_ARCH, built::TOOLKIT_BUILT)?;
-    let driver = built::driver_version().map_err(|e| e.to_string())?;
+        crate::compat::BuiltKernels::from_build_env(built::ARCHS_BUILT, built::PTX_ARCH, built::TOOLKIT_BUILT)
+            .map_err(|e| refused(e.to_string()))?;
+    let driver = built::driver_version().map_err(|e| refused(format!("reading the driver version: {e}")))?;
     let (major, minor) = device
         .compute_capability
         .split_once('.')
         .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
-        .ok_or_else(|| format!("unreadable compute capability {:?}", device.compute_capability))?;
-    match crate::compat::kernels_for(&kernels, (major, minor), driver) {
-        Ok(source) => {
-            tracing::info!(device = %device.name, compute_capability = %device.compute_capability, driver, kernels = %source, "kernels for the device");
-            Ok(())
-        }
-        Err(e) => Err(format!("CUDA device {} ({}): {e}", device.ordinal, device.name)),
-    }
+        .ok_or_else(|| refused(format!("unreadable compute capability {:?}", device.compute_capability)))?;
+    let source = crate::compat::kernels_for(&kernels, (major, minor), driver).map_err(|e| refused(e.to_string()))?;
+    tracing::info!(device = %device.name, compute_capability = %device.compute_capability, driver, kernels = %source, "kernels for the device");
+    Ok(())
 }
 
 /// The CPU backend uses no device.
 #[cfg(not(any(feature = "cuda", feature = "cuda-supraseal", feature = "cuda-resident")))]
-pub fn devices() -> Result<Vec<DeviceInfo>, String> {
+pub fn devices() -> Result<Vec<DeviceInfo>, DeviceError> {
     Ok(Vec::new())
 }
 
 /// List the devices, then prove a small circuit with this build's backend (random
 /// parameters, fresh each time) and verify the proof. An error says what failed.
-pub fn probe() -> Result<DeviceReport, String> {
+pub fn probe() -> Result<DeviceReport, DeviceError> {
     let started = Instant::now();
     let devices = devices()?;
-    self_test().map_err(|e| format!("self-test proof on the {} backend failed: {e}", crate::backend_name()))?;
+    self_test().map_err(|source| DeviceError::SelfTest { backend: crate::backend_name(), source })?;
     Ok(DeviceReport { backend: crate::backend_name(), devices, self_test_seconds: started.elapsed().as_secs_f64() })
 }
 
-fn self_test() -> Result<(), String> {
+fn self_test() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use crate::self_test::ProductChain;
     let steps = SELF_TEST_CONSTRAINTS as usize;
     let mut rng = rand::rngs::OsRng;
     let blank = ProductChain { steps, factors: None };
-    let params = crate::generate_random(blank, &mut rng).map_err(|e| e.to_string())?;
+    let params = crate::generate_random(blank, &mut rng)?;
     let circuit = ProductChain::random(steps, &mut rng);
     let public = vec![circuit.output().expect("a witness has an output")];
-    let partition = snarkflow_synthesis::synthesize(circuit, "self-test", 0).map_err(|e| e.to_string())?;
+    let partition = snarkflow_synthesis::synthesize(circuit, "self-test", 0)?;
     debug_assert_eq!(partition.public_inputs(), &public[..], "the recorded output is the native one");
     let pvk = prepare_verifying_key(&params.vk);
-    let shape = snarkflow_synthesis::record_shape(ProductChain { steps, factors: None }, "self-test")
-        .map_err(|e| e.to_string())?;
-    let loaded = crate::LoadedParams::from_parameters("self-test", params, &shape).map_err(|e| e.to_string())?;
-    let proof = loaded.prove(partition, &mut rng).map_err(|e| e.to_string())?;
+    let shape = snarkflow_synthesis::record_shape(ProductChain { steps, factors: None }, "self-test")?;
+    let loaded = crate::LoadedParams::from_parameters("self-test", params, &shape)?;
+    let proof = loaded.prove(partition, &mut rng)?;
     if !crate::verify(&pvk, &proof, &public) {
         return Err("the proof does not verify (the device computed a wrong result)".into());
     }

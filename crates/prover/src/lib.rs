@@ -63,7 +63,7 @@ pub use param_file::{read_sections, FileSections};
 pub use paramgen::{
     generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste,
 };
-pub use params::{FileCheck, LoadedParams, ParamStore, ParamsError};
+pub use params::{FileCheck, FileRefused, LoadedParams, ParamStore, ParamsError};
 
 /// Size of one compressed BLS12-381 Groth16 proof.
 pub const PROOF_BYTES: usize = 192;

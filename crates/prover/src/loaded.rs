@@ -193,7 +193,7 @@ impl LoadedParams {
             Backend::CudaSupraseal => via_file(circuit_id, &params, |path| {
                 crate::supraseal::Srs::load(path, false)
                     .map(ProvingKey::Supraseal)
-                    .map_err(|e| ParamsError::Read { path: path.to_owned(), source: std::io::Error::other(e) })
+                    .map_err(|source| ParamsError::Read { path: path.to_owned(), source })
             })?,
             #[cfg(feature = "cuda-resident")]
             Backend::CudaResident => via_file(circuit_id, &params, |path| {
@@ -272,7 +272,7 @@ pub(crate) fn load_resident(
                 let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(std::io::BufReader::new(file))
                     .map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
                 let srs = crate::supraseal::Srs::load(path, false)
-                    .map_err(|e| ParamsError::Read { path: path.to_owned(), source: std::io::Error::other(e) })?;
+                    .map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
                 Ok((vk, ProvingKey::Supraseal(srs)))
             }
             #[cfg(not(feature = "cuda-supraseal"))]

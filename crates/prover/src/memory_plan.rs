@@ -70,15 +70,18 @@ pub enum PlanRequest {
 
 impl PlanRequest {
     /// `auto` or a plan's name.
-    pub fn parse(s: &str) -> Result<PlanRequest, String> {
+    pub fn parse(s: &str) -> Result<PlanRequest, UnknownPlan> {
         if s == "auto" {
             return Ok(PlanRequest::Auto);
         }
-        PlanKind::parse(s).map(PlanRequest::Only).ok_or_else(|| {
-            format!("unknown memory plan {s:?} (auto, {})", PlanKind::ALL.map(PlanKind::name).join(", "))
-        })
+        PlanKind::parse(s).map(PlanRequest::Only).ok_or_else(|| UnknownPlan(s.to_owned()))
     }
 }
+
+/// A `--memory-plan` that names no plan.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown memory plan {0:?} (auto, {all})", all = PlanKind::ALL.map(PlanKind::name).join(", "))]
+pub struct UnknownPlan(String);
 
 /// The sizes of one circuit that decide where its key fits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

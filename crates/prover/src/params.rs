@@ -31,8 +31,8 @@ pub enum ParamsError {
     Write { path: PathBuf, source: std::io::Error },
     #[error("generating parameters for {circuit_id}: {source}")]
     Generate { circuit_id: String, source: bellperson::SynthesisError },
-    #[error("circuit {circuit_id}: {message}")]
-    Circuit { circuit_id: String, message: String },
+    #[error("circuit {circuit_id}: {source}")]
+    Circuit { circuit_id: String, source: snarkflow_synthesis::CatalogError },
     #[error("the device cannot hold the parameters: {0}")]
     Device(String),
     #[error(
@@ -42,15 +42,25 @@ pub enum ParamsError {
     )]
     BesideTrustedSetup { circuit_id: String, dir: PathBuf, file: String },
     /// The store's [`FileCheck`] refused the file (e.g. not the digest filecoin-proofs publishes).
-    #[error("{0}")]
-    Untrusted(String),
+    #[error("{path}: {source}")]
+    Untrusted { path: PathBuf, source: FileRefused },
 }
 
 /// A check a parameter file must pass before a store loads it (the gpu-worker's: the digests
 /// filecoin-proofs publishes); run once per file and process.
 pub trait FileCheck: Send + Sync + std::fmt::Debug {
     /// `Err` says why the file at `path` must not be used.
-    fn check(&self, path: &Path) -> Result<(), String>;
+    fn check(&self, path: &Path) -> Result<(), FileRefused>;
+}
+
+/// Why a [`FileCheck`] refused a file, and what the operator can do about it.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}{}", fix.as_deref().map(|f| format!(": {f}")).unwrap_or_default())]
+pub struct FileRefused {
+    /// What the check found (e.g. `manifest::ManifestError::NotPublished`).
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+    /// What to do instead, when the check knows.
+    pub fix: Option<String>,
 }
 
 /// Suffix of the mark written beside each random Filecoin parameter file (`<stem>.random`): a
@@ -200,7 +210,7 @@ impl ParamStore {
             self.generate(spec, false)?;
         }
         if let Some(check) = &self.file_check {
-            check.check(&path).map_err(ParamsError::Untrusted)?;
+            check.check(&path).map_err(|source| ParamsError::Untrusted { path: path.clone(), source })?;
         }
         let started = Instant::now();
         let read_err = |source| ParamsError::Read { path: path.clone(), source };
@@ -218,8 +228,7 @@ impl ParamStore {
                 let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(BufReader::new(file)).map_err(read_err)?;
                 // not supraseal's own process-wide cache: this store is the cache, and an
                 // eviction must free the pinned copy once the proofs holding it finish
-                let srs = crate::supraseal::Srs::load(&path, false)
-                    .map_err(|e| ParamsError::Read { path: path.clone(), source: std::io::Error::other(e) })?;
+                let srs = crate::supraseal::Srs::load(&path, false).map_err(read_err)?;
                 (vk, ProvingKey::Supraseal(srs))
             }
             #[cfg(feature = "cuda-resident")]
@@ -252,7 +261,7 @@ impl ParamStore {
         let shape = self
             .catalog
             .record_shape(spec)
-            .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
+            .map_err(|source| ParamsError::Circuit { circuit_id: id.clone(), source })?;
         if let Err(e) = shape.write_file(&path) {
             warn!(path = %path.display(), error = %e, "could not keep the constraint shape");
         }
@@ -301,7 +310,7 @@ impl ParamStore {
         let shape = self
             .catalog
             .record_shape(spec)
-            .map_err(|message| ParamsError::Circuit { circuit_id: id.clone(), message })?;
+            .map_err(|source| ParamsError::Circuit { circuit_id: id.clone(), source })?;
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), "constraint shape recorded");
         // the shape goes next to the parameters, where the gpu-worker looks before recording it
         // again; it is written (9 GB at 32 GiB PoRep) beside the QAP evaluation, which does

@@ -26,11 +26,12 @@ impl Srs {
     /// Load `path` (bellperson/filecoin-proofs `.params` format) into pinned host memory.
     /// With `cache`, supraseal-c2 keeps it in its process-wide cache keyed by path (loaded
     /// once however often it is asked for); without, it is freed when dropped.
-    pub fn load(path: &Path, cache: bool) -> Result<Srs, String> {
-        let (_, sections) =
-            crate::read_sections(path).map_err(|e| format!("reading the sections of {}: {e}", path.display()))?;
-        let srs = supraseal_c2::SRS::try_new(path.to_owned(), cache)
-            .map_err(|e| format!("supraseal could not load {}: {}", path.display(), String::from(e)))?;
+    /// The error does not name `path`: callers say which file they were reading.
+    pub fn load(path: &Path, cache: bool) -> std::io::Result<Srs> {
+        let (_, sections) = crate::read_sections(path)?;
+        let srs = supraseal_c2::SRS::try_new(path.to_owned(), cache).map_err(|e| {
+            std::io::Error::other(format!("supraseal-c2 could not load the parameters: {}", String::from(e)))
+        })?;
         Ok(Srs { srs, sections })
     }
 }

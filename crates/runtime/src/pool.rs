@@ -11,9 +11,14 @@ pub struct LaneArgs {
     pub lanes: Vec<Priority>,
 }
 
-fn parse_lane(s: &str) -> Result<Priority, String> {
-    Priority::parse(s.trim()).ok_or_else(|| format!("{s:?} is not a lane: critical, high, normal or low"))
+fn parse_lane(s: &str) -> Result<Priority, NotALane> {
+    Priority::parse(s.trim()).ok_or_else(|| NotALane(s.to_owned()))
 }
+
+/// A `--lanes` entry that names no lane.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a lane: critical, high, normal or low")]
+pub(crate) struct NotALane(String);
 
 #[cfg(test)]
 mod tests {

@@ -199,27 +199,36 @@ impl ParamsDir {
 }
 
 /// A byte count as operators write it: `68719476736`, `64GiB`, `512MiB`, `1.5TiB`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, BadByteCount> {
     let s = s.trim();
     let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let number: f64 = number.parse().map_err(|_| format!("{s:?} is not a byte count (e.g. 64GiB)"))?;
+    let number: f64 = number.parse().map_err(|_| BadByteCount::Number(s.to_owned()))?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
         "TiB" => 1 << 40,
-        other => return Err(format!("unknown unit {other:?} in {s:?} (B, KiB, MiB, GiB, TiB)")),
+        other => return Err(BadByteCount::Unit { unit: other.to_owned(), input: s.to_owned() }),
     };
     Ok((number * scale as f64) as u64)
+}
+
+/// Why [`parse_bytes`] refused a byte count.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadByteCount {
+    #[error("{0:?} is not a byte count (e.g. 64GiB)")]
+    Number(String),
+    #[error("unknown unit {unit:?} in {input:?} (B, KiB, MiB, GiB, TiB)")]
+    Unit { unit: String, input: String },
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use super::{parse_bytes, ParamsDir, FILECOIN_PROOFS_PARAMS_DIR};
+    use super::{parse_bytes, BadByteCount, ParamsDir, FILECOIN_PROOFS_PARAMS_DIR};
 
     #[test]
     fn the_parameter_directory_is_the_flag_then_filecoin_proofs_setting_then_its_default() {
@@ -239,7 +248,7 @@ mod tests {
         assert_eq!(parse_bytes("1024"), Ok(1024));
         assert_eq!(parse_bytes("64GiB"), Ok(64 << 30));
         assert_eq!(parse_bytes("1.5 KiB"), Ok(1536));
-        assert!(parse_bytes("12GB").unwrap_err().contains("unknown unit"));
-        assert!(parse_bytes("lots").is_err());
+        assert_eq!(parse_bytes("12GB"), Err(BadByteCount::Unit { unit: "GB".into(), input: "12GB".into() }));
+        assert_eq!(parse_bytes("lots"), Err(BadByteCount::Number("lots".into())));
     }
 }

@@ -18,7 +18,7 @@ pub mod tokens;
 use std::future::Future;
 use std::process::ExitCode;
 
-pub use args::{parse_bytes, NatsArgs, ParamsDir, TelemetryArgs, FILECOIN_PROOFS_PARAMS_DIR};
+pub use args::{parse_bytes, BadByteCount, NatsArgs, ParamsDir, TelemetryArgs, FILECOIN_PROOFS_PARAMS_DIR};
 pub use status::{serve_status, spawn_status, Readiness};
 use tokio_util::sync::CancellationToken;
 

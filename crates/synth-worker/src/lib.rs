@@ -59,7 +59,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     if !config.preload_shapes.is_empty() {
         host.readiness.set(false, serde_json::json!({ "worker": host.id, "state": "recording shapes" }));
         let (preloading, ids) = (stage.clone(), config.preload_shapes.clone());
-        tokio::task::spawn_blocking(move || preloading.preload_shapes(&ids)).await?.map_err(anyhow::Error::msg)?;
+        tokio::task::spawn_blocking(move || preloading.preload_shapes(&ids)).await??;
     }
     let huge_pages = huge_pages::detect();
     if huge_pages.on {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use prometheus::{IntCounter, IntCounterVec, Opts};
-use snarkflow_circuits::JobInput;
+use snarkflow_circuits::{JobInput, KindError};
 use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
 use snarkflow_synthesis::{encode_compact, PartitionWitness, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
@@ -142,7 +142,7 @@ impl TaskHandler for Synthesis {
         })
         .await
         .map_err(|e| Failure::Permanent(format!("synthesis panicked: {e}")))?
-        .map_err(Failure::Permanent)?;
+        .map_err(|e| Failure::Permanent(e.to_string()))?;
 
         let object = wire::partition_object(&task.job_id, task.partition);
         let stored = store_when_there_is_room(&cx, &task.job_id, &object, &encoded.bytes)
@@ -201,6 +201,27 @@ impl TaskHandler for Synthesis {
     }
 }
 
+/// Why a partition could not be synthesized. Every one is permanent: the same task builds the
+/// same circuit anywhere.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SynthError {
+    #[error("building the circuit: {0}")]
+    Build(KindError),
+    #[error("synthesis error: {0}")]
+    Synthesis(bellperson::SynthesisError),
+    #[error("native witness: {0}")]
+    Native(KindError),
+    #[error(
+        "the native witness differs from the gadgets' ({0}): a native-synthesis bug; \
+         run the synth-workers with --witness gadgets until it is fixed"
+    )]
+    NativeMismatch(String),
+    #[error("recording the constraint shape: {0}")]
+    Shape(KindError),
+    #[error("--preload-shapes: unknown circuit id {0:?}")]
+    UnknownCircuit(String),
+}
+
 /// Build partition `task.partition`'s circuit and synthesize it into `encoding` (on a
 /// blocking thread). Errors are permanent: the same task builds the same circuit anywhere.
 fn encode_partition(
@@ -210,7 +231,7 @@ fn encode_partition(
     summaries: &ShapeSummaries,
     native: &NativeCheck,
     worker: &str,
-) -> Result<Encoded, String> {
+) -> Result<Encoded, SynthError> {
     let (circuit, id) = (&task.circuit, task.circuit.circuit_id());
     let (seed, partition) = (task.seed, task.partition);
     match encoding {
@@ -244,8 +265,8 @@ fn encode_partition(
                 .in_scope(|| {
                     snarkflow_circuits::visit_with_witness(circuit, seed, partition, input, Synthesize(&id, partition))
                 })
-                .map_err(|e| format!("building the circuit: {e}"))?
-                .map_err(|e| format!("synthesis error: {e}"))?;
+                .map_err(SynthError::Build)?
+                .map_err(SynthError::Synthesis)?;
             let synthesize_s = started.elapsed().as_secs_f64();
             let constraints = synthesized.num_constraints() as u64;
             span.record("constraints", constraints);
@@ -275,7 +296,7 @@ fn witness_of(
     input: Option<&JobInput>,
     id: &str,
     native: &NativeCheck,
-) -> Result<(PartitionWitness, &'static str), String> {
+) -> Result<(PartitionWitness, &'static str), SynthError> {
     let gadgets = || {
         snarkflow_circuits::visit_with_witness(
             &task.circuit,
@@ -284,12 +305,12 @@ fn witness_of(
             input,
             SynthesizeWitness(id, task.partition),
         )
-        .map_err(|e| format!("building the circuit: {e}"))?
-        .map_err(|e| format!("synthesis error: {e}"))
+        .map_err(SynthError::Build)?
+        .map_err(SynthError::Synthesis)
     };
     if native.policy.source == WitnessSource::Native {
         if let Some(made) = snarkflow_circuits::native_witness(&task.circuit, task.seed, task.partition, input) {
-            let made = made.map_err(|e| format!("native witness: {e}"))?;
+            let made = made.map_err(SynthError::Native)?;
             let every = native.policy.check_every;
             if every > 0 && native.made.fetch_add(1, Ordering::Relaxed).is_multiple_of(every) {
                 let _span = tracing::info_span!("native_check").entered();
@@ -297,10 +318,7 @@ fn witness_of(
                 if let Some(what) = made.difference(&reference) {
                     native.mismatches.inc();
                     tracing::error!(job_id = %task.job_id, partition = task.partition, difference = %what, "native witness differs from the gadgets'");
-                    return Err(format!(
-                        "the native witness differs from the gadgets' ({what}): a native-synthesis bug; \
-                         run the synth-workers with --witness gadgets until it is fixed"
-                    ));
+                    return Err(SynthError::NativeMismatch(what.to_string()));
                 }
             }
             return Ok((made, "native"));
@@ -310,7 +328,7 @@ fn witness_of(
 }
 
 /// The shape hash and constraint count of the task's circuit, recorded on first use.
-fn shape_summary(task: &SynthTask, summaries: &ShapeSummaries, worker: &str) -> Result<([u8; 32], u64), String> {
+fn shape_summary(task: &SynthTask, summaries: &ShapeSummaries, worker: &str) -> Result<([u8; 32], u64), SynthError> {
     let span = partition_span!("shape.record", task, worker);
     record_summary(&task.circuit, summaries, &span)
 }
@@ -323,7 +341,7 @@ fn record_summary(
     circuit: &snarkflow_wire::CircuitSpec,
     summaries: &ShapeSummaries,
     span: &tracing::Span,
-) -> Result<([u8; 32], u64), String> {
+) -> Result<([u8; 32], u64), SynthError> {
     let id = circuit.circuit_id();
     let known = || match summaries.lock().expect("shape summaries lock").get(&id).copied() {
         Some(ShapeSummary { hash: Some(hash), constraints, .. }) => Some((hash, constraints)),
@@ -341,7 +359,7 @@ fn record_summary(
     if let Some(found) = known() {
         return Ok(found);
     }
-    let shape = span.in_scope(|| snarkflow_circuits::record_shape(circuit)).map_err(|e| e.to_string())?;
+    let shape = span.in_scope(|| snarkflow_circuits::record_shape(circuit)).map_err(SynthError::Shape)?;
     let summary = ShapeSummary {
         hash: Some(shape.hash),
         constraints: shape.num_constraints() as u64,
@@ -354,10 +372,10 @@ fn record_summary(
 impl Synthesis {
     /// Record the shapes of `circuit_ids` now (`--preload-shapes`), so the first job of each —
     /// a WinningPoSt with a 5-minute deadline — does not wait for its circuit to be recorded.
-    pub(crate) fn preload_shapes(&self, circuit_ids: &[String]) -> Result<(), String> {
+    pub(crate) fn preload_shapes(&self, circuit_ids: &[String]) -> Result<(), SynthError> {
         for id in circuit_ids {
-            let spec = snarkflow_circuits::parse_circuit_id(id)
-                .ok_or_else(|| format!("--preload-shapes: unknown circuit id {id:?}"))?;
+            let spec =
+                snarkflow_circuits::parse_circuit_id(id).ok_or_else(|| SynthError::UnknownCircuit(id.clone()))?;
             let started = std::time::Instant::now();
             let span = tracing::info_span!("shape.record", circuit_id = %id, worker = "synth", preload = true);
             let (_, constraints) = record_summary(&spec, &self.shape_summaries, &span)?;
@@ -423,7 +441,7 @@ mod tests {
         recorded.sort();
         assert_eq!(recorded, ["dense-chain-c64", "sha256-chain-b1"]);
         let err = synthesis.preload_shapes(&["porep-c2-3GiB".into()]).unwrap_err();
-        assert!(err.contains("unknown circuit id"), "{err}");
+        assert!(matches!(&err, SynthError::UnknownCircuit(id) if id == "porep-c2-3GiB"), "{err}");
         shutdown.cancel();
     }
 }

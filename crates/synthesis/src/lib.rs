@@ -57,14 +57,18 @@ use blstrs::Scalar as Fr;
 /// a prover takes it as a value, so it links no circuit it only names files for.
 pub trait CircuitCatalog: Send + Sync + std::fmt::Debug {
     /// File name (without extension) of the circuit's parameters and verifying key.
-    fn param_file_stem(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<String, String>;
+    fn param_file_stem(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<String, CatalogError>;
     /// For one of filecoin-proofs' circuits, its sector size (its files get filecoin-proofs'
     /// `.meta`, random ones are marked, none is generated beside trusted-setup files); `None`
     /// for snarkflow's own test circuits.
     fn filecoin_sector_size(&self, spec: &snarkflow_wire::CircuitSpec) -> Option<u64>;
     /// The circuit's constraint shape, recorded from its blank circuit.
-    fn record_shape(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<ConstraintShape, String>;
+    fn record_shape(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<ConstraintShape, CatalogError>;
 }
+
+/// Why a [`CircuitCatalog`] could not name or shape a circuit: the kinds' own error (a spec no
+/// kind knows, a synthesis error), boxed so this crate need not know the kinds' types.
+pub type CatalogError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Something that consumes a circuit of any concrete type. `Circuit::synthesize` is generic, so
 /// circuits cannot be boxed; code that builds circuits of many types (the synthetic kinds, the

@@ -26,15 +26,20 @@ pub enum OtlpProtocol {
 }
 
 impl std::str::FromStr for OtlpProtocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Self, UnknownProtocol> {
         match s {
             "grpc" => Ok(OtlpProtocol::Grpc),
             "http/protobuf" | "http" => Ok(OtlpProtocol::HttpProtobuf),
-            other => Err(format!("unsupported OTLP protocol {other:?} (use grpc or http/protobuf)")),
+            other => Err(UnknownProtocol(other.to_owned())),
         }
     }
 }
+
+/// An OTLP protocol this build does not export with.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unsupported OTLP protocol {0:?} (use grpc or http/protobuf)")]
+pub struct UnknownProtocol(String);
 
 /// What a binary tells [`init`]; each binary fills it from its own `Config`.
 #[derive(Debug, Clone, Default)]

@@ -42,17 +42,22 @@ impl PartitionEncoding {
 }
 
 impl std::str::FromStr for PartitionEncoding {
-    type Err = String;
+    type Err = UnknownEncoding;
 
     /// `compact` / `compact-witness` or `raw` / `raw-bincode`.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, UnknownEncoding> {
         match s {
             "compact" | "compact-witness" => Ok(PartitionEncoding::CompactWitness),
             "raw" | "raw-bincode" => Ok(PartitionEncoding::RawBincode),
-            other => Err(format!("unknown wire format {other:?}; expected compact or raw")),
+            other => Err(UnknownEncoding(other.to_owned())),
         }
     }
 }
+
+/// A partition wire format no [`PartitionEncoding`] names.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown wire format {0:?}; expected compact or raw")]
+pub struct UnknownEncoding(pub String);
 
 /// A synthesized partition ready for proving; published by a synth-worker on the prove stream.
 /// The partition itself is in the object store under `object`.

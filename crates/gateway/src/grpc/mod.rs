@@ -107,11 +107,22 @@ pub struct GrpcArgs {
     pub body_timeout_secs: u64,
 }
 
-fn parse_mode(s: &str) -> Result<u32, String> {
+fn parse_mode(s: &str) -> Result<u32, BadListen> {
     match u32::from_str_radix(s.trim_start_matches("0o"), 8) {
         Ok(mode) if mode <= 0o777 => Ok(mode),
-        _ => Err(format!("{s:?} is not an octal file mode such as 660")),
+        _ => Err(BadListen::Mode(s.to_owned())),
     }
+}
+
+/// A `--grpc-listen` or `--grpc-socket-mode` the gateway cannot use.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadListen {
+    #[error("{0:?}: a Unix socket is unix:///absolute/path")]
+    RelativeSocket(String),
+    #[error("{0:?} is neither host:port (an IP address) nor unix:///path")]
+    Neither(String),
+    #[error("{0:?} is not an octal file mode such as 660")]
+    Mode(String),
 }
 
 /// Where the gRPC interface listens: `host:port`, or `unix:///path/to.sock`.
@@ -122,18 +133,16 @@ pub enum GrpcListen {
 }
 
 impl std::str::FromStr for GrpcListen {
-    type Err = String;
+    type Err = BadListen;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, BadListen> {
         if let Some(path) = s.strip_prefix("unix://") {
             if !path.starts_with('/') {
-                return Err(format!("{s:?}: a Unix socket is unix:///absolute/path"));
+                return Err(BadListen::RelativeSocket(s.to_owned()));
             }
             return Ok(GrpcListen::Unix(PathBuf::from(path)));
         }
-        s.parse()
-            .map(GrpcListen::Tcp)
-            .map_err(|_| format!("{s:?} is neither host:port (an IP address) nor unix:///path"))
+        s.parse().map(GrpcListen::Tcp).map_err(|_| BadListen::Neither(s.to_owned()))
     }
 }
 
@@ -302,7 +311,7 @@ mod tests {
             GrpcListen::Unix("/run/curio/cuzk.sock".into())
         );
         assert!("unix://relative.sock".parse::<GrpcListen>().is_err());
-        assert!("localhost:9820".parse::<GrpcListen>().unwrap_err().contains("neither"));
+        assert_eq!("localhost:9820".parse::<GrpcListen>(), Err(BadListen::Neither("localhost:9820".into())));
     }
 
     #[test]

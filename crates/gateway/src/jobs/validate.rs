@@ -79,17 +79,27 @@ pub struct DefaultDeadline {
 }
 
 impl std::str::FromStr for DefaultDeadline {
-    type Err = String;
+    type Err = BadDefaultDeadline;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, secs) = s.split_once('=').ok_or_else(|| format!("{s:?} is not KIND=SECONDS"))?;
+    fn from_str(s: &str) -> Result<Self, BadDefaultDeadline> {
+        let (kind, secs) = s.split_once('=').ok_or_else(|| BadDefaultDeadline::Form(s.to_owned()))?;
         let kind = snarkflow_circuits::kind_named(kind.trim())
-            .ok_or_else(|| format!("{kind:?} is not a kind this build proves"))?;
+            .ok_or_else(|| BadDefaultDeadline::UnknownKind(kind.to_owned()))?;
         let secs = secs.trim().parse().ok().filter(|n| (1..=MAX_DEADLINE_SECS).contains(n));
-        let secs =
-            secs.ok_or_else(|| format!("{s:?}: the seconds must be an integer from 1 to {MAX_DEADLINE_SECS}"))?;
+        let secs = secs.ok_or_else(|| BadDefaultDeadline::Seconds(s.to_owned()))?;
         Ok(DefaultDeadline { kind, secs })
     }
+}
+
+/// A `--default-deadline` entry the gateway cannot use.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadDefaultDeadline {
+    #[error("{0:?} is not KIND=SECONDS")]
+    Form(String),
+    #[error("{0:?} is not a kind this build proves")]
+    UnknownKind(String),
+    #[error("{0:?}: the seconds must be an integer from 1 to {MAX_DEADLINE_SECS}")]
+    Seconds(String),
 }
 
 impl Policy {

@@ -112,6 +112,6 @@ fn requests_parse_from_their_names() {
     for k in PlanKind::ALL {
         assert_eq!(PlanRequest::parse(k.name()), Ok(PlanRequest::Only(k)));
     }
-    let err = PlanRequest::parse("resident-ish").unwrap_err();
+    let err = PlanRequest::parse("resident-ish").unwrap_err().to_string();
     assert!(err.contains("partly-resident"), "{err}");
 }

@@ -51,8 +51,8 @@ fn generated_parameters_are_cached_and_loaded_once() {
 struct Refuse;
 
 impl FileCheck for Refuse {
-    fn check(&self, path: &Path) -> Result<(), String> {
-        Err(format!("{} refused", path.display()))
+    fn check(&self, _: &Path) -> Result<(), FileRefused> {
+        Err(FileRefused { source: "not this one".into(), fix: Some("use another".into()) })
     }
 }
 
@@ -63,7 +63,8 @@ fn a_file_its_check_refuses_is_not_loaded() {
     ParamStore::new(dir.path(), snarkflow_circuits::catalog()).generate(&spec, false).unwrap();
     let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog()).with_file_check(Arc::new(Refuse));
     let err = store.get(&spec, false).unwrap_err();
-    assert!(matches!(&err, ParamsError::Untrusted(m) if m.ends_with("dense-chain-c8.params refused")), "{err}");
+    assert!(matches!(&err, ParamsError::Untrusted { path, .. } if path.ends_with("dense-chain-c8.params")), "{err}");
+    assert!(err.to_string().ends_with("dense-chain-c8.params: not this one: use another"), "{err}");
     assert!(store.loaded_ids().is_empty());
 }
 

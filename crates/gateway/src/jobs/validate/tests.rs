@@ -45,14 +45,15 @@ fn a_gateway_default_deadline_replaces_the_kinds_only_where_the_request_names_no
     assert_eq!(policy.deadline_secs(&named), 7);
     let other = check(json!({"kind": "sha256-chain", "input": {"blocks": 1}})).unwrap();
     assert_eq!(policy.deadline_secs(&other), 3600, "a kind the flag does not name keeps its own");
-    for (bad, says) in [
-        ("winning-post", "is not KIND=SECONDS"),
-        ("no-such-kind=5", "is not a kind this build proves"),
-        ("winning-post=0", "an integer from 1 to"),
-        ("winning-post=soon", "an integer from 1 to"),
+    for (bad, refused, says) in [
+        ("winning-post", BadDefaultDeadline::Form("winning-post".into()), "is not KIND=SECONDS"),
+        ("no-such-kind=5", BadDefaultDeadline::UnknownKind("no-such-kind".into()), "is not a kind this build proves"),
+        ("winning-post=0", BadDefaultDeadline::Seconds("winning-post=0".into()), "an integer from 1 to"),
+        ("winning-post=soon", BadDefaultDeadline::Seconds("winning-post=soon".into()), "an integer from 1 to"),
     ] {
         let e = bad.parse::<DefaultDeadline>().unwrap_err();
-        assert!(e.contains(says), "{bad}: {e}");
+        assert_eq!(e, refused);
+        assert!(e.to_string().contains(says), "{bad}: {e}");
     }
 }
 
