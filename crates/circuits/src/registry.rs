@@ -180,7 +180,7 @@ pub fn parse_request(kind: JobKind, input: &Map<String, Value>) -> Result<Parsed
 /// request): the same checks as [`parse_request`] after its JSON is read.
 pub fn parse_filecoin_request(filecoin: FilecoinRequest) -> Result<ParsedRequest, KindError> {
     use snarkflow_filecoin::CheckedRequest as Checked;
-    Ok(match filecoin.check()? {
+    Ok(match filecoin.into_checked()? {
         Checked::PorepC2(parsed) => request::<kinds::porep::Porep>(parsed),
         Checked::SnapUpdate(parsed) => request::<kinds::snap::Snap>(parsed),
         Checked::WindowPost(parsed) => request::<kinds::window_post::WindowPost>(parsed),

@@ -4,8 +4,10 @@
 //! run the libraries in-process.
 //!
 //! Module map:
-//! - `commands.rs`: the subcommands (clap) and their dispatch: `submit`, `status`, `list`,
-//!   `proof`, `cancel`, `waterfall`, `traces`, `bench`, `filecoin`, `params`, `admin`.
+//! - `commands.rs`: the subcommands (clap) and their dispatch, one line each to the module
+//!   that runs it: `submit`, `status`, `list`, `proof`, `cancel`, `waterfall`, `traces`,
+//!   `bench`, `filecoin`, `params`, `doctor`, `admin`.
+//! - `jobs.rs`: `status`, `list`, `proof` (with `--verify`, checked here), `cancel`.
 //! - `submit.rs`: submit, and with `--wait` follow the job. `client.rs`: the HTTP client (API
 //!   token, CA). `circuit_args.rs`: how a command names a circuit (a synthetic kind and its
 //!   size, or a Filecoin kind and its input).
@@ -16,18 +18,17 @@
 //! - `filecoin.rs`: `filecoin seal` and `filecoin fixture`, Filecoin inputs made without lotus.
 //! - `admin.rs`: `admin token create / list / revoke`, in the gateway's tokens file.
 //! - `waterfall.rs`: `waterfall` and `traces collect`.
-//! - `bench.rs`: `bench hop`, `shape`, `hammer` and `stock-c2`; `bench_resident.rs` (feature
-//!   `cuda-resident`): `bench resident`.
+//! - `bench/`: `bench hop` and `shape` (`hop.rs`), `hammer`, `stock-c2`, `resident` (feature
+//!   `cuda-resident`), one module each; `bench/mod.rs` the subcommands and their dispatch.
 
 mod admin;
 mod bench;
-#[cfg(feature = "cuda-resident")]
-mod bench_resident;
 mod circuit_args;
 mod client;
 mod commands;
 mod doctor;
 mod filecoin;
+mod jobs;
 mod params;
 mod submit;
 mod waterfall;

@@ -49,7 +49,7 @@ pub enum CheckedRequest {
 
 impl FilecoinRequest {
     /// Check it completely, as the JSON form is, and turn it into a job.
-    pub fn check(self) -> Result<CheckedRequest, FilecoinError> {
+    pub fn into_checked(self) -> Result<CheckedRequest, FilecoinError> {
         fn named<T: serde::de::DeserializeOwned>(name: String, what: &str) -> Result<T, FilecoinError> {
             by_name(name.clone()).map_err(|_| FilecoinError::new(format!("{name} is not a {what} registered proof")))
         }
@@ -116,19 +116,19 @@ mod tests {
         let from_json = porep::parse(json.as_object().unwrap()).unwrap();
         let request = FilecoinRequest::PorepC2 { miner_id: 1000, envelope: serde_json::to_vec(&envelope).unwrap() };
         let fingerprint = request.fingerprint("porep-c2");
-        let CheckedRequest::PorepC2(typed) = request.check().unwrap() else { panic!("not a PoRep job") };
+        let CheckedRequest::PorepC2(typed) = request.into_checked().unwrap() else { panic!("not a PoRep job") };
         same_job(typed, from_json);
         let other = FilecoinRequest::PorepC2 { miner_id: 1001, envelope: serde_json::to_vec(&envelope).unwrap() };
         assert_ne!(other.fingerprint("porep-c2"), fingerprint);
         // the same C1 from another miner is refused, as in the JSON form
-        assert!(other.check().unwrap_err().to_string().contains("not made by miner 1001"));
+        assert!(other.into_checked().unwrap_err().to_string().contains("not made by miner 1001"));
     }
 
     #[test]
     fn a_bad_envelope_says_what_is_wrong() {
         let check = |envelope: serde_json::Value| {
             FilecoinRequest::PorepC2 { miner_id: 1000, envelope: serde_json::to_vec(&envelope).unwrap() }
-                .check()
+                .into_checked()
                 .unwrap_err()
                 .to_string()
         };
@@ -136,7 +136,8 @@ mod tests {
         assert!(e.contains("unknown field `Extra`"), "{e}");
         let e = check(serde_json::json!({"SectorNum": 1, "Phase1Out": "not base64!", "SectorSize": 2048}));
         assert!(e.contains("Phase1Out is not base64"), "{e}");
-        let e = FilecoinRequest::PorepC2 { miner_id: 1, envelope: b"{".to_vec() }.check().unwrap_err().to_string();
+        let e =
+            FilecoinRequest::PorepC2 { miner_id: 1, envelope: b"{".to_vec() }.into_checked().unwrap_err().to_string();
         assert!(e.contains("not the JSON {SectorNum, Phase1Out, SectorSize}"), "{e}");
     }
 
@@ -170,7 +171,7 @@ mod tests {
             let sectors: &[u64] = if kind == post::PostKind::Window { &[1, 2] } else { &[1] };
             let json = crate::sparse_post::post_request(kind, 2048, 1000, sectors, &mut rng).unwrap();
             let from_json = kind.parse(json.as_object().unwrap()).unwrap();
-            let typed = match (kind, typed_post(kind, &json).check().unwrap()) {
+            let typed = match (kind, typed_post(kind, &json).into_checked().unwrap()) {
                 (post::PostKind::Window, CheckedRequest::WindowPost(typed))
                 | (post::PostKind::Winning, CheckedRequest::WinningPost(typed)) => typed,
                 (kind, other) => panic!("a {kind:?} request checked as {other:?}"),
@@ -190,7 +191,7 @@ mod tests {
             partition_index: 1 << 20,
             vanilla_proofs,
         };
-        assert!(far.check().unwrap_err().to_string().contains("partition_index must be a small"));
+        assert!(far.into_checked().unwrap_err().to_string().contains("partition_index must be a small"));
         let wrong = FilecoinRequest::SnapUpdate {
             registered_proof: "StackedDrgWindow2KiBV1_2".into(),
             comm_r_old: [1; 32],
@@ -198,6 +199,6 @@ mod tests {
             comm_d_new: [1; 32],
             vanilla_proofs: vec![vec![0]],
         };
-        assert!(wrong.check().unwrap_err().to_string().contains("is not a SnapDeals update registered proof"));
+        assert!(wrong.into_checked().unwrap_err().to_string().contains("is not a SnapDeals update registered proof"));
     }
 }

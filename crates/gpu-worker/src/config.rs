@@ -1,19 +1,14 @@
 //! gpu-worker configuration.
 
-use std::net::SocketAddr;
-
 use clap::builder::BoolishValueParser;
 use clap::Parser;
-use snarkflow_runtime::{LaneArgs, MemoryBudgetArgs};
-use snarkflow_service::{NatsArgs, ParamsDir, TelemetryArgs};
+use snarkflow_runtime::WorkerArgs;
+use snarkflow_service::ParamsDir;
 
 /// snarkflow gpu-worker: proves synthesized partitions with parameters kept loaded.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "gpu-worker", version)]
 pub struct Config {
-    /// Name of this worker in events, spans and logs (default: gpu-host-pid).
-    #[arg(long, env = "SNARKFLOW_WORKER_ID")]
-    pub worker_id: Option<String>,
     /// Groth16 parameter files (`<circuit-id>.params`, filecoin-proofs' names for the
     /// Filecoin kinds) and constraint shapes.
     #[command(flatten)]
@@ -35,26 +30,11 @@ pub struct Config {
     /// Circuit ids to load before reporting ready, comma-separated (e.g. `sha256-chain-b1`).
     #[arg(long, env = "SNARKFLOW_PRELOAD", value_delimiter = ',')]
     pub preload: Vec<String>,
-    /// Address for /healthz, /readyz and /metrics; unset serves none.
-    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
-    pub status_listen: Option<SocketAddr>,
-    /// Seconds an in-flight proof gets to finish on shutdown before being handed back.
-    #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 60)]
-    pub drain_secs: u64,
-    /// Longest one partition's proof may take (0: no limit). Past it the partition is handed
-    /// to another worker and this worker exits non-zero, so its supervisor restarts it (work
-    /// hung on a blocking thread cannot be interrupted). Raise it for 32 GiB on a CPU prover.
-    #[arg(long, env = "SNARKFLOW_TASK_TIMEOUT_SECS", default_value_t = 3600)]
-    pub task_timeout_secs: u64,
     /// Threads decoding compact witnesses and rebuilding a, b, c from them (default: a quarter
     /// of the cores, at least 2), so preparing the next partition does not starve the prover's
     /// CPU side.
     #[arg(long, env = "SNARKFLOW_REBUILD_THREADS")]
     pub rebuild_threads: Option<usize>,
-    #[command(flatten)]
-    pub memory: MemoryBudgetArgs,
-    #[command(flatten)]
-    pub lanes: LaneArgs,
     /// The prover: `cuda-resident` (parameters and constraint shape kept in GPU memory; a, b, c,
     /// h and every MSM on the device), `cuda-supraseal`, `cuda` or `cpu`, among those this build
     /// has. Default: the first of those, in that order.
@@ -74,18 +54,13 @@ pub struct Config {
     /// Kernel work stays serialized: one partition on the device at a time. 0 = no overlap.
     #[arg(long, env = "SNARKFLOW_PREFETCH", default_value_t = 1)]
     pub prefetch: usize,
-    /// More slots that take only critical-priority partitions (WinningPoSt by default): one is
-    /// prepared while the prefetch slots hold long partitions, then goes on the device next.
-    /// 0 = none.
-    #[arg(long, env = "SNARKFLOW_URGENT_SLOTS", default_value_t = 1)]
-    pub urgent_slots: usize,
     /// The GPUs CUDA shows this process (set by `--gpu`, or by the operator), for `/readyz`.
     #[arg(long, env = "CUDA_VISIBLE_DEVICES", hide = true)]
     pub cuda_visible_devices: Option<String>,
+    /// The flags every worker takes: id, lanes, urgent slots, memory budget, status address,
+    /// drain, task timeout, NATS, telemetry.
     #[command(flatten)]
-    pub nats: NatsArgs,
-    #[command(flatten)]
-    pub telemetry: TelemetryArgs,
+    pub worker: WorkerArgs,
 }
 
 #[cfg(test)]

@@ -51,9 +51,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use config::Config;
-use snarkflow_bus::Bus;
 use snarkflow_prover::{ParamStore, ParamsError};
-use snarkflow_runtime::{SlotConfig, WorkerHost};
+use snarkflow_runtime::{Bootstrap, Ready};
 use snarkflow_wire::Stage;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -68,7 +67,7 @@ pub fn main() -> std::process::ExitCode {
         std::env::set_var("CUDA_VISIBLE_DEVICES", gpu.to_string());
         config.cuda_visible_devices = Some(gpu.to_string());
     }
-    let telemetry = config.telemetry.clone();
+    let telemetry = config.worker.telemetry.clone();
     snarkflow_service::main("gpu-worker", &telemetry, |shutdown| run(config, shutdown))
 }
 
@@ -95,8 +94,16 @@ fn select_backend(requested: Option<&str>) -> anyhow::Result<()> {
 /// that fails its probe (at start, or after a device error while proving) leaves the worker
 /// not ready, saying why, and pulling nothing until a probe passes again.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let id = config.worker_id.clone().unwrap_or_else(|| snarkflow_runtime::default_worker_id("gpu"));
     select_backend(config.backend.as_deref())?;
+    let args = config.worker.clone();
+    snarkflow_runtime::serve(Stage::Proving, args, shutdown, |boot| prepare(config, boot)).await
+}
+
+/// Probe the device, load the `--preload` parameters, connect, start the control server,
+/// report ready; `None` if shutdown came first.
+async fn prepare(config: Config, boot: Bootstrap) -> anyhow::Result<Option<Ready<prove::Proving>>> {
+    let (host, shutdown) = (&boot.host, &boot.shutdown);
+    let id = host.id.clone();
     let params_dir = config.params.dir();
     let trust = if config.test_params || config.generate_missing_params {
         warn!(dir = %params_dir.display(), "test parameter cache: parameter files are not checked against the digests filecoin-proofs publishes");
@@ -111,42 +118,28 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             .with_memory_plan(config.memory_plan),
     );
     let shapes = Arc::new(shapes::ShapeStore::new(params_dir.clone()));
-    let host = WorkerHost::start(Stage::Proving, id.clone(), config.status_listen, shutdown.clone()).await?;
-    let device = Arc::new(device::Device::new(&host, status_detail(&id, &config, &params, &shapes)));
-    if !device.probe_until_usable(&shutdown).await {
-        return Ok(());
+    let device = Arc::new(device::Device::new(host, status_detail(&id, &config, &params, &shapes)));
+    if !device.probe_until_usable(shutdown).await {
+        return Ok(None);
     }
     device.report_readiness(false, "loading parameters");
-    if !preload(&config, &params, &shapes, &device, &shutdown).await? {
-        return Ok(());
+    if !preload(&config, &params, &shapes, &device, shutdown).await? {
+        return Ok(None);
     }
     let reporter = device.clone();
-    let waiting = move |why: &str| reporter.report_readiness(false, why);
-    let bus = tokio::select! {
-        _ = shutdown.cancelled() => return Ok(()),
-        bus = Bus::connect_reporting(config.nats.bus_config("gpu")?, &waiting) => bus?,
+    let Some(bus) = boot.connect(move |why| reporter.report_readiness(false, why)).await? else {
+        return Ok(None);
     };
     let rebuild_threads = config
         .rebuild_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map(|n| (n.get() / 4).max(2)).unwrap_or(2));
     let rebuild_pool =
         rayon::ThreadPoolBuilder::new().num_threads(rebuild_threads).thread_name(|i| format!("rebuild-{i}")).build()?;
-    let stage =
-        prove::Proving::new(&host, device.clone(), rebuild_pool, params, shapes, config.generate_missing_params);
+    let stage = prove::Proving::new(host, device.clone(), rebuild_pool, params, shapes, config.generate_missing_params);
     tokio::spawn(control::serve(bus.clone(), stage.clone(), host.clone(), shutdown.clone()));
     device.report_readiness(true, "ready");
     info!(worker = %id, backend = snarkflow_prover::backend_name(), params_dir = %params_dir.display(), "gpu-worker ready");
-    let memory = config.memory.budget();
-    let slots = SlotConfig {
-        slots: 1 + config.prefetch,
-        urgent_slots: config.urgent_slots,
-        lanes: config.lanes.lanes.clone(),
-        drain: Duration::from_secs(config.drain_secs),
-        memory,
-        watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),
-    };
-    snarkflow_runtime::run(host, bus, Arc::new(stage), slots, shutdown).await?;
-    Ok(())
+    Ok(Some(Ready { bus, handler: Arc::new(stage), slots: 1 + config.prefetch }))
 }
 
 /// How often a worker whose `--preload` parameter file is missing or refused looks again.

@@ -55,7 +55,7 @@ impl FileSections {
     /// and density the right length, the A and B queries as long as the densities say. A
     /// backend that indexes the points by these (supraseal-c2's C++ asserts and aborts the
     /// process; our kernels read past buffers) is only called after this passes.
-    pub fn check(&self, p: &SynthesizedPartition, vk: &VerifyingKey<Bls12>) -> Result<(), ProveError> {
+    pub fn check_partition(&self, p: &SynthesizedPartition, vk: &VerifyingKey<Bls12>) -> Result<(), ProveError> {
         let [h, l, a, b_g1, b_g2] = self.counts;
         let (inputs, aux, n) = (p.input_assignment.len(), p.aux_assignment.len(), p.a.len());
         let mismatch = |what: String| Err(ProveError::Mismatch(what));
@@ -112,20 +112,20 @@ mod tests {
         let (vk, sections) = read_sections(&path).unwrap();
         let id = spec.circuit_id();
         let good = synthesize(DenseChain::with_witness(40, 1, 0), &id, 0).unwrap();
-        sections.check(&good, &vk).unwrap();
+        sections.check_partition(&good, &vk).unwrap();
 
         let other = snarkflow_circuits::circuit("dense-chain-c300");
         let bigger = synthesize(DenseChain::with_witness(300, 1, 0), &other.circuit_id(), 0).unwrap();
-        assert!(matches!(sections.check(&bigger, &vk), Err(ProveError::Mismatch(_))));
+        assert!(matches!(sections.check_partition(&bigger, &vk), Err(ProveError::Mismatch(_))));
 
         let mut short_c = good.clone();
         short_c.c.pop();
-        assert!(matches!(sections.check(&short_c, &vk), Err(ProveError::Mismatch(_))));
+        assert!(matches!(sections.check_partition(&short_c, &vk), Err(ProveError::Mismatch(_))));
         let mut extra_aux = good.clone();
         extra_aux.aux_assignment.push(blstrs::Scalar::from(1u64));
-        assert!(matches!(sections.check(&extra_aux, &vk), Err(ProveError::Mismatch(_))));
+        assert!(matches!(sections.check_partition(&extra_aux, &vk), Err(ProveError::Mismatch(_))));
         let mut no_inputs = good;
         no_inputs.input_assignment.clear();
-        assert!(matches!(sections.check(&no_inputs, &vk), Err(ProveError::InputCount { .. })));
+        assert!(matches!(sections.check_partition(&no_inputs, &vk), Err(ProveError::InputCount { .. })));
     }
 }

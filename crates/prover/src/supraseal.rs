@@ -53,7 +53,7 @@ pub fn prove(
     s: Fr,
 ) -> Result<Proof<Bls12>, ProveError> {
     let p = partition;
-    srs.sections.check(p, vk)?;
+    srs.sections.check_partition(p, vk)?;
     let assignment = supraseal_c2::Assignment::<Fr> {
         a_aux_density: p.a_aux_density.words().as_ptr() as *const usize,
         a_aux_bit_len: p.a_aux_density.len(),

@@ -24,20 +24,24 @@
 //!   estimate fits what is left; one larger than the whole budget fails its job.
 //! - `watchdog.rs`: a task's watchdog clock, counting the time it works, not the time it waits
 //!   for memory, room in the store or the broker.
-//! - `pool.rs`: `--lanes`, the priority lanes a worker pulls.
+//! - `args.rs`: [`WorkerArgs`], the flags both workers take (`--lanes` among them).
+//! - `serve.rs`: [`serve`], the one bootstrap: host, the worker's own preparation, the slot
+//!   loop.
 //! - `host.rs`: [`WorkerHost`].
 
+mod args;
 mod budget;
 mod handler;
 mod host;
-mod pool;
+mod serve;
 mod slots;
 mod watchdog;
 
+pub use args::{LaneArgs, WorkerArgs};
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
 pub use handler::{fetch_object, Fatal, TaskContext, TaskHandler};
 pub use host::{default_worker_id, WorkerHost};
-pub use pool::LaneArgs;
+pub use serve::{serve, Bootstrap, Ready};
 pub use slots::{run, RunError, SlotConfig};
 pub use snarkflow_bus::{Failure, Outcome};
 pub use watchdog::{Waiting, Watchdog};

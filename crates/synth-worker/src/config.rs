@@ -1,10 +1,7 @@
 //! synth-worker configuration.
 
-use std::net::SocketAddr;
-
 use clap::Parser;
-use snarkflow_runtime::{LaneArgs, MemoryBudgetArgs};
-use snarkflow_service::{NatsArgs, TelemetryArgs};
+use snarkflow_runtime::WorkerArgs;
 use snarkflow_wire::PartitionEncoding;
 
 /// Where witnesses come from (`--witness`).
@@ -29,19 +26,12 @@ impl WitnessSource {
 #[derive(Debug, Clone, Parser)]
 #[command(name = "synth-worker", version)]
 pub struct Config {
-    /// Name of this worker in events, spans and logs (default: synth-host-pid).
-    #[arg(long, env = "SNARKFLOW_WORKER_ID")]
-    pub worker_id: Option<String>,
     /// Partitions synthesized at once. A native witness (PoRep, SnapDeals, PoSt) spreads over
     /// all cores (its challenges in parallel), so a few slots keep a host busy; gadget synthesis
     /// (`--witness gadgets`, the test kinds) is single-threaded, one slot per core you give
     /// this worker.
     #[arg(long, env = "SNARKFLOW_SYNTH_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
-    /// More slots that take only critical-priority partitions (WinningPoSt by default), so one
-    /// never waits behind `--concurrency` long PoRep partitions. 0 = none.
-    #[arg(long, env = "SNARKFLOW_URGENT_SLOTS", default_value_t = 1)]
-    pub urgent_slots: usize,
     /// How partitions travel to the provers: `compact` (the witness only; provers rebuild
     /// a, b, c from the circuit's shape) or `raw` (the full synthesized partition, ~4× the
     /// witness in field elements alone).
@@ -58,30 +48,15 @@ pub struct Config {
     /// partition with the first differing variable, never ships either witness.
     #[arg(long, env = "SNARKFLOW_NATIVE_CHECK_EVERY", default_value_t = 0)]
     pub native_check_every: u64,
-    #[command(flatten)]
-    pub memory: MemoryBudgetArgs,
-    #[command(flatten)]
-    pub lanes: LaneArgs,
     /// Record these circuits' constraint shapes at start, before taking work (comma-separated
     /// circuit ids: `winning-post-32GiB,window-post-32GiB`), so the first job of each does not
     /// wait for it (a 32 GiB WinningPoSt's shape is seconds; PoRep's minutes).
     #[arg(long, env = "SNARKFLOW_PRELOAD_SHAPES", value_delimiter = ',')]
     pub preload_shapes: Vec<String>,
-    /// Address for /healthz, /readyz and /metrics; unset serves none.
-    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
-    pub status_listen: Option<SocketAddr>,
-    /// Seconds in-flight partitions get to finish on shutdown before being handed back.
-    #[arg(long, env = "SNARKFLOW_DRAIN_SECS", default_value_t = 30)]
-    pub drain_secs: u64,
-    /// Longest one partition's synthesis may take (0: no limit). Past it the partition is handed
-    /// to another worker and this worker exits non-zero, so its supervisor restarts it (work
-    /// hung on a blocking thread cannot be interrupted). Raise it for 32 GiB on a CPU prover.
-    #[arg(long, env = "SNARKFLOW_TASK_TIMEOUT_SECS", default_value_t = 3600)]
-    pub task_timeout_secs: u64,
+    /// The flags every worker takes: id, lanes, urgent slots, memory budget, status address,
+    /// drain, task timeout, NATS, telemetry.
     #[command(flatten)]
-    pub nats: NatsArgs,
-    #[command(flatten)]
-    pub telemetry: TelemetryArgs,
+    pub worker: WorkerArgs,
 }
 
 #[cfg(test)]

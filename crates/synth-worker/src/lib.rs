@@ -27,11 +27,9 @@ mod inputs;
 mod synthesize;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 pub use config::{Config, WitnessSource};
-use snarkflow_bus::Bus;
-use snarkflow_runtime::{SlotConfig, WorkerHost};
+use snarkflow_runtime::{Bootstrap, Ready};
 use snarkflow_wire::Stage;
 use tokio_util::sync::CancellationToken;
 
@@ -40,22 +38,26 @@ use tokio_util::sync::CancellationToken;
 pub fn main() -> std::process::ExitCode {
     use clap::Parser as _;
     let config = Config::parse();
-    let telemetry = config.telemetry.clone();
+    let telemetry = config.worker.telemetry.clone();
     snarkflow_service::main("synth-worker", &telemetry, |shutdown| run(config, shutdown))
 }
 
-/// Run until `shutdown`; then stop pulling and give in-flight partitions `drain_secs` to finish.
+/// Run until `shutdown`; then stop pulling and give in-flight partitions `--drain-secs` to
+/// finish.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let id = config.worker_id.clone().unwrap_or_else(|| snarkflow_runtime::default_worker_id("synth"));
-    let host = WorkerHost::start(Stage::Synthesis, id, config.status_listen, shutdown.clone()).await?;
+    let args = config.worker.clone();
+    snarkflow_runtime::serve(Stage::Synthesis, args, shutdown, |boot| prepare(config, boot)).await
+}
+
+/// Connect, record the `--preload-shapes`, report ready.
+async fn prepare(config: Config, boot: Bootstrap) -> anyhow::Result<Option<Ready<synthesize::Synthesis>>> {
+    let host = &boot.host;
     let readiness = host.readiness.clone();
-    let waiting = move |why: &str| readiness.set(false, serde_json::json!({ "nats": why }));
-    let bus = tokio::select! {
-        _ = shutdown.cancelled() => return Ok(()),
-        bus = Bus::connect_reporting(config.nats.bus_config("synth")?, &waiting) => bus?,
+    let Some(bus) = boot.connect(move |why| readiness.set(false, serde_json::json!({ "nats": why }))).await? else {
+        return Ok(None);
     };
     let witness = synthesize::WitnessPolicy { source: config.witness, check_every: config.native_check_every };
-    let stage = Arc::new(synthesize::Synthesis::new(&host, config.wire_format, witness));
+    let stage = Arc::new(synthesize::Synthesis::new(host, config.wire_format, witness));
     if !config.preload_shapes.is_empty() {
         host.readiness.set(false, serde_json::json!({ "worker": host.id, "state": "recording shapes" }));
         let (preloading, ids) = (stage.clone(), config.preload_shapes.clone());
@@ -77,15 +79,5 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
             "huge_pages": huge_pages.why,
         }),
     );
-    let memory = config.memory.budget();
-    let slots = SlotConfig {
-        slots: config.concurrency,
-        urgent_slots: config.urgent_slots,
-        lanes: config.lanes.lanes.clone(),
-        drain: Duration::from_secs(config.drain_secs),
-        memory,
-        watchdog: (config.task_timeout_secs > 0).then(|| Duration::from_secs(config.task_timeout_secs)),
-    };
-    snarkflow_runtime::run(host, bus, stage, slots, shutdown).await?;
-    Ok(())
+    Ok(Some(Ready { bus, handler: stage, slots: config.concurrency }))
 }

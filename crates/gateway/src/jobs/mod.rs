@@ -29,7 +29,7 @@ pub(crate) struct Submitted {
 /// named it (`requested_priority`) and lowered to the ceiling when it is the kind's default.
 pub(crate) async fn submit(state: &AppState, caller: &Caller, mut job: ValidJob) -> Result<Submitted, ApiError> {
     caller.require(Scope::Submit)?;
-    state.policy.check(&job)?;
+    state.policy.admit(&job)?;
     if job.priority > caller.max_priority() {
         if job.requested_priority.is_some() {
             return Err(ApiError::Forbidden(format!(

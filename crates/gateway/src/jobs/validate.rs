@@ -106,7 +106,7 @@ impl Policy {
     /// The deadline `job` gets: the one its request named, else this gateway's default for its
     /// kind, else its kind's own.
     /// A default deadline longer than this gateway's ledger keeps records is lowered to the
-    /// longest it allows; a named one that long is refused by [`Policy::check`].
+    /// longest it allows; a named one that long is refused by [`Policy::admit`].
     pub fn deadline_secs(&self, job: &ValidJob) -> u64 {
         let kind = job.circuit.kind();
         let secs = match self.default_deadlines.iter().rev().find(|d| d.kind == kind) {
@@ -119,7 +119,7 @@ impl Policy {
     /// Refuse what this gateway will not run: test kinds unless enabled, test jobs above the
     /// size bound (one small request must not make hundreds of GiB of witnesses), and proofs
     /// the gateway could not verify (no verifying key here: the job would fail at the end).
-    pub fn check(&self, job: &ValidJob) -> Result<(), ApiError> {
+    pub fn admit(&self, job: &ValidJob) -> Result<(), ApiError> {
         if !job.deadline_is_default && job.deadline_secs > self.max_deadline_secs {
             return Err(invalid(format!(
                 "deadline_secs must be at most {} on this gateway: its ledger keeps a job's record for --job-retention-hours, and the record must outlive the deadline",
@@ -129,7 +129,7 @@ impl Policy {
         self.check_circuit(&job.circuit, job.partitions)
     }
 
-    /// [`Policy::check`] for `partitions` partitions of `circuit`.
+    /// [`Policy::admit`] for `partitions` partitions of `circuit`.
     pub fn check_circuit(&self, circuit: &CircuitSpec, partitions: u32) -> Result<(), ApiError> {
         let kind = circuit.kind();
         if let Some(per_partition) = snarkflow_circuits::test_constraints(circuit) {

@@ -73,12 +73,12 @@ fn deadlines_fit_inside_the_ledgers_retention() {
         max_deadline_secs: day,
     };
     let named = check(json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 86000})).unwrap();
-    let e = policy.check(&named).unwrap_err().to_string();
+    let e = policy.admit(&named).unwrap_err().to_string();
     assert!(e.contains(&format!("deadline_secs must be at most {day}")), "{e}");
     let within = check(json!({"kind": "dense-chain", "input": {"constraints": 8}, "deadline_secs": 3600})).unwrap();
-    assert!(policy.check(&within).is_ok());
+    assert!(policy.admit(&within).is_ok());
     let unnamed = check(json!({"kind": "dense-chain", "input": {"constraints": 8}})).unwrap();
-    assert!(policy.check(&unnamed).is_ok(), "a default deadline is lowered, not refused");
+    assert!(policy.admit(&unnamed).is_ok(), "a default deadline is lowered, not refused");
     assert_eq!(policy.deadline_secs(&unnamed), day);
 }
 
