@@ -125,6 +125,11 @@ chaos jobs="60" secs="300":
 build-gpu:
     bash deploy/scripts/build-gpu.sh
 
+# release artifacts in dist/: a tarball and a Debian package per build, SHA256SUMS; `just release
+# --gpu` adds the CUDA 13 and CUDA 12 GPU builds (every architecture; long)
+release *args:
+    bash deploy/scripts/release.sh {{args}}
+
 # clippy with each GPU feature (no GPU needed; CI runs it)
 check-gpu:
     bash deploy/scripts/check-gpu.sh

@@ -13,10 +13,20 @@
 # `--gpu 0` included. Needs root (debootstrap, nspawn) and the binaries in BIN (default
 # target/debug: `cargo build -p snarkflow-gateway -p snarkflow-synth-worker -p
 # snarkflow-gpu-worker -p snarkflow-cli`). Not in CI: ~2 minutes plus a first debootstrap.
+# With PACKAGE=dist/snarkflow_<version>_amd64.deb (deploy/scripts/release.sh) snarkflow is
+# installed from that package instead (`dpkg -i`: its users, directories, units and
+# binaries), and only what the operator writes is written by hand: /etc/snarkflow and the NATS
+# server, which the package does not carry.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/scripts/rehearsal-common.sh
-need_binaries
+PACKAGE="${PACKAGE:-}"
+if [ -n "$PACKAGE" ]; then
+    [ -f "$PACKAGE" ] || { echo "no package $PACKAGE (bash deploy/scripts/release.sh)"; exit 1; }
+    command -v nats-server >/dev/null || bash deploy/scripts/install-deps.sh
+else
+    need_binaries
+fi
 need_packages systemd-nspawn:systemd-container
 cache=$(debian_root)
 root=$(mktemp -d /var/tmp/sf-systemd.XXXXXX)
@@ -36,18 +46,27 @@ trap cleanup EXIT
 cp -a "$cache/." "$root/"
 in_root() { chroot "$root" "$@"; }
 
-# --- install, as docs/operations.md "Deploying on bare metal" says
-in_root groupadd -f render
-in_root groupadd --system snarkflow
-in_root useradd --system --gid snarkflow --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin snarkflow-gateway
-for user in snarkflow-synth snarkflow-gpu nats; do
-    in_root useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$user"
-done
-install -m 755 "$BIN/gateway" "$BIN/synth-worker" "$BIN/gpu-worker" "$BIN/snarkflow" "$(command -v nats-server)" \
-    "$root/usr/local/bin/"
+# --- install: from the package, or by hand as docs/operations.md says
+if [ -n "$PACKAGE" ]; then
+    cp "$PACKAGE" "$root/tmp/snarkflow.deb"
+    in_root dpkg -i /tmp/snarkflow.deb >/dev/null
+    echo "PACKAGE $(in_root dpkg-query -W -f '${Package} ${Version} ${Status}' "$(dpkg-deb -f "$PACKAGE" Package)")"
+    cli=/usr/bin/snarkflow
+else
+    in_root groupadd -f render
+    in_root groupadd --system snarkflow
+    in_root useradd --system --gid snarkflow --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin snarkflow-gateway
+    for user in snarkflow-synth snarkflow-gpu nats; do
+        in_root useradd --system --user-group --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin "$user"
+    done
+    install -m 755 "$BIN/gateway" "$BIN/synth-worker" "$BIN/gpu-worker" "$BIN/snarkflow" "$root/usr/local/bin/"
+    install -m 644 deploy/systemd/snarkflow-*.service "$root/etc/systemd/system/"
+    cli=/usr/local/bin/snarkflow
+fi
+install -m 755 "$(command -v nats-server)" "$root/usr/local/bin/"
+install -m 644 deploy/systemd/nats-server.service "$root/etc/systemd/system/"
 install -d -m 755 "$root/etc/snarkflow"
 install -d -m 700 "$root/etc/snarkflow/credentials"
-install -m 644 deploy/systemd/*.service "$root/etc/systemd/system/"
 # the example env files, adapted to one host without TLS or a trace collector
 cat >"$root/etc/snarkflow/snarkflow.env" <<'EOF'
 SNARKFLOW_NATS_URL=nats://127.0.0.1:4222
@@ -84,12 +103,15 @@ for role in gateway synth-worker gpu-worker; do
     install -m 600 "$root/etc/nats/creds/$role.password" "$root/etc/snarkflow/credentials/"
 done
 # the gpu-workers' parameter directory: root's; the workers add shapes and digest checks (the
-# sticky bit: they cannot replace root's files); the gateway's verifying keys in one of root's
-install -d -m 755 "$root/var/lib/snarkflow" "$root/var/lib/snarkflow/verifying-keys"
-install -d -m 1775 -o root -g "$(in_root getent group snarkflow-gpu | cut -d: -f3)" "$root/var/lib/snarkflow/params"
-# the gateway's state directory before its first start, for the token step below
-install -d -m 700 -o "$(in_root id -u snarkflow-gateway)" -g "$(in_root getent group snarkflow | cut -d: -f3)" \
-    "$root/var/lib/snarkflow/gateway"
+# sticky bit: they cannot replace root's files); the gateway's verifying keys in one of root's;
+# the gateway's state directory before its first start, for the token step below (the package
+# makes all three)
+if [ -z "$PACKAGE" ]; then
+    install -d -m 755 "$root/var/lib/snarkflow" "$root/var/lib/snarkflow/verifying-keys"
+    install -d -m 1775 -o root -g "$(in_root getent group snarkflow-gpu | cut -d: -f3)" "$root/var/lib/snarkflow/params"
+    install -d -m 700 -o "$(in_root id -u snarkflow-gateway)" -g "$(in_root getent group snarkflow | cut -d: -f3)" \
+        "$root/var/lib/snarkflow/gateway"
+fi
 in_root systemctl enable nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0 2>/dev/null
 
 # --- boot it
@@ -130,12 +152,12 @@ said=$(echo "$pid1_log" | grep -iE "snarkflow|nats-server" | grep -iE "warn|fail
 echo "SYSTEMD SAID about the units, of $(echo "$pid1_log" | wc -l) lines from PID 1: ${said:-nothing amiss}"
 
 # --- a job through the units (the token written as the gateway's user, which must read it)
-run /usr/sbin/runuser -u snarkflow-gateway -- /usr/local/bin/snarkflow admin token create --tenant ops \
+run /usr/sbin/runuser -u snarkflow-gateway -- "$cli" admin token create --tenant ops \
     --scopes admin --tokens-file /var/lib/snarkflow/gateway/tokens.json >"$root.token" 2>/dev/null
 token=$(tail -1 "$root.token")
 sleep 1.5   # the gateway rereads its tokens file each second
 t=$(date +%s.%N)
-answer=$(run /usr/bin/env SNARKFLOW_API_TOKEN="$token" /usr/local/bin/snarkflow submit --kind dense-chain \
+answer=$(run /usr/bin/env SNARKFLOW_API_TOKEN="$token" "$cli" submit --kind dense-chain \
     --constraints 1024 --partitions 2 --wait 2>&1 || true)
 echo "JOB $(echo "$answer" | grep -E '^job |state|done|failed' | head -3 | xargs) ($(python3 -c "print(f'{$(date +%s.%N) - $t:.1f}')") s)"
 echo "$answer" | grep -q "done" || { echo "$answer" | tail -5; echo "FAILED: the job did not finish"; exit 1; }
