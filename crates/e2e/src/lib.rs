@@ -245,6 +245,9 @@ pub fn start_gpu_worker_reading(
 pub fn filecoin_env() {
     // test processes set it here, before any Filecoin code has read its settings
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params_dir());
+    // many workers of a test on one host: none serves a status endpoint unless its test asks
+    // (workers' default is a fixed port each), here and in the processes the tests start
+    std::env::set_var("SNARKFLOW_STATUS_LISTEN", "off");
     snarkflow_filecoin::check_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
 }
 

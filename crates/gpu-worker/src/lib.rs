@@ -50,9 +50,10 @@ mod shapes;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 pub use config::Config;
 use snarkflow_prover::{ParamStore, ParamsError};
-use snarkflow_runtime::{Bootstrap, Ready};
+use snarkflow_runtime::{Bootstrap, Ready, StatusListen};
 use snarkflow_wire::Stage;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -95,7 +96,12 @@ fn select_backend(requested: Option<&str>) -> anyhow::Result<()> {
 /// not ready, saying why, and pulling nothing until a probe passes again.
 pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     select_backend(config.backend.as_deref())?;
-    let args = config.worker.clone();
+    let mut args = config.worker.clone();
+    if let (Some(gpu), None) = (config.gpu, args.status_listen) {
+        // one gpu-worker per GPU of a host: each its own port
+        let port = u16::try_from(9200 + gpu).context("--gpu is a device index such as 0")?;
+        args.status_listen = Some(StatusListen::At(std::net::SocketAddr::from(([0, 0, 0, 0], port))));
+    }
     snarkflow_runtime::serve(Stage::Proving, args, shutdown, |boot| prepare(config, boot)).await
 }
 

@@ -26,9 +26,11 @@ pub struct WorkerArgs {
     pub lanes: LaneArgs,
     #[command(flatten)]
     pub memory: MemoryBudgetArgs,
-    /// Address for /healthz, /readyz and /metrics; unset serves none.
-    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN")]
-    pub status_listen: Option<SocketAddr>,
+    /// Address for /healthz, /readyz and /metrics, or `off`. Default: 0.0.0.0:9101 for a
+    /// synth-worker, 0.0.0.0:9102 for a gpu-worker (0.0.0.0:(9200 + N) with `--gpu N`, so
+    /// the workers of one host's GPUs do not collide).
+    #[arg(long, env = "SNARKFLOW_STATUS_LISTEN", overrides_with = "status_listen")]
+    pub status_listen: Option<StatusListen>,
     /// Seconds in-flight partitions get to finish on shutdown before being handed back
     /// (default: 30 for a synth-worker, 60 for a gpu-worker).
     #[arg(long, env = "SNARKFLOW_DRAIN_SECS")]
@@ -44,7 +46,49 @@ pub struct WorkerArgs {
     pub telemetry: TelemetryArgs,
 }
 
+/// `--status-listen`: where a worker serves its status endpoint, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusListen {
+    Off,
+    At(SocketAddr),
+}
+
+impl std::str::FromStr for StatusListen {
+    type Err = BadStatusListen;
+
+    fn from_str(s: &str) -> Result<Self, BadStatusListen> {
+        match s {
+            "off" | "none" => Ok(StatusListen::Off),
+            _ => s.parse().map(StatusListen::At).map_err(|_| BadStatusListen(s.to_owned())),
+        }
+    }
+}
+
+/// A `--status-listen` that is neither an address nor `off`.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0:?} is neither an address such as 0.0.0.0:9101 nor `off`")]
+pub struct BadStatusListen(String);
+
+/// Where a worker of `stage` serves its status endpoint unless told: every worker is scraped
+/// without being configured for it.
+pub fn default_status_listen(stage: Stage) -> SocketAddr {
+    let port = match stage {
+        Stage::Synthesis => 9101,
+        Stage::Proving => 9102,
+    };
+    SocketAddr::from(([0, 0, 0, 0], port))
+}
+
 impl WorkerArgs {
+    /// Where this worker serves `/healthz`, `/readyz` and `/metrics` (`None`: `off`).
+    pub fn status_addr(&self, stage: Stage) -> Option<SocketAddr> {
+        match self.status_listen {
+            Some(StatusListen::Off) => None,
+            Some(StatusListen::At(addr)) => Some(addr),
+            None => Some(default_status_listen(stage)),
+        }
+    }
+
     /// This worker's id: `--worker-id`, else one made of its stage's role, host and pid.
     pub fn id(&self, stage: Stage) -> String {
         self.worker_id.clone().unwrap_or_else(|| crate::default_worker_id(role(stage)))
@@ -119,6 +163,20 @@ mod tests {
         let args = Worker::try_parse_from(["w", "--drain-secs", "5", "--task-timeout-secs", "0"]).unwrap().args;
         assert_eq!(args.slot_config(Stage::Proving, 1).drain, Duration::from_secs(5));
         assert_eq!(args.slot_config(Stage::Proving, 1).watchdog, None);
+    }
+
+    #[test]
+    fn every_worker_serves_its_status_unless_told_off_and_the_last_flag_wins() {
+        let args = Worker::try_parse_from(["w"]).unwrap().args;
+        assert_eq!(args.status_addr(Stage::Synthesis), Some("0.0.0.0:9101".parse().unwrap()));
+        assert_eq!(args.status_addr(Stage::Proving), Some("0.0.0.0:9102".parse().unwrap()));
+        let args = Worker::try_parse_from(["w", "--status-listen", "off"]).unwrap().args;
+        assert_eq!(args.status_addr(Stage::Proving), None);
+        let args =
+            Worker::try_parse_from(["w", "--status-listen", "off", "--status-listen", "127.0.0.1:1"]).unwrap().args;
+        assert_eq!(args.status_addr(Stage::Proving), Some("127.0.0.1:1".parse().unwrap()));
+        let err = Worker::try_parse_from(["w", "--status-listen", "9101"]).err().unwrap().to_string();
+        assert!(err.contains("neither an address"), "{err}");
     }
 
     #[test]

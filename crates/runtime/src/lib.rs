@@ -37,7 +37,7 @@ mod serve;
 mod slots;
 mod watchdog;
 
-pub use args::{LaneArgs, WorkerArgs};
+pub use args::{default_status_listen, BadStatusListen, LaneArgs, StatusListen, WorkerArgs};
 pub use budget::{gib, Admission, MemoryBudget, MemoryBudgetArgs, TooLarge};
 pub use handler::{fetch_object, Fatal, TaskContext, TaskHandler};
 pub use host::{default_worker_id, WorkerHost};

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use snarkflow_bus::Bus;
 use snarkflow_service::NatsArgs;
 use snarkflow_wire::Stage;
@@ -54,7 +55,12 @@ where
     F: FnOnce(Bootstrap) -> Fut,
     Fut: Future<Output = anyhow::Result<Option<Ready<H>>>>,
 {
-    let host = WorkerHost::start(stage, args.id(stage), args.status_listen, shutdown.clone()).await?;
+    let status = args.status_addr(stage);
+    let host =
+        WorkerHost::start(stage, args.id(stage), status, shutdown.clone()).await.with_context(|| match status {
+            Some(addr) => format!("serving the status endpoint on {addr} (--status-listen: another address, or `off`)"),
+            None => "starting the worker".to_owned(),
+        })?;
     let bootstrap = Bootstrap { host: host.clone(), shutdown: shutdown.clone(), nats: args.nats.clone() };
     let Some(Ready { bus, handler, slots }) = make(bootstrap).await? else {
         return Ok(());
