@@ -34,7 +34,7 @@ pub mod settle;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
-pub use connect::{Bus, BusConfig};
+pub use connect::{Bus, BusConfig, LaneBacklog};
 pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
 pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};

@@ -102,6 +102,39 @@ impl Client {
         Ok(resp.json().await?)
     }
 
+    /// The gateway's clock against ours: its `Date` header (whole seconds) minus the midpoint of
+    /// the request, in seconds; `None` when it sent none.
+    pub(crate) async fn clock_skew(&self) -> anyhow::Result<Option<f64>> {
+        let sent = std::time::SystemTime::now();
+        let resp = self
+            .http
+            .get(format!("{}/healthz", self.base))
+            .send()
+            .await
+            .map_err(|e| GatewayError::unreachable(&self.base, e))?;
+        let received = std::time::SystemTime::now();
+        let Some(date) = resp.headers().get(reqwest::header::DATE).and_then(|d| d.to_str().ok()) else {
+            return Ok(None);
+        };
+        let theirs = httpdate::parse_http_date(date).with_context(|| format!("unreadable Date header {date:?}"))?;
+        let midpoint = sent + received.duration_since(sent).unwrap_or_default() / 2;
+        Ok(Some(skew_secs(theirs, midpoint)))
+    }
+
+    /// `GET /v1/cluster`.
+    pub(crate) async fn cluster(&self) -> anyhow::Result<Value> {
+        let resp = self
+            .http
+            .get(format!("{}/v1/cluster", self.base))
+            .send()
+            .await
+            .map_err(|e| GatewayError::unreachable(&self.base, e))?;
+        if !resp.status().is_success() {
+            return Err(error_of(resp).await);
+        }
+        Ok(resp.json().await?)
+    }
+
     pub(crate) async fn list(&self, state: Option<&str>, limit: usize) -> anyhow::Result<Value> {
         let mut req = self.http.get(format!("{}/v1/jobs", self.base)).query(&[("limit", limit.to_string())]);
         if let Some(s) = state {
@@ -182,6 +215,14 @@ fn owned_by_caller(path: &std::path::Path) -> anyhow::Result<()> {
     anyhow::ensure!(meta.uid() == me, "it belongs to uid {}, not to you (uid {me})", meta.uid());
     anyhow::ensure!(meta.mode() & 0o022 == 0, "others may write it (mode {:o})", meta.mode() & 0o777);
     Ok(())
+}
+
+/// `theirs - ours` in seconds; `theirs` is whole seconds, so ±0.5 s of it is rounding.
+fn skew_secs(theirs: std::time::SystemTime, ours: std::time::SystemTime) -> f64 {
+    match theirs.duration_since(ours) {
+        Ok(ahead) => ahead.as_secs_f64(),
+        Err(behind) => -behind.duration().as_secs_f64(),
+    }
 }
 
 fn dirs_config() -> Option<std::path::PathBuf> {

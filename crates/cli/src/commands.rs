@@ -83,6 +83,11 @@ enum Command {
         #[command(subcommand)]
         command: ParamsCommand,
     },
+    /// The cluster as the gateway sees it.
+    Cluster {
+        #[command(subcommand)]
+        command: crate::cluster::ClusterCommand,
+    },
     /// Operator tasks: the gateway's API tokens.
     Admin {
         #[command(subcommand)]
@@ -140,6 +145,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::waterfall::collect(listen, out).await.map(|()| ExitCode::SUCCESS)
         }
         Command::Params { command } => crate::params::run(command).await,
-        Command::Doctor(args) => crate::doctor::run(args).await,
+        Command::Doctor(args) => crate::doctor::run(args, &client).await,
+        Command::Cluster { command } => crate::cluster::run(&client, command).await,
     }
 }

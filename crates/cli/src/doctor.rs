@@ -1,7 +1,8 @@
 //! `snarkflow doctor`: what on this host would fail a job, checked before a job finds it, each
 //! finding with what to do about it. Exits non-zero when anything would.
 //!
-//! Checks: NATS reached and the topology usable with the role's credentials; the parameter
+//! Checks: NATS reached and the topology usable with the role's credentials; this host's clock
+//! against the gateway's; the parameter
 //! files of the circuits named, present and (for filecoin-proofs' files) the published ones;
 //! the free space for them; the device, probed as a gpu-worker probes it at start (this build's
 //! kernels against the device and driver, then a proof verified on it).
@@ -14,6 +15,8 @@ use std::time::Duration;
 use snarkflow_filecoin::manifest::{Manifest, ManifestError};
 use snarkflow_prover::ParamStore;
 use snarkflow_service::{NatsArgs, ParamsDir};
+
+use crate::client::Client;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct DoctorArgs {
@@ -33,6 +36,10 @@ pub(crate) struct DoctorArgs {
     /// Seconds to wait for NATS before saying why it cannot be reached.
     #[arg(long, default_value_t = 10)]
     nats_timeout_secs: u64,
+    /// Largest difference between this host's clock and the gateway's, seconds: deadlines,
+    /// queue ages and trace timings compare clocks across hosts.
+    #[arg(long, default_value_t = 2.0)]
+    max_clock_skew_secs: f64,
     /// Free space the parameter directory's filesystem must have, GiB: a 32 GiB PoRep's
     /// parameters are 47 GB to fetch and its recorded constraint shape 8.9 GB.
     #[arg(long, default_value_t = 10)]
@@ -57,11 +64,12 @@ fn fail(what: impl Into<String>, fix: impl Into<String>) -> Finding {
     Finding::Fail { what: what.into(), fix: fix.into() }
 }
 
-pub(crate) async fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: DoctorArgs, client: &Client) -> anyhow::Result<ExitCode> {
     let mut findings = Vec::new();
     if !args.no_nats {
         findings.push(nats(&args).await);
     }
+    findings.push(clock(client, args.max_clock_skew_secs).await);
     findings.extend(parameters(&args.params.dir(), &args.circuit));
     findings.push(disk(&args.params.dir(), args.min_free_gib));
     if !args.no_device {
@@ -102,6 +110,26 @@ async fn nats(args: &DoctorArgs) -> Finding {
                 "start nats-server, open the route to it, or (a worker role) start the gateway first: it declares the streams",
             )
         }
+    }
+}
+
+/// This host's clock against the gateway's (`--gateway`); a host that cannot reach the gateway
+/// over HTTP (a worker needs only NATS) is not compared, and says so.
+async fn clock(client: &Client, max_skew_secs: f64) -> Finding {
+    // the Date header has whole seconds: within half a second of it is agreement
+    let allowed = max_skew_secs.max(0.0) + 0.5;
+    match client.clock_skew().await {
+        Ok(Some(skew)) if skew.abs() <= allowed => ok(format!("clock: within {:.1} s of the gateway's", skew.abs())),
+        Ok(Some(skew)) => fail(
+            format!(
+                "clock: {:.1} s {} the gateway's (more than --max-clock-skew-secs {max_skew_secs})",
+                skew.abs(),
+                if skew > 0.0 { "behind" } else { "ahead of" }
+            ),
+            "synchronise this host's clock (chrony or systemd-timesyncd against the same servers as the fleet)",
+        ),
+        Ok(None) => ok("clock: the gateway sent no Date header; not compared"),
+        Err(e) => ok(format!("clock: not compared, the gateway is not reachable from here ({e})")),
     }
 }
 

@@ -14,7 +14,7 @@
 //! - `params.rs`: `params generate` (random test parameters) and `params check`;
 //!   `params/fetch.rs`: `params fetch` (by CID through an IPFS gateway, from a directory or a
 //!   mirror), both against the digests filecoin-proofs publishes.
-//! - `doctor.rs`: `doctor`, what on a host would fail a job.
+//! - `doctor.rs`: `doctor`, what on a host would fail a job. `cluster.rs`: `cluster status`.
 //! - `filecoin.rs`: `filecoin seal` and `filecoin fixture`, Filecoin inputs made without lotus.
 //! - `admin.rs`: `admin token create / list / revoke`, in the gateway's tokens file.
 //! - `waterfall.rs`: `waterfall` and `traces collect`.
@@ -25,6 +25,7 @@ mod admin;
 mod bench;
 mod circuit_args;
 mod client;
+mod cluster;
 mod commands;
 mod doctor;
 mod filecoin;

@@ -360,12 +360,13 @@ fn doctor_finds_what_would_fail_a_job_and_says_how_to_fix_it() {
     let out = snarkflow(&["params", "generate", "--circuit", "dense-chain-c8", "--seed", "5", "--params-dir", d]);
     assert!(out.status.success(), "{}", text(&out));
     let url = nats.url();
-    let base = ["doctor", "--role", "gateway", "--params-dir", d];
+    let base = ["doctor", "--role", "gateway", "--params-dir", d, "--gateway", "http://127.0.0.1:1"];
 
     let out = snarkflow(&[&base[..], &["--nats-url", &url, "--circuit", "dense-chain-c8"]].concat());
     assert!(out.status.success(), "{}", text(&out));
     for line in [
         "ok    NATS at",
+        "ok    clock: not compared, the gateway is not reachable from here",
         "ok    dense-chain-c8: dense-chain-c8.params present",
         "ok    disk: ",
         "ok    device: cpu backend",
@@ -388,4 +389,27 @@ fn doctor_finds_what_would_fail_a_job_and_says_how_to_fix_it() {
     );
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("not usable within 2 s"), "{}", text(&out));
+
+    // a gateway whose clock is a day behind this host's
+    let behind = httpdate::fmt_http_date(std::time::SystemTime::now() - std::time::Duration::from_secs(86_400));
+    let gateway = answer_once(format!("HTTP/1.1 200 OK\r\nDate: {behind}\r\nContent-Length: 2\r\n\r\n{{}}"));
+    let out = snarkflow(&["doctor", "--no-nats", "--no-device", "--params-dir", d, "--gateway", &gateway]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("FAIL  clock: 8640"), "{}", text(&out));
+    assert!(text(&out).contains(" s ahead of the gateway's (more than --max-clock-skew-secs 2)"), "{}", text(&out));
+    assert!(text(&out).contains("fix: synchronise this host's clock"), "{}", text(&out));
+}
+
+/// An HTTP server on a free loopback port that answers one request with `response`; its URL.
+fn answer_once(response: String) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut request = [0u8; 4096];
+        let _ = conn.read(&mut request);
+        conn.write_all(response.as_bytes()).unwrap();
+    });
+    url
 }

@@ -16,10 +16,12 @@
 //! - `events`: the event loop applying workers' events to the ledger, and dead letters.
 //! - `ledger`: the gateway's index of the ledger, the room left in it, the periodic pass,
 //!   the backlog autoscalers follow.
+//! - `cluster`: what the cluster is doing (gpu-workers, lanes, jobs per state), for both doors.
 //! - `services`: the supervisor that starts all of the above and stops it in order;
 //!   `state`: what handlers share; `config`, `metrics`.
 
 mod auth;
+mod cluster;
 mod config;
 mod events;
 pub mod grpc;
@@ -36,6 +38,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{Auth, TokenStore, ANONYMOUS};
+pub use cluster::{ClusterView, LaneView};
 pub use config::Config;
 pub use http::app;
 pub use http::error::ApiError;

@@ -12,6 +12,7 @@ pub const GPU_PARAMS_SUBJECT: &str = "snarkflow.control.gpu.params";
 
 /// One gpu-worker as it reports itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuWorkerStatus {
     pub worker: String,
     pub host: String,
@@ -30,6 +31,7 @@ pub struct GpuWorkerStatus {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuDevice {
     /// The GPU's index on its host (as `nvidia-smi` numbers them), else its ordinal.
     pub index: u32,
@@ -38,6 +40,7 @@ pub struct GpuDevice {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LoadedCircuit {
     pub circuit_id: String,
     /// Size of its parameter file (what loading it reads).
@@ -55,8 +58,11 @@ pub struct LoadedCircuit {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CurrentProof {
+    /// Empty when the caller may not see that job (another tenant's).
     pub job_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: crate::JobKind,
     pub partition: u32,
 }

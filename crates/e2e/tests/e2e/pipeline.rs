@@ -201,3 +201,48 @@ async fn listing_returns_every_job_newest_first_with_state_and_limit() {
     assert_eq!(list("?state=cancelled").await.0, vec![ids[1].clone()]);
     assert!(list("?state=done").await.0.is_empty(), "no prover ran: nothing can be done");
 }
+
+/// `GET /v1/cluster` (`snarkflow cluster status`): the gpu-worker with what it loaded, the jobs
+/// per state, and a lane's backlog and age while no gpu-worker takes its work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cluster_view_shows_workers_lanes_and_jobs() {
+    let mut stack = Stack::start().await.unwrap();
+    let cluster = |stack: &Stack| {
+        let (http, url) = (stack.http.clone(), format!("{}/v1/cluster", stack.base));
+        async move {
+            let r = http.get(url).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            r.json::<snarkflow_gateway::ClusterView>().await.unwrap()
+        }
+    };
+    let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
+    assert_eq!(stack.wait_finished(&id, Duration::from_secs(300)).await.unwrap()["state"], "done");
+    let view = cluster(&stack).await;
+    assert_eq!(view.gpu_workers.len(), 1, "{view:?}");
+    let worker = &view.gpu_workers[0];
+    assert!(worker.ready && worker.worker == "gpu-1", "{worker:?}");
+    assert!(worker.loaded.iter().any(|l| l.circuit_id == "dense-chain-c256"), "{worker:?}");
+    assert_eq!(view.jobs["done"], 1);
+    assert_eq!(view.jobs["queued"] + view.jobs["proving"] + view.jobs["failed"], 0);
+    assert_eq!(view.lanes.len(), 8, "two stages of four lanes");
+    assert!(view.lanes.iter().all(|l| l.waiting == 0 && l.in_progress == 0 && l.oldest_secs.is_none()), "{view:?}");
+
+    // no gpu-worker: the partition waits on the proving lane, and ages
+    stack.gpu.pop().unwrap().stop().await.unwrap();
+    let waiting = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let lane = loop {
+        let view = cluster(&stack).await;
+        let normal = view.lanes.into_iter().find(|l| l.stage == "proving" && l.lane == "normal").unwrap();
+        if normal.waiting == 1 && normal.oldest_secs.is_some_and(|s| s >= 1.0) {
+            assert!(view.gpu_workers.is_empty());
+            assert_eq!(view.jobs["proving"] + view.jobs["synthesizing"], 1, "{:?}", view.jobs);
+            break normal;
+        }
+        assert!(std::time::Instant::now() < deadline, "the partition never waited on the proving lane: {normal:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(lane.in_progress, 0);
+    stack.gpu.push(snarkflow_e2e::start_gpu_worker(&stack.nats.url(), "gpu-2").unwrap());
+    assert_eq!(stack.wait_finished(&waiting, Duration::from_secs(300)).await.unwrap()["state"], "done");
+}

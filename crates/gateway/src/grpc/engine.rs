@@ -195,8 +195,8 @@ impl ProvingEngine for Engine {
     /// The cluster's devices and queues; the job on a device is named only to its own tenant.
     async fn get_status(&self, req: Request<pb::GetStatusRequest>) -> Answer<pb::GetStatusResponse> {
         let caller = self.caller(&req)?;
-        let (workers, counts) = tokio::join!(status::gpu_workers(&self.state), self.counts.get(&self.state));
-        let workers = status::hide_others_jobs(&self.state, &caller, workers?).await;
+        let (workers, counts) = tokio::join!(crate::cluster::gpu_workers(&self.state), self.counts.get(&self.state));
+        let workers = crate::cluster::hide_others_jobs(&self.state, &caller, workers?).await;
         Ok(Response::new(status::status_response(&workers, &counts?, self.started.elapsed())))
     }
 

@@ -8,17 +8,11 @@ use std::time::{Duration, Instant};
 
 use snarkflow_wire::{
     CircuitSpec, GpuWorkerStatus, JobState, LoadedCircuit, ParamsCommand, ParamsReply, GPU_PARAMS_SUBJECT,
-    GPU_STATUS_SUBJECT,
 };
-use tracing::warn;
 
 use super::pb;
-use crate::auth::Caller;
 use crate::{ApiError, AppState};
 
-/// How long the gateway listens for gpu-workers' status replies (they answer at once; the
-/// window covers a busy network, and bounds a GetStatus, which Curio gives 5 s).
-const STATUS_WINDOW: Duration = Duration::from_millis(500);
 /// Longest a parameter load may take (64 GiB PoRep parameters from a slow disk).
 const PRELOAD_WINDOW: Duration = Duration::from_secs(30 * 60);
 /// A ledger count this young is answered again (Curio asks before every task it takes).
@@ -58,19 +52,6 @@ impl CountsCache {
         *self.0.lock().expect("counts cache") = Some((Instant::now(), counts.clone()));
         Ok(counts)
     }
-}
-
-/// Every gpu-worker that answers within [`STATUS_WINDOW`].
-pub(super) async fn gpu_workers(state: &AppState) -> Result<Vec<GpuWorkerStatus>, ApiError> {
-    let replies = state.bus.gather(GPU_STATUS_SUBJECT, b"{}".to_vec(), None, STATUS_WINDOW).await?;
-    let mut workers: Vec<GpuWorkerStatus> = replies
-        .iter()
-        .filter_map(|r| {
-            serde_json::from_slice(r).map_err(|e| warn!(error = %e, "unreadable gpu-worker status reply")).ok()
-        })
-        .collect();
-    workers.sort_by(|a, b| a.worker.cmp(&b.worker));
-    Ok(workers)
 }
 
 /// The `GetStatus` answer from the workers' reports and the ledger's counts.
@@ -161,7 +142,7 @@ fn plans(w: &GpuWorkerStatus) -> String {
 
 /// Send `command` to every live gpu-worker and wait for all their answers.
 pub(super) async fn params_command(state: &AppState, command: ParamsCommand) -> Result<Vec<ParamsReply>, ApiError> {
-    let expected = gpu_workers(state).await?.len();
+    let expected = crate::cluster::gpu_workers(state).await?.len();
     if expected == 0 {
         return Err(ApiError::Unavailable("no gpu-worker answered: none is running or reachable".into()));
     }
@@ -191,26 +172,6 @@ pub(super) fn served_circuit_id(state: &AppState, id: &str) -> Result<String, Ap
     let spec: CircuitSpec = super::request::circuit_from_id(id)?;
     state.policy.check_circuit(&spec, 1)?;
     Ok(spec.circuit_id())
-}
-
-/// `workers` with the job on each device named only when `caller` may see that job (its own
-/// tenant's, or any for an admin): one tenant does not learn another's job ids.
-pub(super) async fn hide_others_jobs(
-    state: &AppState,
-    caller: &Caller,
-    mut workers: Vec<GpuWorkerStatus>,
-) -> Vec<GpuWorkerStatus> {
-    if caller.is_admin() {
-        return workers;
-    }
-    for worker in &mut workers {
-        let Some(current) = worker.current.as_mut() else { continue };
-        let tenant = state.index.tenant_of(&state.ledger, &current.job_id).await;
-        if tenant.as_deref() != Some(caller.tenant()) {
-            current.job_id.clear();
-        }
-    }
-    workers
 }
 
 #[cfg(test)]

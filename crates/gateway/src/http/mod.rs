@@ -2,6 +2,7 @@
 //! streams) and the handlers, one group per file. What a request *does* lives in
 //! [`crate::jobs`]; this module only turns HTTP into calls there and answers back.
 
+mod cluster;
 pub(crate) mod error;
 pub(crate) mod health;
 mod jobs;
@@ -64,6 +65,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/jobs", get(jobs::list).post(jobs::submit))
         .route("/v1/jobs/{id}", get(jobs::get).delete(jobs::cancel))
         .route("/v1/jobs/{id}/proof", get(jobs::proof))
+        .route("/v1/cluster", get(cluster::get))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

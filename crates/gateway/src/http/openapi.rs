@@ -12,6 +12,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, RefOr};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use crate::cluster::{ClusterView, LaneView};
 use crate::jobs::view::{Bytes, JobView, PartitionCounts, PartitionView, Timings};
 
 /// `POST /v1/jobs`: one proof job.
@@ -138,6 +139,12 @@ fn cancel() {}
 #[allow(dead_code)]
 fn proof() {}
 
+#[utoipa::path(get, path = "/v1/cluster", tag = "operations",
+    responses((status = 200, description = "The gpu-workers as they report themselves (memory plan per circuit, the partition on each device), each stage's priority lanes (tasks waiting, held, the oldest one's age) and the jobs per state", body = ClusterView),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 503, body = ErrorBody)))]
+#[allow(dead_code)]
+fn cluster() {}
+
 #[utoipa::path(get, path = "/healthz", tag = "operations",
     responses((status = 200, description = "The process is up")))]
 #[allow(dead_code)]
@@ -167,8 +174,8 @@ fn openapi() {}
         title = "snarkflow gateway",
         description = "Distributed Groth16 proving for Filecoin: submit a job, poll it, fetch its verified proof, cancel it. Every request but /healthz, /readyz, /metrics and this document carries `Authorization: Bearer <token>` unless the gateway runs with --insecure-no-auth. Curio speaks cuzk's gRPC interface instead (docs/curio.md)."
     ),
-    paths(submit, list, get, cancel, proof, healthz, readyz, metrics, openapi),
-    components(schemas(JobRequest, Submitted, JobList, ErrorBody, ErrorDetail, JobView, PartitionCounts, PartitionView, Timings, Bytes)),
+    paths(submit, list, get, cancel, proof, cluster, healthz, readyz, metrics, openapi),
+    components(schemas(JobRequest, Submitted, JobList, ErrorBody, ErrorDetail, JobView, PartitionCounts, PartitionView, Timings, Bytes, ClusterView, LaneView)),
     modifiers(&Enumerations),
     security(("bearer" = [])),
 )]
