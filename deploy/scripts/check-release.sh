@@ -28,7 +28,7 @@ for deb in "$dir"/*.deb; do
         exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")
         [ -x "$x$exe" ] || fail "$name: $(basename "$unit") starts $exe, which the package does not install"
     done
-    [ "$(ls "$x"/lib/systemd/system | wc -l)" = 3 ] || fail "$name: expected the three snarkflow units"
+    [ "$(ls "$x"/lib/systemd/system | wc -l)" = 4 ] || fail "$name: expected the four snarkflow units"
     [ -x "$x/usr/bin/snarkflow" ] || fail "$name: no /usr/bin/snarkflow"
     for f in snarkflow gateway synth-worker gpu-worker; do
         grep -q "^/etc/snarkflow/$f.env\$" "$x/DEBIAN/conffiles" || fail "$name: /etc/snarkflow/$f.env is not a conffile"

@@ -1,5 +1,5 @@
 """What `systemd-analyze verify` cannot see in deploy/systemd (issue 43 item 6, issue 39 item 6):
-  - every credential a unit loads is a file deploy/scripts/nats-credentials.sh writes;
+  - every NATS password a unit loads is a file deploy/scripts/nats-credentials.sh writes;
   - each snarkflow unit runs as a user of its own, with a state directory of its own;
   - ReadOnlyPaths=/ReadWritePaths= name no directory nothing creates (a `-` prefix, or a
     directory a unit's StateDirectory= makes);
@@ -72,8 +72,10 @@ def main():
     users = {}
     for name, unit in units.items():
         for value in values(unit, "LoadCredential"):
-            source = value.partition(":")[2]
-            if pathlib.PurePath(source).name not in written:
+            credential, _, source = value.partition(":")
+            # the NATS passwords come from nats-credentials.sh; other credentials (the
+            # curio-proxy's key and token) are the operator's own files
+            if credential == "nats-password" and pathlib.PurePath(source).name not in written:
                 problems.append(f"{name}: LoadCredential= loads {source}, a file nats-credentials.sh never writes "
                                 f"(it writes {', '.join(sorted(written))})")
         for key in ("ReadOnlyPaths", "ReadWritePaths", "BindReadOnlyPaths", "BindPaths"):

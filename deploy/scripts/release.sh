@@ -15,7 +15,7 @@
 #
 # The Debian packages install the service binaries in /usr/lib/snarkflow (their names are too
 # generic for /usr/bin), `snarkflow` in /usr/bin, the units in /lib/systemd/system (pointing at
-# /usr/lib/snarkflow), the example environment files in /etc/snarkflow (conffiles, mode 600),
+# /usr/lib/snarkflow, the curio-proxy's at /usr/bin/snarkflow), the example environment files in /etc/snarkflow (conffiles, mode 600),
 # and create the service users (docs/operations.md, "A fleet under systemd"). They enable and
 # start nothing: the operator fills in /etc/snarkflow first. The three packages conflict with
 # each other (one per host: `snarkflow` for CPU-only hosts, a GPU one on GPU hosts).
@@ -67,7 +67,8 @@ package() {
     install -m 755 "$tree/bin/snarkflow" "$deb/usr/bin/"
     for b in "${services[@]}"; do install -m 755 "$tree/bin/$b" "$deb/usr/lib/snarkflow/"; done
     for u in "$tree"/systemd/snarkflow-*.service; do
-        sed 's#/usr/local/bin/#/usr/lib/snarkflow/#g' "$u" >"$deb/lib/systemd/system/$(basename "$u")"
+        sed -e 's#/usr/local/bin/snarkflow #/usr/bin/snarkflow #' -e 's#/usr/local/bin/#/usr/lib/snarkflow/#g' "$u" \
+            >"$deb/lib/systemd/system/$(basename "$u")"
     done
     install -m 600 "$tree"/etc/snarkflow/*.env "$deb/etc/snarkflow/"
     cp -r "$tree/nats" "$tree/scripts" "$tree/prometheus" "$tree/grafana" "$deb/usr/share/snarkflow/"

@@ -88,6 +88,10 @@ enum Command {
         #[command(subcommand)]
         command: crate::cluster::ClusterCommand,
     },
+    /// On a Curio host: serve cuzk's interface where Curio dials it (a Unix socket or a
+    /// loopback port) and forward every call to the gateways over mutual TLS with a token,
+    /// failing over between them (docs/curio.md).
+    CurioProxy(snarkflow_curio_proxy::ProxyArgs),
     /// Operator tasks: the gateway's API tokens.
     Admin {
         #[command(subcommand)]
@@ -147,5 +151,6 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Params { command } => crate::params::run(command).await,
         Command::Doctor(args) => crate::doctor::run(args, &client).await,
         Command::Cluster { command } => crate::cluster::run(&client, command).await,
+        Command::CurioProxy(args) => snarkflow_curio_proxy::run_until_signal(args).await.map(|()| ExitCode::SUCCESS),
     }
 }

@@ -85,6 +85,8 @@ pub(crate) async fn gpu_workers(state: &AppState) -> Result<Vec<GpuWorkerStatus>
     let replies = state.bus.gather(GPU_STATUS_SUBJECT, b"{}".to_vec(), None, STATUS_WINDOW).await?;
     let mut workers: Vec<GpuWorkerStatus> = replies
         .iter()
+        // NATS's "no responders" answer has no payload: no gpu-worker is listening
+        .filter(|r| !r.is_empty())
         .filter_map(|r| {
             serde_json::from_slice(r).map_err(|e| warn!(error = %e, "unreadable gpu-worker status reply")).ok()
         })

@@ -14,6 +14,7 @@ mod args;
 mod status;
 pub mod systemd;
 pub mod tokens;
+mod unix;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ use std::process::ExitCode;
 pub use args::{parse_bytes, BadByteCount, NatsArgs, ParamsDir, TelemetryArgs, FILECOIN_PROOFS_PARAMS_DIR};
 pub use status::{serve_status, spawn_status, Readiness};
 use tokio_util::sync::CancellationToken;
+pub use unix::{bind_socket, parse_mode, BadListen, Listen};
 
 /// Resolves on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {

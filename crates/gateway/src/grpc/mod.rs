@@ -107,53 +107,10 @@ pub struct GrpcArgs {
     pub body_timeout_secs: u64,
 }
 
-fn parse_mode(s: &str) -> Result<u32, BadListen> {
-    match u32::from_str_radix(s.trim_start_matches("0o"), 8) {
-        Ok(mode) if mode <= 0o777 => Ok(mode),
-        _ => Err(BadListen::Mode(s.to_owned())),
-    }
-}
-
-/// A `--grpc-listen` or `--grpc-socket-mode` the gateway cannot use.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum BadListen {
-    #[error("{0:?}: a Unix socket is unix:///absolute/path")]
-    RelativeSocket(String),
-    #[error("{0:?} is neither host:port (an IP address) nor unix:///path")]
-    Neither(String),
-    #[error("{0:?} is not an octal file mode such as 660")]
-    Mode(String),
-}
-
 /// Where the gRPC interface listens: `host:port`, or `unix:///path/to.sock`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GrpcListen {
-    Tcp(std::net::SocketAddr),
-    Unix(PathBuf),
-}
-
-impl std::str::FromStr for GrpcListen {
-    type Err = BadListen;
-
-    fn from_str(s: &str) -> Result<Self, BadListen> {
-        if let Some(path) = s.strip_prefix("unix://") {
-            if !path.starts_with('/') {
-                return Err(BadListen::RelativeSocket(s.to_owned()));
-            }
-            return Ok(GrpcListen::Unix(PathBuf::from(path)));
-        }
-        s.parse().map(GrpcListen::Tcp).map_err(|_| BadListen::Neither(s.to_owned()))
-    }
-}
-
-impl std::fmt::Display for GrpcListen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GrpcListen::Tcp(addr) => write!(f, "{addr}"),
-            GrpcListen::Unix(path) => write!(f, "unix://{}", path.display()),
-        }
-    }
-}
+pub type GrpcListen = snarkflow_service::Listen;
+use snarkflow_service::parse_mode;
+pub use snarkflow_service::BadListen;
 
 /// The caller a call without a token acts as: `tenant`, allowed to submit (at any priority:
 /// Curio sends WinningPoSt as CRITICAL), read and cancel its own jobs.
@@ -236,7 +193,7 @@ pub(crate) async fn serve(
             router.serve_with_incoming_shutdown(incoming, stop).await.context("serving gRPC")?;
         }
         GrpcListen::Unix(path) => {
-            let listener = bind_socket(path, args.socket_mode)?;
+            let listener = snarkflow_service::bind_socket(path, args.socket_mode)?;
             info!(socket = %path.display(), mode = format!("{:o}", args.socket_mode), %tenant, require_token, control, "gRPC (cuzk.v1.ProvingEngine) listening");
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             let served = router.serve_with_incoming_shutdown(incoming, stop).await;
@@ -245,36 +202,6 @@ pub(crate) async fn serve(
         }
     }
     Ok(())
-}
-
-/// Bind the Unix socket at `path` with file mode `mode`. It is made in a private directory
-/// beside `path`, given its mode, then renamed into place: at no moment can anyone connect
-/// whom `mode` shuts out.
-fn bind_socket(path: &std::path::Path, mode: u32) -> anyhow::Result<tokio::net::UnixListener> {
-    use std::os::unix::fs::{DirBuilderExt as _, FileTypeExt as _, PermissionsExt as _};
-    // a socket file left by a process that is gone would be in the way
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-        std::fs::remove_file(path).with_context(|| format!("removing the stale socket {}", path.display()))?;
-    }
-    let name = path.file_name().with_context(|| format!("{} names no file", path.display()))?;
-    // (kept short: a socket path has ~107 bytes at most)
-    let private = path.with_file_name(format!(".{}.{}", name.to_string_lossy(), std::process::id()));
-    let _ = std::fs::remove_dir_all(&private);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&private)
-        .with_context(|| format!("creating {} to bind the gRPC socket in", private.display()))?;
-    let staged = private.join("s");
-    let bound = (|| {
-        let listener = tokio::net::UnixListener::bind(&staged)
-            .with_context(|| format!("binding the gRPC socket {}", path.display()))?;
-        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("setting the mode of {} to {mode:o}", path.display()))?;
-        std::fs::rename(&staged, path).with_context(|| format!("moving the gRPC socket to {}", path.display()))?;
-        Ok(listener)
-    })();
-    let _ = std::fs::remove_dir_all(&private);
-    bound
 }
 
 /// The HTTP API's error as a gRPC status, with the message the HTTP API gives.
