@@ -225,39 +225,3 @@ impl From<ApiError> for tonic::Status {
         tonic::Status::new(code, e.public_message())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn listen_addresses_parse() {
-        assert_eq!("127.0.0.1:9820".parse::<GrpcListen>().unwrap(), GrpcListen::Tcp("127.0.0.1:9820".parse().unwrap()));
-        assert_eq!(
-            "unix:///run/curio/cuzk.sock".parse::<GrpcListen>().unwrap(),
-            GrpcListen::Unix("/run/curio/cuzk.sock".into())
-        );
-        assert!("unix://relative.sock".parse::<GrpcListen>().is_err());
-        assert_eq!("localhost:9820".parse::<GrpcListen>(), Err(BadListen::Neither("localhost:9820".into())));
-    }
-
-    #[test]
-    fn socket_modes_are_octal() {
-        assert_eq!(parse_mode("660").unwrap(), 0o660);
-        assert_eq!(parse_mode("0o600").unwrap(), 0o600);
-        assert!(parse_mode("999").is_err());
-        assert!(parse_mode("1777").is_err());
-    }
-
-    #[tokio::test]
-    async fn the_socket_has_the_mode_asked_for() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cuzk.sock");
-        for mode in [0o600, 0o660] {
-            let _listener = bind_socket(&path, mode).unwrap();
-            let got = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-            assert_eq!(got, mode, "socket mode {got:o}, asked for {mode:o}");
-        }
-    }
-}
