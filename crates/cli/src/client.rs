@@ -90,9 +90,14 @@ impl Client {
     }
 
     pub(crate) async fn status(&self, id: &str) -> anyhow::Result<Value> {
+        self.get_json(&format!("/v1/jobs/{id}")).await
+    }
+
+    /// `GET path` on the gateway, its JSON answer.
+    async fn get_json(&self, path: &str) -> anyhow::Result<Value> {
         let resp = self
             .http
-            .get(format!("{}/v1/jobs/{id}", self.base))
+            .get(format!("{}{path}", self.base))
             .send()
             .await
             .map_err(|e| GatewayError::unreachable(&self.base, e))?;
@@ -123,16 +128,7 @@ impl Client {
 
     /// `GET /v1/cluster`.
     pub(crate) async fn cluster(&self) -> anyhow::Result<Value> {
-        let resp = self
-            .http
-            .get(format!("{}/v1/cluster", self.base))
-            .send()
-            .await
-            .map_err(|e| GatewayError::unreachable(&self.base, e))?;
-        if !resp.status().is_success() {
-            return Err(error_of(resp).await);
-        }
-        Ok(resp.json().await?)
+        self.get_json("/v1/cluster").await
     }
 
     pub(crate) async fn list(&self, state: Option<&str>, limit: usize) -> anyhow::Result<Value> {
