@@ -58,8 +58,14 @@ fn render(view: &ClusterView) -> String {
     let ready = view.gpu_workers.iter().filter(|w| w.ready).count();
     let _ = writeln!(out, "gpu-workers: {} ({ready} ready)", view.gpu_workers.len());
     for w in &view.gpu_workers {
-        let devices: Vec<String> =
-            w.devices.iter().map(|d| format!("{} {} {}", d.index, d.name, gib(d.memory_bytes))).collect();
+        let devices: Vec<String> = w
+            .devices
+            .iter()
+            .map(|d| match d.memory_bytes {
+                0 => d.name.clone(),
+                bytes => format!("GPU {} {} {}", d.index, d.name, gib(bytes)),
+            })
+            .collect();
         let _ = writeln!(out, "  {} on {}: {} ({}), {}", w.worker, w.host, w.state, w.backend, devices.join(", "));
         for l in &w.loaded {
             let plan = l.memory_plan.as_deref().unwrap_or(&l.prover);
@@ -104,7 +110,7 @@ mod tests {
         .unwrap();
         let text = render(&view);
         assert!(text.contains("gpu-workers: 1 (1 ready)"), "{text}");
-        assert!(text.contains("gpu-a-0 on a: ready (cuda-resident), 0 NVIDIA H200 140 GiB"), "{text}");
+        assert!(text.contains("gpu-a-0 on a: ready (cuda-resident), GPU 0 NVIDIA H200 140 GiB"), "{text}");
         assert!(text.contains("porep-c2-32GiB streamed, 56 GiB pinned on the host"), "{text}");
         assert!(text.contains("proving porep-c2 partition 3 of another tenant's job"), "{text}");
         assert!(text.contains("proving   normal           4        2   12.5 s"), "{text}");
