@@ -1,6 +1,6 @@
 //! Gateway metrics (Prometheus).
 
-use prometheus::{Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 use snarkflow_wire::{JobEvent, JobEventBody, JobRecord};
 
 #[derive(Clone)]
@@ -13,6 +13,7 @@ pub struct Metrics {
     stage_seconds: HistogramVec,
     hop_bytes: IntCounterVec,
     queue_depth: IntGaugeVec,
+    queue_oldest: GaugeVec,
     jobs: IntGaugeVec,
     ledger_bytes: IntGaugeVec,
     backlog_constraints: IntGaugeVec,
@@ -67,6 +68,14 @@ impl Metrics {
             IntCounterVec::new(Opts::new("snarkflow_hop_bytes_total", "bytes moved per hop"), &["hop"]).unwrap();
         let queue_depth =
             IntGaugeVec::new(Opts::new("snarkflow_queue_depth", "messages waiting per stream"), &["stage"]).unwrap();
+        let queue_oldest = GaugeVec::new(
+            Opts::new(
+                "snarkflow_queue_oldest_seconds",
+                "age of the oldest unsettled task per stage and priority lane (0: the lane is empty)",
+            ),
+            &["stage", "lane"],
+        )
+        .unwrap();
         let jobs =
             IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"])
                 .unwrap();
@@ -113,6 +122,7 @@ impl Metrics {
         registry.register(Box::new(backlog_gpu_seconds.clone())).expect("unique metric");
         registry.register(Box::new(ledger_bytes.clone())).expect("unique metric");
         registry.register(Box::new(queue_depth.clone())).expect("unique metric");
+        registry.register(Box::new(queue_oldest.clone())).expect("unique metric");
         registry.register(Box::new(jobs.clone())).expect("unique metric");
         for c in [&submitted, &finished, &rejected, &hop_bytes] {
             registry.register(Box::new(c.clone())).expect("unique metric");
@@ -128,6 +138,7 @@ impl Metrics {
             stage_seconds,
             hop_bytes,
             queue_depth,
+            queue_oldest,
             jobs,
             ledger_bytes,
             backlog_constraints,
@@ -163,6 +174,10 @@ impl Metrics {
 
     pub fn set_queue_depth(&self, stage: &str, depth: u64) {
         self.queue_depth.with_label_values(&[stage]).set(depth as i64);
+    }
+
+    pub fn set_queue_oldest(&self, stage: &str, lane: &str, seconds: f64) {
+        self.queue_oldest.with_label_values(&[stage, lane]).set(seconds);
     }
 
     /// Replace the jobs-by-state gauge with a fresh count.

@@ -243,6 +243,20 @@ async fn the_cluster_view_shows_workers_lanes_and_jobs() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
     assert_eq!(lane.in_progress, 0);
+    // the same age on the gateway's /metrics, from its ledger pass
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = stack.http.get(format!("{}/metrics", stack.base)).send().await.unwrap().text().await.unwrap();
+        let age = text
+            .lines()
+            .find(|l| l.starts_with("snarkflow_queue_oldest_seconds{lane=\"normal\",stage=\"prove\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+        if age.is_some_and(|a| a >= 1.0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no queue age on /metrics: {age:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     stack.gpu.push(snarkflow_e2e::start_gpu_worker(&stack.nats.url(), "gpu-2").unwrap());
     assert_eq!(stack.wait_finished(&waiting, Duration::from_secs(300)).await.unwrap()["state"], "done");
 }

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use snarkflow_bus::{now_ms, Bus, Ledger};
-use snarkflow_wire::{JobState, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+use snarkflow_wire::{JobState, Priority, Stage, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -46,6 +46,7 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
                 metrics.set_queue_depth(stage, depth);
             }
         }
+        measure_queue_age(&bus, &metrics).await;
         let began = Instant::now();
         if let Ok(retention) = ledger.retention().await {
             index.prune(retention, now_ms());
@@ -73,6 +74,25 @@ pub(crate) async fn run(parts: Parts, pass: Pass, shutdown: CancellationToken) {
 }
 
 /// The ledger's size against its limit, and what the unfinished jobs may still write to it.
+/// The oldest unsettled task's age on every lane of the work stages: a lane whose oldest task
+/// keeps ageing has no worker taking it (the queue depth alone does not tell a busy lane from a
+/// stuck one).
+async fn measure_queue_age(bus: &Bus, metrics: &Metrics) {
+    let now = now_ms();
+    for stage in Stage::ALL {
+        let name = match stage {
+            Stage::Synthesis => "synth",
+            Stage::Proving => "prove",
+        };
+        for lane in Priority::ALL {
+            if let Ok(backlog) = bus.lane_backlog(stage, lane).await {
+                let age = backlog.oldest_ms.map_or(0.0, |at| now.saturating_sub(at) as f64 / 1000.0);
+                metrics.set_queue_oldest(name, lane.as_str(), age);
+            }
+        }
+    }
+}
+
 async fn measure_room(ledger: &Ledger, room: &LedgerRoom, metrics: &Metrics, jobs: &[JobSummary]) {
     match ledger.usage().await {
         Ok((used, limit)) => {
