@@ -50,7 +50,7 @@ pub use ledger::room::LedgerRoom;
 pub use metrics::Metrics;
 pub use quota::{QuotaLimits, Quotas};
 pub use services::serve;
-pub use state::{validation_slots, AppState};
+pub use state::{validation_slots, AppState, ValidationSlots, SMALL_REQUEST_BYTES};
 
 /// Process entry point: parse flags and environment, start telemetry, run until SIGINT or
 /// SIGTERM, drain, flush.

@@ -4,6 +4,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::{Semaphore, SemaphorePermit};
+
 use snarkflow_bus::{Bus, Ledger};
 use snarkflow_filecoin::manifest::Manifest;
 
@@ -30,13 +32,47 @@ pub struct AppState {
     /// Room in the job ledger: new jobs wait while the jobs in flight need it.
     pub ledger_room: LedgerRoom,
     /// Request bodies parsed and validated at once, on blocking threads (a 32 GiB C1 is tens of
-    /// MB of JSON and seconds of checks): one per core.
-    pub validations: Arc<tokio::sync::Semaphore>,
+    /// MB of JSON and seconds of checks): one per core, and one more for small requests.
+    pub validations: ValidationSlots,
 }
 
-/// Permits of [`AppState::validations`]: the host's cores.
+/// Permits of [`AppState::validations`]'s general slots: the host's cores.
 pub fn validation_slots() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+/// A request this small (a PoSt's vanilla proofs, a test job) may take the slot kept for small
+/// requests: a WinningPoSt is never parsed after a queue of 32 GiB C1 outputs.
+pub const SMALL_REQUEST_BYTES: usize = 1 << 20;
+
+/// The validation slots: `general` for any request, one more kept for requests of at most
+/// [`SMALL_REQUEST_BYTES`].
+#[derive(Clone)]
+pub struct ValidationSlots {
+    general: Arc<Semaphore>,
+    small: Arc<Semaphore>,
+}
+
+impl ValidationSlots {
+    pub fn new(general: usize) -> ValidationSlots {
+        ValidationSlots { general: Arc::new(Semaphore::new(general.max(1))), small: Arc::new(Semaphore::new(1)) }
+    }
+
+    /// A slot for validating a request of `bytes`: a general one, or for a small request
+    /// whichever comes first of a general one and the small one.
+    pub async fn acquire(&self, bytes: usize) -> SemaphorePermit<'_> {
+        let general = self.general.acquire();
+        let permit = if bytes <= SMALL_REQUEST_BYTES {
+            tokio::select! {
+                biased;
+                p = general => p,
+                p = self.small.acquire() => p,
+            }
+        } else {
+            general.await
+        };
+        permit.expect("the validation semaphores are never closed")
+    }
 }
 
 impl AppState {
@@ -72,7 +108,25 @@ impl AppState {
             event_loop: Default::default(),
             index: LedgerIndex::default(),
             ledger_room: LedgerRoom::new(config.ledger_headroom_percent),
-            validations: Arc::new(tokio::sync::Semaphore::new(validation_slots())),
+            validations: ValidationSlots::new(validation_slots()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_small_request_is_validated_while_large_ones_hold_every_general_slot() {
+        let slots = ValidationSlots::new(1);
+        let held = slots.acquire(50 << 20).await;
+        let wait = Duration::from_millis(200);
+        let small = tokio::time::timeout(wait, slots.acquire(4 << 10)).await.expect("the small slot");
+        assert!(tokio::time::timeout(wait, slots.acquire(50 << 20)).await.is_err(), "a large one waits");
+        assert!(tokio::time::timeout(wait, slots.acquire(4 << 10)).await.is_err(), "one small slot, taken");
+        drop(held);
+        let large = tokio::time::timeout(wait, slots.acquire(50 << 20)).await.expect("the general slot, freed");
+        drop((small, large));
     }
 }

@@ -67,8 +67,7 @@ impl Engine {
         );
         let result = async {
             // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work, bounded
-            let _slot =
-                self.state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
+            let _slot = self.state.validations.acquire(prost::Message::encoded_len(&req)).await;
             let job = tokio::task::spawn_blocking(move || {
                 let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
                 let job = crate::validate(request::job_request(req)?)?;

@@ -35,7 +35,7 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 /// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU and
 /// ~16x the body in memory, kept off the async executor and bounded.
 async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<crate::ValidJob, ApiError> {
-    let _slot = state.validations.acquire().await.map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
+    let _slot = state.validations.acquire(body.len()).await;
     tokio::task::spawn_blocking(move || {
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;

@@ -54,7 +54,7 @@ async fn state_with(
         event_loop: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         index: snarkflow_gateway::LedgerIndex::default(),
         ledger_room: snarkflow_gateway::LedgerRoom::new(10),
-        validations: Arc::new(tokio::sync::Semaphore::new(2)),
+        validations: snarkflow_gateway::ValidationSlots::new(2),
     }
 }
 
