@@ -29,8 +29,8 @@
 //!   `StackedCircuit`'s, `EmptySectorUpdateCircuit`'s (`native/snap.rs`) and
 //!   `FallbackPoStCircuit`'s allocations mirrored on `snarkflow_synthesis::native`
 //!   (`native/merkle.rs`: Merkle paths and bit packing), challenges (PoSt: sectors) in parallel,
-//!   each written into its place. Equal to the gadgets' by `tests/native_porep.rs`,
-//!   `tests/native_snap.rs` and `tests/native_post.rs`.
+//!   each written into its place. Equal to the gadgets' by `tests/native/porep.rs`,
+//!   `tests/native/snap.rs` and `tests/native/post.rs`.
 //! - `verify.rs`: each partition proof checked before filecoin-proofs' whole-proof verifier;
 //!   [`VerifyFailure`] names the partitions that fail.
 //! - [`manifest`]: the parameter files filecoin-proofs publishes, and their digests.

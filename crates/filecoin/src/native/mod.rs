@@ -22,8 +22,8 @@
 //!
 //! - [`snap_partition`] (`snap.rs`): `EmptySectorUpdateCircuit` (SnapDeals).
 //!
-//! Exactness against the gadgets is what the tests in `tests/native_porep.rs`,
-//! `tests/native_post.rs` and `tests/native_snap.rs` check; a storage-proofs upgrade that
+//! Exactness against the gadgets is what the tests in `tests/native/porep.rs`,
+//! `tests/native/post.rs` and `tests/native/snap.rs` check; a storage-proofs upgrade that
 //! changes a gadget fails them.
 
 use blstrs::Scalar as Fr;
