@@ -78,6 +78,11 @@ pub trait ProofKind {
     /// into test builds only.
     const DOCUMENTED: bool = true;
 
+    /// Input fields whose value [`ProofKind::parse`] also takes as its JSON text in a string
+    /// (PoRep's `c1_raw`): the gateway hands such a field over as text when it arrives as an
+    /// object, never building the JSON tree of a C1 output (16-32x its size in memory).
+    const TEXT_FIELDS: &'static [&'static str] = &[];
+
     /// `spec` as the tail of a circuit id (`32GiB`, `c1024`): letters, digits, `-` and `_`, one
     /// rendering per spec, read back by [`ProofKind::parse_spec`].
     fn render_spec(spec: &Self::Spec) -> String;

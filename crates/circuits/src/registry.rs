@@ -107,6 +107,11 @@ pub fn verified_whole(kind: JobKind) -> bool {
     kind_info(kind).is_none_or(|k| k.verified_whole)
 }
 
+/// [`ProofKind::TEXT_FIELDS`] of `kind` (none for a kind this build does not have).
+pub fn text_fields(kind: JobKind) -> &'static [&'static str] {
+    with_kind!(kind, K => K::TEXT_FIELDS, unknown => &[])
+}
+
 /// Whether jobs of `kind` carry an input (false for a kind this build does not have).
 pub fn takes_input(kind: JobKind) -> bool {
     kind_info(kind).is_some_and(|k| k.takes_input)

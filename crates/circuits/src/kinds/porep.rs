@@ -24,6 +24,7 @@ impl ProofKind for Porep {
     const TAKES_INPUT: bool = true;
     const FILECOIN: bool = true;
     const VERIFIED_WHOLE: bool = true;
+    const TEXT_FIELDS: &'static [&'static str] = &["c1_raw"];
 
     /// `32GiB`, `synthetic-32GiB`.
     fn render_spec(spec: &PorepSpec) -> String {

@@ -36,13 +36,9 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 /// ~16x the body in memory, kept off the async executor and bounded.
 async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<crate::ValidJob, ApiError> {
     let _slot = state.validations.acquire(body.len()).await;
-    tokio::task::spawn_blocking(move || {
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
-        validate(JobRequest::from_json(value)?)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
+    tokio::task::spawn_blocking(move || validate(JobRequest::from_json_bytes(&body)?))
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
 }
 
 /// `POST /v1/jobs`. The caller is authenticated from the headers before a byte of the body is

@@ -212,6 +212,45 @@ impl JobRequest {
         }
     }
 
+    /// Read a `POST /v1/jobs` body from its bytes, as [`JobRequest::from_json`] does, without
+    /// building the JSON tree of an input field its kind takes as text
+    /// (`snarkflow_circuits::text_fields`: PoRep's `c1_raw`, whose tree would be 16-32x the
+    /// C1 output's size): such a field reaches the kind as the JSON text it was sent as.
+    pub fn from_json_bytes(body: &[u8]) -> Result<Self, ApiError> {
+        use serde_json::value::RawValue;
+        let envelope: std::collections::BTreeMap<String, &RawValue> = serde_json::from_slice(body).map_err(|e| {
+            if e.is_data() {
+                ApiError::BadRequest("request body must be a JSON object".into())
+            } else {
+                ApiError::BadRequest(format!("request body is not valid JSON: {e}"))
+            }
+        })?;
+        let kind = envelope.get("kind").and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+        let text_fields =
+            kind.as_deref().and_then(snarkflow_circuits::kind_named).map_or(&[][..], snarkflow_circuits::text_fields);
+        let mut obj = Map::new();
+        for (key, raw) in envelope {
+            let value = if key == "input" && raw.get().trim_start().starts_with('{') {
+                let input: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(raw.get())
+                    .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+                let mut fields = Map::new();
+                for (name, raw) in input {
+                    let value = if text_fields.contains(&name.as_str()) && raw.get().trim_start().starts_with('{') {
+                        Value::String(raw.get().to_owned())
+                    } else {
+                        serde_json::from_str(raw.get()).expect("a value of a parsed object parses")
+                    };
+                    fields.insert(name, value);
+                }
+                Value::Object(fields)
+            } else {
+                serde_json::from_str(raw.get()).expect("a value of a parsed object parses")
+            };
+            obj.insert(key, value);
+        }
+        Self::from_json(Value::Object(obj))
+    }
+
     /// Read a `POST /v1/jobs` body: the envelope's fields and their types (the values' ranges
     /// and the input are [`validate`]'s).
     pub fn from_json(body: Value) -> Result<Self, ApiError> {

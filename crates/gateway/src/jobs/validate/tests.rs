@@ -2,8 +2,36 @@
 use super::*;
 use serde_json::json;
 
+/// Through the HTTP door's parser, from the body's bytes.
 fn check(body: Value) -> Result<ValidJob, ApiError> {
-    validate(JobRequest::from_json(body)?)
+    validate(JobRequest::from_json_bytes(&serde_json::to_vec(&body).unwrap())?)
+}
+
+/// PoRep's `c1_raw` sent as an object reaches the kind as the text it was sent as (no JSON tree
+/// of a C1 output); every other field, and every field of the other kinds, as a tree.
+#[test]
+fn a_c1_raw_object_reaches_porep_as_its_text() {
+    let c1 = r#"{"registered_proof": "StackedDrg2KiBV1_1", "vanilla_proofs": {"a": [1, 2]}}"#;
+    let body = format!(r#"{{"kind": "porep-c2", "input": {{"miner_id": 1000, "sector_num": 7, "c1_raw": {c1}}}}}"#);
+    let request = JobRequest::from_json_bytes(body.as_bytes()).unwrap();
+    let RequestInput::Json(input) = &request.input else { panic!("a JSON input") };
+    assert_eq!(input["c1_raw"], Value::String(c1.into()));
+    assert_eq!(input["miner_id"], json!(1000));
+    let body = br#"{"kind": "dense-chain", "input": {"constraints": 8, "more": {"a": [1]}}}"#;
+    let RequestInput::Json(input) = JobRequest::from_json_bytes(body).unwrap().input else { panic!("JSON") };
+    assert_eq!(input["more"], json!({"a": [1]}));
+}
+
+#[test]
+fn a_body_that_is_not_a_json_object_is_a_bad_request() {
+    for (body, says) in
+        [(&b"{\"kind\": "[..], "not valid JSON"), (b"[1, 2]", "must be a JSON object"), (b"7", "must be a JSON object")]
+    {
+        match JobRequest::from_json_bytes(body) {
+            Err(ApiError::BadRequest(m)) => assert!(m.contains(says), "{m}"),
+            other => panic!("{}: {other:?}", String::from_utf8_lossy(body)),
+        }
+    }
 }
 
 fn err(body: Value) -> String {
