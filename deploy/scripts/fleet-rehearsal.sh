@@ -114,17 +114,10 @@ ip link add "$bridge" type bridge
 ip addr add 10.78.0.1/24 dev "$bridge"
 ip link set "$bridge" up
 boot() {
-    local h=$1 nspawn leader=""
-    systemd-nspawn -D "$work/$h" -b --register=no --keep-unit --network-bridge="$bridge" \
-        --console=passive -M "$h" >"$work/$h.boot.log" 2>&1 &
-    nspawn=$!
-    for _ in $(seq 100); do
-        leader=$(ps --ppid "$nspawn" -o pid=,comm= | awk '$2 == "systemd" {print $1}' | head -1 || true)
-        [ -n "$leader" ] && break
-        sleep 0.2
-    done
-    [ -n "$leader" ] || { cat "$work/$h.boot.log"; exit 1; }
-    NSPAWN[$h]=$nspawn LEADER[$h]=$leader
+    local h=$1 leader
+    boot_container "$work/$h" "$work/$h.boot.log" --network-bridge="$bridge" -M "$h"
+    NSPAWN[$h]=$BOOTED_NSPAWN LEADER[$h]=$BOOTED_LEADER
+    leader=$BOOTED_LEADER
     # the host's own `ip`, in the container's network namespace
     nsenter -t "$leader" -n ip link set lo up
     nsenter -t "$leader" -n ip addr add "${IP[$h]}/24" dev host0

@@ -5,6 +5,9 @@
 #                         (each PKG as command:package)
 #   debian_root           prints the path of a Debian 12 root with systemd (debootstrap, made
 #                         once and cached in ~/.cache/snarkflow/systemd-root)
+#   boot_container ROOT LOG ARGS...  boots ROOT with systemd-nspawn (ARGS: its network and name),
+#                         output in LOG; sets BOOTED_NSPAWN (nspawn's pid) and BOOTED_LEADER
+#                         (the container's PID 1, for nsenter)
 BIN="${BIN:-target/debug}"
 
 need_binaries() {
@@ -31,4 +34,21 @@ debian_root() {
         touch "$root.done"
     fi
     echo "$root"
+}
+
+boot_container() {
+    local root=$1 log=$2 nspawn leader=""
+    shift 2
+    systemd-nspawn -D "$root" -b --register=no --keep-unit --console=passive "$@" >"$log" 2>&1 &
+    nspawn=$!
+    BOOTED_NSPAWN=$nspawn BOOTED_LEADER=""
+    # the container's PID 1 is nspawn's child once that child runs systemd (before, it is
+    # nspawn's own set-up process)
+    for _ in $(seq 100); do
+        leader=$(ps --ppid "$nspawn" -o pid=,comm= | awk '$2 == "systemd" {print $1}' | head -1 || true)
+        [ -n "$leader" ] && break
+        sleep 0.2
+    done
+    [ -n "$leader" ] || { cat "$log"; exit 1; }
+    BOOTED_NSPAWN=$nspawn BOOTED_LEADER=$leader
 }

@@ -32,6 +32,8 @@ cache=$(debian_root)
 root=$(mktemp -d /var/tmp/sf-systemd.XXXXXX)
 leader="" nspawn=""
 cleanup() {
+    # (a boot that failed before its PID 1 was found left only nspawn's pid)
+    [ -n "$nspawn" ] || nspawn=${BOOTED_NSPAWN:-}
     if [ -n "$nspawn" ]; then
         # power the container off (SIGRTMIN+4 to its systemd), then make sure nspawn has gone:
         # its second SIGTERM ends the container at once
@@ -115,17 +117,8 @@ fi
 in_root systemctl enable nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0 2>/dev/null
 
 # --- boot it
-systemd-nspawn -D "$root" -b --register=no --keep-unit --private-network --console=passive \
-    -M sf-rehearsal >"$root.boot.log" 2>&1 &
-nspawn=$!
-# the container's PID 1 is nspawn's child once that child runs systemd (before, it is nspawn's
-# own set-up process)
-for _ in $(seq 100); do
-    leader=$(ps --ppid "$nspawn" -o pid=,comm= | awk '$2 == "systemd" {print $1}' | head -1 || true)
-    [ -n "$leader" ] && break
-    sleep 0.2
-done
-[ -n "$leader" ] || { cat "$root.boot.log"; exit 1; }
+boot_container "$root" "$root.boot.log" --private-network -M sf-rehearsal
+nspawn=$BOOTED_NSPAWN leader=$BOOTED_LEADER
 run() { nsenter -t "$leader" -m -u -i -n -p -- "$@"; }
 units=(nats-server snarkflow-gateway snarkflow-synth-worker snarkflow-gpu-worker@0)
 state=""
