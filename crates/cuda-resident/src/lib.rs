@@ -1,11 +1,11 @@
 //! The device half of snarkflow's GPU-resident Groth16 prover (`cuda/resident.cu`, our code on
 //! sppark's BLS12-381 field, NTT and MSM templates).
 //!
-//! A circuit's parameters ([`Srs`]) and constraint shape ([`Shape`]) are uploaded once and stay
-//! in device memory; a proof then costs one witness upload ([`DeviceWitness`], made while the
+//! A circuit's parameters (`Srs`) and constraint shape (`Shape`) are uploaded once and stay
+//! in device memory; a proof then costs one witness upload (`DeviceWitness`, made while the
 //! partition before proves) and device work only: a, b, c by
 //! sparse matrix-vector products, the quotient h by seven NTTs, and the five multi-
-//! exponentiations against resident points ([`msm_sums`]). The caller adds r and s (a few point
+//! exponentiations against resident points (`msm_sums`). The caller adds r and s (a few point
 //! operations) to get the proof; `snarkflow-prover` does that and checks the proof.
 //!
 //! This crate is only the boundary: it knows raw arrays and blstrs types, not parameter files,

@@ -281,7 +281,7 @@ fn native_partition<Tree: 'static + MerkleTreeTrait>(
     Ok(PartitionWitness { circuit_id: circuit_id.to_owned(), partition: k as u32, inputs, aux })
 }
 
-/// Partition `k`'s witness computed natively ([`crate::native`]): the same values, in the
+/// Partition `k`'s witness computed natively (`crate::native`): the same values, in the
 /// same order, as witness-only synthesis of [`visit_partition`]'s circuit, at a fraction of
 /// the cost.
 pub fn native_witness(input: &PorepInput, k: usize, circuit_id: &str) -> Result<PartitionWitness, FilecoinError> {

@@ -153,7 +153,7 @@ impl PostKind {
         Ok((|| with_sector_shape!(size, partition_circuit::<V>, input, self, visitor))()?)
     }
 
-    /// The partition's witness computed natively ([`crate::native`]): the same values, in the
+    /// The partition's witness computed natively (`crate::native`): the same values, in the
     /// same order, as witness-only synthesis of [`PostKind::visit_partition`]'s circuit.
     pub fn native_witness(
         self,

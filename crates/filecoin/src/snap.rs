@@ -192,7 +192,7 @@ pub fn visit_partition<V: CircuitVisitor>(input: &SnapInput, k: usize, visitor: 
     Ok((|| with_sector_shape!(size, partition_circuit::<V>, input, k, visitor))()?)
 }
 
-/// Partition `k`'s witness computed natively ([`crate::native`]): the same values, in the
+/// Partition `k`'s witness computed natively (`crate::native`): the same values, in the
 /// same order, as witness-only synthesis of [`visit_partition`]'s circuit.
 pub fn native_witness(input: &SnapInput, k: usize, circuit_id: &str) -> Result<PartitionWitness, FilecoinError> {
     let size = u64::from(input.registered_proof.sector_size());

@@ -47,7 +47,7 @@ const BASE_DEGREE: usize = 6;
 /// Build a checked C1 output for a CC sector of `registered`'s size, sealed (in name) by
 /// miner `prover_id` as sector `sector_id`, with ticket, seed and free labels from `rng`.
 /// The result passes filecoin-proofs' own vanilla verification (what `seal_commit_phase1`
-/// runs on its output) and the checks that verification leaves out (see [`check`]).
+/// runs on its output) and the checks that verification leaves out (see `check`).
 pub fn porep_c1(
     registered: RegisteredSealProof,
     prover_id: [u8; 32],

@@ -1,7 +1,7 @@
 //! The gpu-worker: the proving [`TaskHandler`](snarkflow_runtime::TaskHandler) on the worker runtime. It
-//! owns one proving device ([`device`]: lock, probe, re-probe, fatal exit), keeps Groth16
+//! owns one proving device (`device`: lock, probe, re-probe, fatal exit), keeps Groth16
 //! parameters and constraint shapes loaded, and per partition fetches the payload (digest
-//! checked), prepares it ([`prepare`]: decode, rebuild a, b, c), proves it on the device,
+//! checked), prepares it (`prepare`: decode, rebuild a, b, c), proves it on the device,
 //! verifies the proof against the verifying key, reports it and deletes the object. A proof
 //! that does not verify is never reported.
 //!

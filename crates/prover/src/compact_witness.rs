@@ -29,7 +29,7 @@ const ZERO: u64 = 0;
 const ONE: u64 = 1;
 const OTHER: u64 = 2;
 
-/// A witness `[inputs | aux]` classified: its class words and, per chunk of [`CHUNK_WORDS`], how
+/// A witness `[inputs | aux]` classified: its class words and, per chunk of `CHUNK_WORDS`, how
 /// many values are neither 0 nor 1.
 #[derive(Debug)]
 pub struct Classified {

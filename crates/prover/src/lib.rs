@@ -1,4 +1,4 @@
-//! The prover half of snarkflow: turn a [`SynthesizedPartition`] into a Groth16 proof on the
+//! The prover half of snarkflow: turn a `SynthesizedPartition` into a Groth16 proof on the
 //! backend this build has (bellperson's FFT and multi-exponentiation on the CPU or on its CUDA
 //! kernels, supraseal-c2, or our GPU-resident prover), verify it, and keep Groth16 parameters
 //! on disk and in memory.

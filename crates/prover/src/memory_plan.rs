@@ -12,7 +12,7 @@
 //!   partly resident plan.
 //!
 //! Each plan has the one-pass H MSM (its ~13.6 GiB workspace at 2^27 points) or sppark's batched
-//! one; the best plan that fits wins, in [`PlanKind::PREFERENCE`] order. This module is
+//! one; the best plan that fits wins, in `PlanKind::PREFERENCE` order. This module is
 //! arithmetic only (no CUDA), so the choice is tested on any machine.
 
 use std::fmt;

@@ -23,7 +23,7 @@ pub struct Fatal(pub String);
 pub trait TaskHandler: Send + Sync + 'static {
     type Task: PartitionTask + Versioned + serde::de::DeserializeOwned + Clone + Send + Sync + 'static;
 
-    /// Do the work. Runs inside [`TaskHandler::span`]; long CPU work belongs on blocking threads so
+    /// Do the work. Runs inside `TaskHandler::span`; long CPU work belongs on blocking threads so
     /// heartbeats keep flowing.
     fn process(&self, task: Self::Task, cx: TaskContext) -> impl Future<Output = Result<Outcome, Failure>> + Send;
 

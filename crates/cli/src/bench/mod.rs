@@ -94,7 +94,7 @@ pub(crate) enum BenchCommand {
         /// with only that much device memory free, the rest held by `--ballast`.
         #[arg(long, value_delimiter = ',')]
         cards: Vec<u64>,
-        /// A program that holds all but argv[1] MiB of the device's memory until killed, and
+        /// A program that holds all but `argv[1]` MiB of the device's memory until killed, and
         /// prints one line once it does (deploy/scripts/ballast.cu, which `device.sh memory-plans` builds).
         #[arg(long)]
         ballast: Option<std::path::PathBuf>,
