@@ -36,7 +36,22 @@ for deb in "$dir"/*.deb; do
     for s in postinst postrm; do sh -n "$x/DEBIAN/$s" || fail "$name: $s does not parse"; done
     conflicts=$(dpkg-deb -f "$deb" Conflicts)
     [ "$(tr ',' '\n' <<<"$conflicts" | grep -c snarkflow)" = 2 ] || fail "$name conflicts with: $conflicts"
-    "$x/usr/bin/snarkflow" --version >/dev/null || fail "$name: its snarkflow does not run here"
+    # what the binaries load: the C runtime, and (GPU packages only) the NVIDIA driver's
+    # libcuda.so.1, which the driver installs; nothing the package leaves unmet
+    for bin in "$x"/usr/bin/snarkflow "$x"/usr/lib/snarkflow/*; do
+        for lib in $(readelf -d "$bin" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+            case "$lib" in
+                libc.so.6 | libm.so.6 | libgcc_s.so.1 | ld-linux-x86-64.so.2 | libdl.so.2 | libpthread.so.0 | librt.so.1) ;;
+                libcuda.so.1) [ "$name" != snarkflow ] || fail "$name: $(basename "$bin") needs the CUDA driver" ;;
+                *) fail "$name: $(basename "$bin") needs $lib, which nothing installs" ;;
+            esac
+        done
+    done
+    # and a binary runs here when the driver is not what is missing (GPU packages on a host
+    # without one: only the check above)
+    if ! ldd "$x/usr/bin/snarkflow" | grep -q "libcuda.so.1 => not found"; then
+        "$x/usr/bin/snarkflow" --version >/dev/null || fail "$name: its snarkflow does not run here"
+    fi
     n=$((n + 1))
 done
 echo "check-release: $n artifacts in $dir good"

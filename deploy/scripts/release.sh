@@ -82,7 +82,7 @@ package() {
         [ "$v" = cpu ] && others+=(snarkflow) || others+=("snarkflow-$v")
     done
     local what="CPU proving (synthesis and gateway hosts, GPU-less tests)"
-    [ "$variant" = cpu ] || what="GPU proving (resident prover, supraseal-c2), CUDA ${variant#cuda}"
+    [ "$variant" = cpu ] || what="GPU proving (resident prover, supraseal-c2), CUDA ${variant#cuda}; needs an NVIDIA driver's libcuda.so.1 ($([ "$variant" = cuda13 ] && echo R580 || echo R535) or newer)"
     cat >"$deb/DEBIAN/control" <<EOF
 Package: $name
 Version: $version
