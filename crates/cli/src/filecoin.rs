@@ -65,94 +65,109 @@ fn fixture_rng(seed: Option<u64>) -> rand_chacha::ChaCha20Rng {
 pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
     match command {
         FilecoinCommand::Seal { out, sector_size, miner_id, sector_num, count, c1_only } => {
-            let size = snarkflow_wire::parse_sector_size(&sector_size)
-                .with_context(|| format!("unknown sector size {sector_size:?}"))?;
-            let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
-            let proof: filecoin_proofs_api::RegisteredSealProof =
-                serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
-            tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-                for i in 0..count {
-                    let num = sector_num + i;
-                    let dir = out.join(format!("sector-{num}"));
-                    let started = std::time::Instant::now();
-                    let sealed = snarkflow_filecoin::fixtures::seal_sector(&dir, proof, miner_id, num, num)?;
-                    std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.envelope())?)?;
-                    if !c1_only {
-                        let randomness = [num as u8 & 0x3f; 32];
-                        std::fs::write(
-                            dir.join("window-post.json"),
-                            serde_json::to_vec(&sealed.post_request_input(true, randomness)?)?,
-                        )?;
-                        std::fs::write(
-                            dir.join("winning-post.json"),
-                            serde_json::to_vec(&sealed.post_request_input(false, randomness)?)?,
-                        )?;
-                        std::fs::write(
-                            dir.join("snap-update.json"),
-                            serde_json::to_vec(&sealed.snap_request_input(&dir.join("snap"), num + 1_000_000)?)?,
-                        )?;
-                    }
-                    println!("{} sealed in {:.1} s", dir.display(), started.elapsed().as_secs_f64());
-                }
-                Ok(())
-            })
-            .await??;
-            Ok(ExitCode::SUCCESS)
+            seal(out, &sector_size, miner_id, sector_num, count, c1_only).await
         }
         FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, out } => {
-            let size = snarkflow_wire::parse_sector_size(&sector_size)
-                .with_context(|| format!("unknown sector size {sector_size:?}"))?;
-            let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
-            let started = std::time::Instant::now();
-            let (file, document) = match proof.as_str() {
-                "porep-c2" => {
-                    let registered: filecoin_proofs_api::RegisteredSealProof =
-                        serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
-                    let envelope = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
-                        let prover_id = snarkflow_filecoin::prover_id(miner_id);
-                        let c1 = snarkflow_filecoin::sparse::porep_c1(
-                            registered,
-                            prover_id,
-                            sector_num,
-                            &mut fixture_rng(seed),
-                        )?;
-                        Ok(snarkflow_filecoin::porep::c1_envelope(&c1, sector_num))
-                    })
-                    .await??;
-                    ("c1.json", envelope)
-                }
-                "window-post" | "winning-post" => {
-                    let kind = if proof == "window-post" {
-                        snarkflow_filecoin::PostKind::Window
-                    } else {
-                        snarkflow_filecoin::PostKind::Winning
-                    };
-                    let input = tokio::task::spawn_blocking(move || {
-                        let sectors = [sector_num];
-                        snarkflow_filecoin::sparse_post::post_request(
-                            kind,
-                            size,
-                            miner_id,
-                            &sectors,
-                            &mut fixture_rng(seed),
-                        )
-                    })
-                    .await??;
-                    (if proof == "window-post" { "window-post.json" } else { "winning-post.json" }, input)
-                }
-                other => bail!("--proof {other}: fixtures are made for porep-c2, window-post and winning-post"),
-            };
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let path = out.join(file);
-            let bytes = serde_json::to_vec(&document)?;
-            std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
-            println!(
-                "{} ({} bytes, {:.1} s): {proof} for {name} CC sector {sector_num} of miner {miner_id}, vanilla-verified; TEST FIXTURE",
-                path.display(),
-                bytes.len(),
-                started.elapsed().as_secs_f64()
-            );
-            Ok(ExitCode::SUCCESS)
+            fixture(&proof, &sector_size, miner_id, sector_num, seed, out).await
         }
     }
+}
+
+/// `snarkflow filecoin seal`: `count` real sectors sealed from `sector_num` on, each with its C1
+/// envelope (and, unless `c1_only`, PoSt and SnapDeals inputs) in `out/sector-<n>/`.
+async fn seal(
+    out: PathBuf,
+    sector_size: &str,
+    miner_id: u64,
+    sector_num: u64,
+    count: u64,
+    c1_only: bool,
+) -> anyhow::Result<ExitCode> {
+    let size = snarkflow_wire::parse_sector_size(sector_size)
+        .with_context(|| format!("unknown sector size {sector_size:?}"))?;
+    let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
+    let proof: filecoin_proofs_api::RegisteredSealProof =
+        serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
+    tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        for i in 0..count {
+            let num = sector_num + i;
+            let dir = out.join(format!("sector-{num}"));
+            let started = std::time::Instant::now();
+            let sealed = snarkflow_filecoin::fixtures::seal_sector(&dir, proof, miner_id, num, num)?;
+            std::fs::write(dir.join("c1.json"), serde_json::to_vec(&sealed.envelope())?)?;
+            if !c1_only {
+                let randomness = [num as u8 & 0x3f; 32];
+                std::fs::write(
+                    dir.join("window-post.json"),
+                    serde_json::to_vec(&sealed.post_request_input(true, randomness)?)?,
+                )?;
+                std::fs::write(
+                    dir.join("winning-post.json"),
+                    serde_json::to_vec(&sealed.post_request_input(false, randomness)?)?,
+                )?;
+                std::fs::write(
+                    dir.join("snap-update.json"),
+                    serde_json::to_vec(&sealed.snap_request_input(&dir.join("snap"), num + 1_000_000)?)?,
+                )?;
+            }
+            println!("{} sealed in {:.1} s", dir.display(), started.elapsed().as_secs_f64());
+        }
+        Ok(())
+    })
+    .await??;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `snarkflow filecoin fixture`: a sparse CC-sector input of `proof` (no sealing), vanilla-verified.
+async fn fixture(
+    proof: &str,
+    sector_size: &str,
+    miner_id: u64,
+    sector_num: u64,
+    seed: Option<u64>,
+    out: PathBuf,
+) -> anyhow::Result<ExitCode> {
+    let size = snarkflow_wire::parse_sector_size(sector_size)
+        .with_context(|| format!("unknown sector size {sector_size:?}"))?;
+    let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
+    let started = std::time::Instant::now();
+    let (file, document) = match proof {
+        "porep-c2" => {
+            let registered: filecoin_proofs_api::RegisteredSealProof =
+                serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
+            let envelope = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
+                let prover_id = snarkflow_filecoin::prover_id(miner_id);
+                let c1 =
+                    snarkflow_filecoin::sparse::porep_c1(registered, prover_id, sector_num, &mut fixture_rng(seed))?;
+                Ok(snarkflow_filecoin::porep::c1_envelope(&c1, sector_num))
+            })
+            .await??;
+            ("c1.json", envelope)
+        }
+        "window-post" | "winning-post" => {
+            let kind = if proof == "window-post" {
+                snarkflow_filecoin::PostKind::Window
+            } else {
+                snarkflow_filecoin::PostKind::Winning
+            };
+            let input = tokio::task::spawn_blocking(move || {
+                let sectors = [sector_num];
+                snarkflow_filecoin::sparse_post::post_request(kind, size, miner_id, &sectors, &mut fixture_rng(seed))
+            })
+            .await??;
+            (if proof == "window-post" { "window-post.json" } else { "winning-post.json" }, input)
+        }
+        other => bail!("--proof {other}: fixtures are made for porep-c2, window-post and winning-post"),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join(file);
+    let bytes = serde_json::to_vec(&document)?;
+    std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+    println!(
+            "{} ({} bytes, {:.1} s): {proof} for {name} CC sector {sector_num} of miner {miner_id}, vanilla-verified; TEST FIXTURE",
+            path.display(),
+            bytes.len(),
+            started.elapsed().as_secs_f64()
+        );
+    Ok(ExitCode::SUCCESS)
 }
