@@ -27,6 +27,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use snarkflow_service::{parse_mode, Listen};
 use tokio_util::sync::CancellationToken;
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::{Code, Request, Response, Status};
 use tracing::{info, warn};
@@ -127,7 +128,7 @@ struct Proxy {
     /// The upstream that answered last: calls start there.
     preferred: Arc<AtomicUsize>,
     /// `Bearer <token>`, when a token file is configured.
-    authorization: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>,
+    authorization: Option<Arc<TokenFile>>,
 }
 
 struct Upstream {
@@ -166,11 +167,7 @@ impl Proxy {
             upstreams.push(Upstream { address: address.clone(), client });
         }
         let authorization = match &args.token_file {
-            Some(path) => {
-                let token = String::from_utf8(read(path)?).context("the token file is not text")?;
-                let token = token.lines().find(|l| !l.trim().is_empty()).context("the token file is empty")?.trim();
-                Some(format!("Bearer {token}").parse().context("the token is not a valid header value")?)
-            }
+            Some(path) => Some(Arc::new(TokenFile::open(path.clone())?)),
             None => None,
         };
         Ok(Proxy { upstreams: Arc::new(upstreams), preferred: Arc::new(AtomicUsize::new(0)), authorization })
@@ -197,8 +194,8 @@ impl Proxy {
             let at = (first + i) % n;
             let upstream = &self.upstreams[at];
             let mut request = Request::new(message.clone());
-            if let Some(value) = &self.authorization {
-                request.metadata_mut().insert("authorization", value.clone());
+            if let Some(token) = &self.authorization {
+                request.metadata_mut().insert("authorization", token.header());
             }
             match call(upstream.client.clone(), request).await {
                 Ok(response) => {
@@ -214,6 +211,58 @@ impl Proxy {
         }
         Err(last)
     }
+}
+
+/// The token file, read again whenever it changes: a token rotated on disk (`snarkflow admin
+/// token create`, the new one written over the file, then the old one revoked) is sent from the
+/// next call on, without a restart that would cut Curio's calls in flight.
+struct TokenFile {
+    path: PathBuf,
+    current: std::sync::Mutex<ReadToken>,
+}
+
+/// A file's modification time and length: it changed when they do.
+type Stamp = Option<(std::time::SystemTime, u64)>;
+
+/// The token file's stamp when last read, and the header made from it.
+type ReadToken = (Stamp, MetadataValue<Ascii>);
+
+impl TokenFile {
+    fn open(path: PathBuf) -> anyhow::Result<TokenFile> {
+        let (stamp, header) = read_token(&path)?;
+        Ok(TokenFile { path, current: std::sync::Mutex::new((stamp, header)) })
+    }
+
+    /// `Bearer <token>` as the file says now; the last good one while the file is unreadable
+    /// or being rewritten (a warning says so).
+    fn header(&self) -> MetadataValue<Ascii> {
+        let mut current = self.current.lock().expect("token lock");
+        if stamp_of(&self.path) != current.0 {
+            match read_token(&self.path) {
+                Ok(fresh) => {
+                    info!(path = %self.path.display(), "API token file changed: sending the new token");
+                    *current = fresh;
+                }
+                Err(e) => {
+                    warn!(path = %self.path.display(), error = %format!("{e:#}"), "token file unreadable; sending the last token read")
+                }
+            }
+        }
+        current.1.clone()
+    }
+}
+
+fn stamp_of(path: &std::path::Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn read_token(path: &std::path::Path) -> anyhow::Result<ReadToken> {
+    let stamp = stamp_of(path);
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let token = text.lines().map(str::trim).find(|l| !l.is_empty()).context("the token file is empty")?;
+    let header = format!("Bearer {token}").parse().context("the token is not a valid header value")?;
+    Ok((stamp, header))
 }
 
 /// Whether a call failed because its gateway could not take it (not reached, gone mid-call,
@@ -303,6 +352,22 @@ mod tests {
         assert!(!unavailable(&Status::invalid_argument("bad request")));
         assert!(!unavailable(&Status::unauthenticated("no token")));
         assert!(!unavailable(&Status::deadline_exceeded("slow")));
+    }
+
+    #[test]
+    fn a_token_rewritten_on_disk_is_sent_from_the_next_call_and_a_broken_file_keeps_the_last() {
+        let dir = std::env::temp_dir().join(format!("sf-proxy-token-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("token");
+        std::fs::write(&path, "\nold-token\n").unwrap();
+        let file = TokenFile::open(path.clone()).unwrap();
+        assert_eq!(file.header(), "Bearer old-token");
+        // a different length: changed even within the file system's timestamp granularity
+        std::fs::write(&path, "the-new-token\n").unwrap();
+        assert_eq!(file.header(), "Bearer the-new-token");
+        std::fs::write(&path, "\n").unwrap();
+        assert_eq!(file.header(), "Bearer the-new-token", "an empty file keeps the last token");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
