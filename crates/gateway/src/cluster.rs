@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use snarkflow_bus::now_ms;
-use snarkflow_wire::{GpuWorkerStatus, JobState, Priority, Stage, GPU_STATUS_SUBJECT};
+use snarkflow_wire::{GpuWorkerStatus, JobState, Stage, GPU_STATUS_SUBJECT};
 use tracing::warn;
 
 use crate::auth::Caller;
@@ -58,8 +58,7 @@ async fn lanes(state: &AppState) -> Result<Vec<LaneView>, ApiError> {
     let now = now_ms();
     let mut lanes = Vec::new();
     for stage in Stage::ALL {
-        for lane in Priority::ALL {
-            let backlog = state.bus.lane_backlog(stage, lane).await?;
+        for (lane, backlog) in state.bus.stage_backlog(stage).await? {
             lanes.push(LaneView {
                 stage: stage.as_str().to_owned(),
                 lane: lane.as_str().to_owned(),

@@ -9,7 +9,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use snarkflow_bus::{Bus, Ledger};
 use snarkflow_filecoin::manifest::Manifest;
 
-use crate::{Auth, Config, LedgerIndex, LedgerRoom, Metrics, Policy, QuotaLimits, Quotas};
+use crate::{ApiError, Auth, Config, LedgerIndex, LedgerRoom, Metrics, Policy, QuotaLimits, Quotas};
 
 /// Shared by every handler.
 #[derive(Clone)]
@@ -72,6 +72,19 @@ impl ValidationSlots {
             general.await
         };
         permit.expect("the validation semaphores are never closed")
+    }
+
+    /// Run `check` on a blocking thread in a slot for a request of `bytes` (parsing and
+    /// checking a C1 output is seconds of CPU, kept off the async executor and bounded).
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        bytes: usize,
+        check: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _slot = self.acquire(bytes).await;
+        tokio::task::spawn_blocking(check)
+            .await
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
     }
 }
 

@@ -99,7 +99,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> anyhow::Result<
     let mut args = config.worker.clone();
     if let (Some(gpu), None) = (config.gpu, args.status_listen) {
         // one gpu-worker per GPU of a host: each its own port
-        let port = u16::try_from(9200 + gpu).context("--gpu is a device index such as 0")?;
+        let port = 9200u32.checked_add(gpu).and_then(|p| u16::try_from(p).ok());
+        let port = port.context("--gpu is a device index such as 0")?;
         args.status_listen = Some(StatusListen::At(std::net::SocketAddr::from(([0, 0, 0, 0], port))));
     }
     snarkflow_runtime::serve(Stage::Proving, args, shutdown, |boot| prepare(config, boot)).await

@@ -66,22 +66,22 @@ impl Engine {
             host = %snarkflow_telemetry::host_name(),
         );
         let result = async {
-            // parsing and checking a C1 output (tens of MB at 32 GiB) is CPU work, bounded
-            let _slot = self.state.validations.acquire(prost::Message::encoded_len(&req)).await;
-            let job = tokio::task::spawn_blocking(move || {
-                let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
-                let job = crate::validate(request::job_request(req)?)?;
-                request::check_porep_job(registered_proof, sector_number, &job)?;
-                Ok::<_, ApiError>(job)
-            })
-            .await
-            .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
-            // refused for its content: billed to the tenant's rate, as over HTTP
-            .inspect_err(|e| {
-                if e.parts().0.is_client_error() {
-                    self.state.quotas.bill_rejected(caller.tenant());
-                }
-            });
+            let job = self
+                .state
+                .validations
+                .run(prost::Message::encoded_len(&req), move || {
+                    let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
+                    let job = crate::validate(request::job_request(req)?)?;
+                    request::check_porep_job(registered_proof, sector_number, &job)?;
+                    Ok(job)
+                })
+                .await
+                // refused for its content: billed to the tenant's rate, as over HTTP
+                .inspect_err(|e| {
+                    if e.parts().0.is_client_error() {
+                        self.state.quotas.bill_rejected(caller.tenant());
+                    }
+                });
             jobs::submit(&self.state, caller, job?).await
         }
         .instrument(span)

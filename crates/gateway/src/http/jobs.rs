@@ -35,10 +35,7 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 /// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU and
 /// ~16x the body in memory, kept off the async executor and bounded.
 async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<crate::ValidJob, ApiError> {
-    let _slot = state.validations.acquire(body.len()).await;
-    tokio::task::spawn_blocking(move || validate(JobRequest::from_json_bytes(&body)?))
-        .await
-        .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
+    state.validations.run(body.len(), move || validate(JobRequest::from_json_bytes(&body)?)).await
 }
 
 /// `POST /v1/jobs`. The caller is authenticated from the headers before a byte of the body is

@@ -222,7 +222,7 @@ impl JobRequest {
             if e.is_data() {
                 ApiError::BadRequest("request body must be a JSON object".into())
             } else {
-                ApiError::BadRequest(format!("request body is not valid JSON: {e}"))
+                not_json(e)
             }
         })?;
         let kind = envelope.get("kind").and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
@@ -231,20 +231,20 @@ impl JobRequest {
         let mut obj = Map::new();
         for (key, raw) in envelope {
             let value = if key == "input" && raw.get().trim_start().starts_with('{') {
-                let input: std::collections::BTreeMap<String, &RawValue> = serde_json::from_str(raw.get())
-                    .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+                let input: std::collections::BTreeMap<String, &RawValue> =
+                    serde_json::from_str(raw.get()).map_err(not_json)?;
                 let mut fields = Map::new();
                 for (name, raw) in input {
                     let value = if text_fields.contains(&name.as_str()) && raw.get().trim_start().starts_with('{') {
                         Value::String(raw.get().to_owned())
                     } else {
-                        serde_json::from_str(raw.get()).expect("a value of a parsed object parses")
+                        serde_json::from_str(raw.get()).map_err(not_json)?
                     };
                     fields.insert(name, value);
                 }
                 Value::Object(fields)
             } else {
-                serde_json::from_str(raw.get()).expect("a value of a parsed object parses")
+                serde_json::from_str(raw.get()).map_err(not_json)?
             };
             obj.insert(key, value);
         }
@@ -295,6 +295,10 @@ impl JobRequest {
         };
         Ok(JobRequest { kind, input: RequestInput::Json(input), priority, idempotency_key, deadline_secs })
     }
+}
+
+fn not_json(e: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(format!("request body is not valid JSON: {e}"))
 }
 
 fn bad_idempotency_key() -> ApiError {

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use snarkflow_bus::{now_ms, Bus, Ledger};
-use snarkflow_wire::{JobState, Priority, Stage, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
+use snarkflow_wire::{JobState, Stage, EVENTS_STREAM, PROVE_STREAM, SYNTH_STREAM};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -84,11 +84,10 @@ async fn measure_queue_age(bus: &Bus, metrics: &Metrics) {
             Stage::Synthesis => "synth",
             Stage::Proving => "prove",
         };
-        for lane in Priority::ALL {
-            if let Ok(backlog) = bus.lane_backlog(stage, lane).await {
-                let age = backlog.oldest_ms.map_or(0.0, |at| now.saturating_sub(at) as f64 / 1000.0);
-                metrics.set_queue_oldest(name, lane.as_str(), age);
-            }
+        let Ok(lanes) = bus.stage_backlog(stage).await else { continue };
+        for (lane, backlog) in lanes {
+            let age = backlog.oldest_ms.map_or(0.0, |at| now.saturating_sub(at) as f64 / 1000.0);
+            metrics.set_queue_oldest(name, lane.as_str(), age);
         }
     }
 }
