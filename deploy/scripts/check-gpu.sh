@@ -18,6 +18,11 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 target_dir="${CARGO_TARGET_DIR:-target/gpu-check}"
+# No debug info in these builds: with it cc-rs passes nvcc `-G` (unoptimised device code with
+# device debug info), which nobody runs and which made the kernels' compile the slowest and most
+# memory-hungry step here (CI's CUDA 12 build of resident.cu failed once without a message,
+# stop 47). Nothing below is a release build, so nothing shipped changes.
+export CARGO_PROFILE_DEV_DEBUG=false
 # the features of one GPU build: `cuda-supraseal` builds carry the resident prover too
 features() {
     case "$1" in
@@ -25,10 +30,19 @@ features() {
         *) echo "snarkflow-gpu-worker/$1,snarkflow-cli/$1,snarkflow-gpu-worker/cuda-resident,snarkflow-cli/cuda-resident" ;;
     esac
 }
+# A GPU build, and once more alone (one job) if it fails: in CI nvcc once exited 1 on a kernel
+# that compiles here (stop 47), printing nothing. A real error fails both times.
+gpu_cargo() {
+    cargo "$@" && return 0
+    echo "== the build failed; once more with one job, to tell a real error from a transient one"
+    df -h . /tmp || true
+    free -g || true
+    cargo "$1" -j 1 "${@:2}"
+}
 clippy() {
     for build in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
         echo "== $build (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
-        cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
+        gpu_cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
             --features "$(features "$build")" -- -D warnings
     done
 }
@@ -41,7 +55,7 @@ readiness() {
         echo "== $backend: readiness without a driver (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
         build=$backend
         [ "$backend" = cuda-resident ] && build=cuda-supraseal
-        cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
+        gpu_cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
         log=$(mktemp)
         LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" --backend "$backend" \
             --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
