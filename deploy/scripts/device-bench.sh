@@ -133,7 +133,7 @@ cmd_memory_plans() {
         started=$(date +%s)
         SNARKFLOW_RESIDENT_TRACE="${TRACE:-}" timeout "${CASE_LIMIT:-540}" "$sf" bench resident --kind porep-c2 \
             --c1 "$fx/c1.json" --miner-id "$MINER" --partitions 1 --runs "${RUNS:-2}" "${compare[@]}" \
-            --memory-plan "${PLANS:-resident,partly-resident,streamed}" "${cards[@]}" >"$log" 2>&1
+            --memory-plan "${PLANS:-resident,partly-resident,streamed,lean}" "${cards[@]}" >"$log" 2>&1
         rc=$?
         echo "== $size: exit $rc in $(( $(date +%s) - started )) s"
         grep -E "^(PLAN|RESIDENT |PLANS|COMPARE|CARD|PEAK|RESIDENT-LOAD|USED|FAILED)" "$log" | sed 's/ | pcie/\n      pcie/'

@@ -47,7 +47,7 @@ The resident prover, the CLI in one process:
                       RUNS=3 SUPRA=0 (1: also supraseal-c2, bytes compared) TRACE=0 FIXTURE=$S/fixture
                       S=/tmp/sfres32 P BINS=resident.tar.xz RUST_LOG; S=/tmp/sf32 reuses `32gib`'s
   memory-plans        one PoRep partition per size in every plan, then on simulated cards
-                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed CARDS (GiB,
+                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean CARDS (GiB,
                       e.g. "80 48 24 16") RUNS=2 CPU=0 SUPRA=0 TRACE CASE_LIMIT=540
                       S=/tmp/sfplans P BINS=bins.tar.xz RUST_LOG
   msm-fallback        the H MSM with LEAVE MiB free: one pass, sppark's batched MSM, or a failure

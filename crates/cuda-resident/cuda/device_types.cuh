@@ -56,10 +56,13 @@ static bool seven_ntt()
 // the device's address space, which kernels read over PCIe ("zero-copy": only the bytes a
 // kernel touches cross the bus). `ptr` is the address kernels use, `host` the one the CPU uses
 // (the same under unified addressing; null for device memory).
+// A dbuf may also be lent room inside another buffer (`lend`): it then owns nothing, and a
+// request larger than the room gets memory of its own instead.
 struct dbuf {
     void* ptr = nullptr;
     void* host = nullptr;
     size_t bytes = 0;
+    bool borrowed = false;
 
     void ensure(size_t want, const char* what)
     {
@@ -92,16 +95,33 @@ struct dbuf {
     }
     void release()
     {
-        if (host)
+        if (borrowed)
+            borrowed = false;
+        else if (host)
             (void)cudaFreeHost(host);
         else if (ptr)
             (void)cudaFree(ptr);
         ptr = host = nullptr;
         bytes = 0;
     }
+    // use `want` bytes at `*cursor` (device memory another buffer owns, up to `end`) and move the
+    // cursor past them, 256-aligned; where they do not fit, memory of its own as `ensure` gives
+    void lend(uint8_t*& cursor, const uint8_t* end, size_t want, const char* what)
+    {
+        want = (want + 255) & ~(size_t)255;
+        if ((size_t)(end - cursor) < want) {
+            ensure(want, what);
+            return;
+        }
+        release();
+        ptr = cursor;
+        bytes = want;
+        borrowed = true;
+        cursor += want;
+    }
     bool on_host() const { return host != nullptr; }
     // device bytes held (mapped host memory is not device memory)
-    size_t device_bytes() const { return host ? 0 : bytes; }
+    size_t device_bytes() const { return host || borrowed ? 0 : bytes; }
     template<typename T> T* as() const { return reinterpret_cast<T*>(ptr); }
     template<typename T> T* as_host() const { return reinterpret_cast<T*>(host); }
 };
@@ -216,6 +236,8 @@ struct sf_placement {
     size_t h_batch;
     // non-zeros per shape chunk when the shape is on the host (0: a default)
     size_t shape_chunk;
+    // the lean plan (lean.cuh): a prove's phases one after another, so that they share memory
+    uint32_t lean;
 };
 
 struct sf_srs {
@@ -224,6 +246,7 @@ struct sf_srs {
     dbuf points[SECTIONS];
     dbuf staging;   // raw file bytes on their way to conversion
     size_t h_batch;
+    bool lean;
 };
 
 struct sf_csr {
@@ -269,6 +292,7 @@ struct sf_shape {
 struct sf_witness {
     sf_device* dev;
     dbuf buf;
+    dbuf stage;   // a compact witness copied over before it is expanded into `buf`
     size_t len = 0;
     cudaStream_t stream = nullptr;
 };

@@ -198,3 +198,78 @@ static void splits_known(sf_device* d)
         sp.n_tail = counts[1];
     }
 }
+
+// The 0/1 splits of the L, A and B scalars of the witness `w` on `side`, then the sums of the
+// points whose scalar is 1 behind them (the points of sections in host memory come over in
+// chunks first: sum_ones_mapped). `split_ready` is recorded once the splits are written.
+static void queue_splits_and_ones(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w)
+{
+    const gpu_t& gpu = *d->gpu;
+    const uint32_t* a_map = sh->a_gather.as<uint32_t>();
+    const uint32_t* b_map = sh->b_gather.as<uint32_t>();
+    d->split[0].forced = srs->points[SEC_L].on_host();
+    d->split[1].forced = srs->points[SEC_A].on_host();
+    d->split[2].forced = srs->points[SEC_B1].on_host() || srs->points[SEC_B2].on_host();
+    split_async(gpu, d->side, d->split[0], w + sh->num_inputs, nullptr, sh->num_aux);
+    split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
+    split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
+    check(cudaEventRecord(d->split_ready, d->side), "the 0/1 split");
+    auto ones = [&](auto bucket_tag, uint32_t q, const dbuf& points, const split_t& sp) {
+        typedef decltype(bucket_tag) bucket;
+        typedef typename bucket::affine_t::mem_t mem;
+        if (points.on_host())
+            sum_ones_mapped<bucket>(gpu, d, d->ones[q], points.as<mem>(), sp, q);
+        else
+            sum_ones_async<bucket>(gpu, d->side, d->ones[q], points.as<mem>(), sp);
+    };
+    ones(bucket_t{}, 0, srs->points[SEC_L], d->split[0]);
+    ones(bucket_t{}, 1, srs->points[SEC_A], d->split[1]);
+    ones(bucket_t{}, 2, srs->points[SEC_B1], d->split[2]);
+    ones(bucket2_t{}, 3, srs->points[SEC_B2], d->split[2]);
+}
+
+// The tail MSMs of L, A, B-G1 and B-G2 (each timed by the host clock), once the splits are
+// known (splits_known).
+static void prove_tails(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w, sf_msm_sums* out,
+                        sf_timings* t)
+{
+    const gpu_t& gpu = *d->gpu;
+    const uint32_t* a_map = sh->a_gather.as<uint32_t>();
+    const uint32_t* b_map = sh->b_gather.as<uint32_t>();
+    auto phase = clock_type::now();
+    tail_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0],
+                                            w + sh->num_inputs, nullptr, "the L MSM");
+    t->msm_l = ms_since(phase);
+    phase = clock_type::now();
+    // the A and B queries have points only for the variables of their density
+    tail_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1], w, a_map,
+                                            "the A MSM");
+    t->msm_a = ms_since(phase);
+    phase = clock_type::now();
+    tail_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2], w,
+                                            b_map, "the B-G1 MSM");
+    t->msm_b_g1 = ms_since(phase);
+    phase = clock_type::now();
+    tail_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2], w,
+                                               b_map, "the B-G2 MSM");
+    t->msm_b_g2 = ms_since(phase);
+}
+
+// Wait for the sums of the ones on `side` (`wait_ones`), add them to the queries' sums, and
+// count what the kernels read of the sections in host memory: the points whose scalar is 1
+// (summed) or neither 0 nor 1 (gathered); those whose scalar is 0 are never read.
+static void finish_ones(sf_device* d, const sf_srs* srs, sf_msm_sums* out, sf_timings* t)
+{
+    auto phase = clock_type::now();
+    check(cudaStreamSynchronize(d->side), "the sums of the ones");
+    t->wait_ones = ms_since(phase);
+    add_ones<bucket_t>(out->l, d->split[0], d->ones[0], "the L MSM");
+    add_ones<bucket_t>(out->a, d->split[1], d->ones[1], "the A MSM");
+    add_ones<bucket_t>(out->b_g1, d->split[2], d->ones[2], "the B-G1 MSM");
+    add_ones<bucket2_t>(out->b_g2, d->split[2], d->ones[3], "the B-G2 MSM");
+    const uint32_t sections[4] = {SEC_L, SEC_A, SEC_B1, SEC_B2};
+    const int splits[4] = {0, 1, 2, 2};
+    for (int q = 0; q < 4; q++)
+        if (srs->points[sections[q]].on_host())
+            t->h2d_mapped += (double)(d->split[splits[q]].n_ones + d->split[splits[q]].n_tail) * point_bytes(sections[q]);
+}

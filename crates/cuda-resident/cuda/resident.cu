@@ -15,9 +15,9 @@
 // copied over in batches into b and c once h no longer needs them, each batch's MSM beside the
 // next copy), and the matrices too (copied in chunks of rows as a, b, c are made).
 //
-// One prove: a = A·w, b = B·w, c = C·w (SpMV) and h = (a·b − c)/Z by seven NTTs on one stream,
+// One prove: a = A·w, b = B·w (SpMV), c = a∘b and h = (a·b − c)/Z by six NTTs on one stream,
 // while the MSMs of L, A, B-G1 and B-G2 (whose scalars are the witness's own) run beside it;
-// then the H MSM over h. All against resident points. The caller assembles the proof from the
+// then the H MSM over h. The lean plan (lean.cuh) does the same work one phase after another. All against resident points. The caller assembles the proof from the
 // five sums with r and s (a few point operations on the CPU). Nothing here knows Rust types;
 // points cross the boundary in blst's memory layout (Montgomery form, Jacobian for results).
 
@@ -274,8 +274,9 @@ static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm,
 // H·(gⁿ − 1) + C, so h = (P − C)/(gⁿ − 1) with C = iNTT(c): six NTTs where making C·w's own
 // quotient on the coset takes seven (SNARKFLOW_SEVEN_NTT keeps that way, for comparison).
 // h ends in `a`. Queued on `d->prep`, with `d->marks` recorded at its start, after SpMV and at
-// its end. Returns the bytes of shape copied to the device (0 when it is resident).
-static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
+// its end. Returns the bytes of shape copied to the device (0 when it is resident). `c_room`
+// (the lean plan: the witness's own buffer, read by the SpMV before c is written) replaces c.
+static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, scalar_t* c_room = nullptr)
 {
     const gpu_t& gpu = *d->gpu;
     stream_t& s = *d->prep;
@@ -284,12 +285,16 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
     size_t copied = 0;
     const bool seven = seven_ntt();
     check(cudaEventRecord(d->marks[0], s), "timing a, b, c");
-    dbuf* abc[3] = {&d->a, &d->b, &d->c};
-    for (auto* v : abc)
-        v->ensure(m * sizeof(scalar_t), "allocating a, b, c");
+    if (c_room && seven)
+        throw sf_error(-1, "the lean plan makes h with six NTTs (SNARKFLOW_SEVEN_NTT is set)");
+    d->a.ensure(m * sizeof(scalar_t), "allocating a, b, c");
+    d->b.ensure(m * sizeof(scalar_t), "allocating a, b, c");
+    if (!c_room)
+        d->c.ensure(m * sizeof(scalar_t), "allocating a, b, c");
+    scalar_t* abc[3] = {d->a.as<scalar_t>(), d->b.as<scalar_t>(), c_room ? c_room : d->c.as<scalar_t>()};
     grid_for(gpu, sh->rows, blocks, threads);
     for (int i = 0; i < (seven ? 3 : 2); i++) {
-        scalar_t* v = abc[i]->as<scalar_t>();
+        scalar_t* v = abc[i];
         if (m > sh->rows)
             check(cudaMemsetAsync(v + sh->rows, 0, (m - sh->rows) * sizeof(scalar_t), s), "clearing a, b, c");
         const dev_csr& dm = sh->m[i];
@@ -302,7 +307,7 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
                                         wit->buf.as<scalar_t>(), sh->rows, 0);
         check(cudaGetLastError(), "a, b, c");
     }
-    scalar_t *a = d->a.as<scalar_t>(), *b = d->b.as<scalar_t>(), *c = d->c.as<scalar_t>();
+    scalar_t *a = abc[0], *b = abc[1], *c = abc[2];
     uint32_t lg = (uint32_t)sh->lg_domain;
     // Z on the coset is the constant gⁿ − 1
     fr_t z = group_gen;
@@ -318,7 +323,7 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
     }
     check(cudaEventRecord(d->marks[1], s), "timing a, b, c");
     for (int i = 0; i < 3; i++) {
-        scalar_t* v = abc[i]->as<scalar_t>();
+        scalar_t* v = abc[i];
         if (i == 2 && !seven) {
             NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::standard);
             break;
@@ -342,18 +347,20 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit)
 }
 
 // Σ h_i·H_i with the H points in mapped host memory: batches of points copied on `copy` into
-// b and c in turn (h is in a; b and c are free once h is made), each batch's MSM (sppark's,
-// against device memory) run while the next batch is copied. Returns the bytes copied.
-static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out)
+// b and c in turn (h is in a; b and c are free once h is made; the lean plan passes the
+// witness's buffer for c), each batch's MSM (sppark's, against device memory) run while the next
+// batch is copied. Returns the bytes copied.
+static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out,
+                             const dbuf& c_slot)
 {
     const gpu_t& gpu = *d->gpu;
     out.inf();
     size_t batch = srs->h_batch ? srs->h_batch : d->b.bytes / sizeof(g1_mem_t);
-    batch = std::min({batch, d->b.bytes / sizeof(g1_mem_t), d->c.bytes / sizeof(g1_mem_t), n});
+    batch = std::min({batch, d->b.bytes / sizeof(g1_mem_t), c_slot.bytes / sizeof(g1_mem_t), n});
     if (batch == 0)
         throw sf_error(-1, "no room for a batch of H points");
     const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
-    g1_mem_t* slots[2] = {d->b.as<g1_mem_t>(), d->c.as<g1_mem_t>()};
+    g1_mem_t* slots[2] = {d->b.as<g1_mem_t>(), c_slot.as<g1_mem_t>()};
     // b and c were last written by the prep stream: the copies wait for it
     check(cudaEventRecord(d->consumed[0], *d->prep), "streaming the H points");
     check(cudaStreamWaitEvent(d->copy, d->consumed[0], 0), "streaming the H points");
@@ -384,6 +391,8 @@ static double event_ms(cudaEvent_t from, cudaEvent_t to)
     return ms;
 }
 
+#include "lean.cuh"
+
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
 // uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars, then the
 // sums of the points whose scalar is 1 (`side`); a, b, c, h and the H MSM right behind them
@@ -411,29 +420,13 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
               sh->lg_domain, sh->on_host ? ", shape streamed" : "", srs->points[SEC_H].on_host() ? ", H streamed" : "");
         t->upload = 0;   // the caller times the upload, done before this call
         t->h2d_copied = t->h2d_mapped = 0;
+        if (srs->lean) {
+            prove_lean(d, srs, sh, const_cast<sf_witness*>(wit), out, t);
+            t->total = ms_since(started);
+            return;
+        }
         const scalar_t* w = wit->buf.as<scalar_t>();
-        const uint32_t* a_map = sh->a_gather.as<uint32_t>();
-        const uint32_t* b_map = sh->b_gather.as<uint32_t>();
-        d->split[0].forced = srs->points[SEC_L].on_host();
-        d->split[1].forced = srs->points[SEC_A].on_host();
-        d->split[2].forced = srs->points[SEC_B1].on_host() || srs->points[SEC_B2].on_host();
-        split_async(gpu, d->side, d->split[0], w + sh->num_inputs, nullptr, sh->num_aux);
-        split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
-        split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
-        check(cudaEventRecord(d->split_ready, d->side), "the 0/1 split");
-        // (the points of sections in host memory come over in chunks first: sum_ones_mapped)
-        auto ones = [&](auto bucket_tag, uint32_t q, const dbuf& points, const split_t& sp) {
-            typedef decltype(bucket_tag) bucket;
-            typedef typename bucket::affine_t::mem_t mem;
-            if (points.on_host())
-                sum_ones_mapped<bucket>(gpu, d, d->ones[q], points.as<mem>(), sp, q);
-            else
-                sum_ones_async<bucket>(gpu, d->side, d->ones[q], points.as<mem>(), sp);
-        };
-        ones(bucket_t{}, 0, srs->points[SEC_L], d->split[0]);
-        ones(bucket_t{}, 1, srs->points[SEC_A], d->split[1]);
-        ones(bucket_t{}, 2, srs->points[SEC_B1], d->split[2]);
-        ones(bucket2_t{}, 3, srs->points[SEC_B2], d->split[2]);
+        queue_splits_and_ones(d, srs, sh, w);
         t->h2d_copied += (double)queue_h(d, sh, wit);
         // deg h ≤ m − 2, so the H query has m − 1 points
         const bool h_streamed = srs->points[SEC_H].on_host();
@@ -449,25 +442,9 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         check(cudaEventRecord(d->marks[3], *d->prep), "timing the H MSM");
         splits_known(d);
 
-        auto phase = clock_type::now();
-        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0],
-                                                w + sh->num_inputs, nullptr, "the L MSM");
-        t->msm_l = ms_since(phase);
-        phase = clock_type::now();
-        // the A and B queries have points only for the variables of their density
-        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1],
-                                                w, a_map, "the A MSM");
-        t->msm_a = ms_since(phase);
-        phase = clock_type::now();
-        tail_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2],
-                                                w, b_map, "the B-G1 MSM");
-        t->msm_b_g1 = ms_since(phase);
-        phase = clock_type::now();
-        tail_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2],
-                                                   w, b_map, "the B-G2 MSM");
-        t->msm_b_g2 = ms_since(phase);
+        prove_tails(d, srs, sh, w, out, t);
 
-        phase = clock_type::now();
+        auto phase = clock_type::now();
         check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
         t->wait_h = ms_since(phase);
         t->spmv = event_ms(d->marks[0], d->marks[1]);
@@ -477,27 +454,14 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             one_pass_collect(gpu, *d->prep, d->h_msm, h_plan, out->h);
             t->msm_h = event_ms(d->marks[2], d->marks[3]) + ms_since(phase);
         } else if (h_streamed) {
-            t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h);
+            t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, d->c);
             t->msm_h = ms_since(phase);
         } else {
             msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1,
                                              "the H MSM");
             t->msm_h = ms_since(phase);
         }
-        phase = clock_type::now();
-        check(cudaStreamSynchronize(d->side), "the sums of the ones");
-        t->wait_ones = ms_since(phase);
-        add_ones<bucket_t>(out->l, d->split[0], d->ones[0], "the L MSM");
-        add_ones<bucket_t>(out->a, d->split[1], d->ones[1], "the A MSM");
-        add_ones<bucket_t>(out->b_g1, d->split[2], d->ones[2], "the B-G1 MSM");
-        add_ones<bucket2_t>(out->b_g2, d->split[2], d->ones[3], "the B-G2 MSM");
-        // what the kernels read of the sections in host memory: the points whose scalar is 1
-        // (summed) or neither 0 nor 1 (gathered); those whose scalar is 0 are never read
-        const uint32_t sections[4] = {SEC_L, SEC_A, SEC_B1, SEC_B2};
-        const int splits[4] = {0, 1, 2, 2};
-        for (int q = 0; q < 4; q++)
-            if (srs->points[sections[q]].on_host())
-                t->h2d_mapped += (double)(d->split[splits[q]].n_ones + d->split[splits[q]].n_tail) * point_bytes(sections[q]);
+        finish_ones(d, srs, out, t);
         t->total = ms_since(started);
     });
 }

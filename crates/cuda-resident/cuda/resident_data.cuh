@@ -5,6 +5,7 @@ static void witness_free(sf_witness* w)
 {
     w->dev->gpu->select();
     w->buf.release();
+    w->stage.release();
     if (w->stream)
         (void)cudaStreamDestroy(w->stream);
     delete w;
@@ -42,13 +43,53 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
     });
 }
 
-// The witness of `len` values from its compact form in mapped pinned memory `blob` (class
+// SNARKFLOW_COMPACT_MAPPED=1: the expansion reads the compact witness over PCIe in place (the
+// way before it was copied first), for measuring against the copy.
+static bool compact_mapped()
+{
+    static const bool on = getenv("SNARKFLOW_COMPACT_MAPPED") != nullptr;
+    return on;
+}
+
+// Where the expansion reads a compact witness of `bytes` in pinned memory `blob` from: a copy in
+// the witness's device staging (one bulk copy, ~2 ms for a 32 GiB partition's 0.1 GB), made
+// larger as needed, or, where device memory has no room for it, the blob itself through its
+// mapping (each warp's reads a PCIe round trip: slower, and exposed between proves where a plan
+// has one witness buffer).
+static const uint8_t* compact_source(sf_witness* w, const uint8_t* blob, size_t bytes)
+{
+    if (!compact_mapped()) {
+        if (w->stage.bytes < bytes) {
+            w->stage.release();
+            size_t want = bytes + bytes / 8;   // partitions' compact forms differ a little
+            void* p = nullptr;
+            if (cudaMalloc(&p, want) == cudaSuccess) {
+                w->stage.ptr = p;
+                w->stage.bytes = want;
+            } else {
+                (void)cudaGetLastError();
+                TRACE("no device memory for a %zu-byte compact witness: read in place", bytes);
+            }
+        }
+        if (w->stage.bytes >= bytes) {
+            check(cudaMemcpyAsync(w->stage.ptr, blob, bytes, cudaMemcpyHostToDevice, w->stream),
+                  "copying the compact witness");
+            return w->stage.as<uint8_t>();
+        }
+    }
+    void* dblob = nullptr;
+    check(cudaHostGetDevicePointer(&dblob, (void*)blob, 0), "mapping the compact witness");
+    return static_cast<const uint8_t*>(dblob);
+}
+
+// The witness of `len` values from its compact form of `bytes` in pinned memory `blob` (class
 // words at byte 0, word offsets at `offsets_at`, the other values at `others_at`; see
 // `expand_witness`), written into the witness buffer on its upload stream; waits for it.
 // `one` is the host's 1 (Montgomery form), written for every value of class 1. Takes no device
 // lock, like sf_witness_upload.
-SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_t* blob, size_t offsets_at,
-                                                     size_t others_at, size_t len, const scalar_t* one)
+SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_t* blob, size_t bytes,
+                                                     size_t offsets_at, size_t others_at, size_t len,
+                                                     const scalar_t* one)
 {
     return guarded([&] {
         if (len * sizeof(scalar_t) > w->buf.bytes)
@@ -57,9 +98,9 @@ SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_
         w->len = 0;
         if (len == 0)
             return;
-        void* dblob = nullptr;
-        check(cudaHostGetDevicePointer(&dblob, (void*)blob, 0), "mapping the compact witness");
-        const uint8_t* d = static_cast<const uint8_t*>(dblob);
+        if (offsets_at > bytes || others_at > bytes)
+            throw sf_error(-1, "a compact witness's parts lie outside its bytes");
+        const uint8_t* d = compact_source(w, blob, bytes);
         fr_bits one_bits;
         memcpy(&one_bits, one, sizeof(one_bits));
         size_t words = (len + 31) / 32;
@@ -90,6 +131,7 @@ SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS
         d->gpu->select();
         srs->dev = d;
         srs->h_batch = place->h_batch;
+        srs->lean = place->lean != 0;
         for (uint32_t s = 0; s < SECTIONS; s++) {
             srs->count[s] = counts[s];
             bool on_host = (place->host_sections >> s) & 1;

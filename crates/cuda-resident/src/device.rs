@@ -110,12 +110,16 @@ pub struct Placement {
     pub h_batch: usize,
     /// Non-zeros per chunk when the matrices are on the host (0: the device code's default).
     pub shape_chunk: usize,
+    /// A prove's phases one after another, sharing device memory, c made in the witness's
+    /// buffer (the lean plan, for ~16 GB cards): its witnesses need a buffer as large as the
+    /// domain, and each is used up by its prove.
+    pub lean: bool,
 }
 
 impl Placement {
     /// Everything on the device.
     pub const RESIDENT: Placement =
-        Placement { host_sections: [false; 5], shape_on_host: false, h_batch: 0, shape_chunk: 0 };
+        Placement { host_sections: [false; 5], shape_on_host: false, h_batch: 0, shape_chunk: 0, lean: false };
 
     pub fn on_host(&self, section: Section) -> bool {
         self.host_sections[section as usize]
@@ -128,6 +132,7 @@ impl Placement {
             shape_on_host: u32::from(self.shape_on_host),
             h_batch: self.h_batch,
             shape_chunk: self.shape_chunk,
+            lean: u32::from(self.lean),
         }
     }
 }

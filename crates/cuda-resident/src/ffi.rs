@@ -41,6 +41,7 @@ pub(crate) struct RawPlacement {
     pub shape_on_host: u32,
     pub h_batch: usize,
     pub shape_chunk: usize,
+    pub lean: u32,
 }
 
 /// The five sums, in blst's Jacobian layout (blstrs' projective types wrap exactly that).
@@ -67,6 +68,7 @@ extern "C" {
     pub(crate) fn sf_witness_upload_compact(
         w: *mut SfWitness,
         blob: *const u8,
+        bytes: usize,
         offsets_at: usize,
         others_at: usize,
         len: usize,

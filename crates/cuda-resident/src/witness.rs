@@ -163,7 +163,8 @@ impl DeviceWitness {
 impl DeviceWitness {
     /// Write the witness from its compact form, in `blob` as `layout` says, on the device
     /// (`one` is what a value of class 1 becomes); waits for it. Only `layout.bytes()` cross
-    /// PCIe, read by the kernel from the mapped pinned buffer.
+    /// PCIe: copied into a device staging buffer this witness keeps (about a byte per value),
+    /// or read in place through the mapping where the device has no room for it.
     pub fn upload_compact(&mut self, blob: &PinnedBuffer, layout: &CompactLayout, one: &Fr) -> Result<(), Error> {
         if layout.len > self.capacity || layout.bytes() > blob.len() {
             return Err(Error {
@@ -183,6 +184,7 @@ impl DeviceWitness {
             ffi::sf_witness_upload_compact(
                 self.raw.as_ptr(),
                 blob.ptr.as_ptr(),
+                layout.bytes(),
                 layout.offsets_at(),
                 layout.others_at(),
                 layout.len,

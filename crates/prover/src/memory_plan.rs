@@ -10,6 +10,10 @@
 //!   copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
 //!   h no longer needs, each batch's MSM running while the next is copied; L, A and B as in the
 //!   partly resident plan.
+//! - **Lean**: the streamed plan with a prove's phases one after another, so that they share
+//!   device memory: the 0/1 sums and the tail MSMs first, in the room a and b take later; then
+//!   a, b and c = a∘b written over the witness; smaller H batches and shape chunks (~14 GiB at
+//!   32 GiB: 16 GB cards; crates/cuda-resident/cuda/lean.cuh).
 //!
 //! Each plan has the one-pass H MSM (its ~13.6 GiB workspace at 2^27 points) or sppark's batched
 //! one; the best plan that fits wins, in `PlanKind::PREFERENCE` order. This module is
@@ -26,16 +30,18 @@ pub enum PlanKind {
     Resident,
     PartlyResident,
     Streamed,
+    Lean,
 }
 
 impl PlanKind {
-    pub const ALL: [PlanKind; 3] = [PlanKind::Resident, PlanKind::PartlyResident, PlanKind::Streamed];
+    pub const ALL: [PlanKind; 4] = [PlanKind::Resident, PlanKind::PartlyResident, PlanKind::Streamed, PlanKind::Lean];
 
     pub fn name(self) -> &'static str {
         match self {
             PlanKind::Resident => "resident",
             PlanKind::PartlyResident => "partly-resident",
             PlanKind::Streamed => "streamed",
+            PlanKind::Lean => "lean",
         }
     }
 
@@ -44,12 +50,13 @@ impl PlanKind {
     }
 
     /// The metric's value for the plan (`snarkflow_gpu_memory_plan`): 3 resident, 2 partly
-    /// resident, 1 streamed (0 is "not the resident prover").
+    /// resident, 1 streamed or lean (both stream the key from host memory; the label names
+    /// which), 0 is "not the resident prover".
     pub fn level(self) -> i64 {
         match self {
             PlanKind::Resident => 3,
             PlanKind::PartlyResident => 2,
-            PlanKind::Streamed => 1,
+            PlanKind::Streamed | PlanKind::Lean => 1,
         }
     }
 }
@@ -118,7 +125,8 @@ fn margin(total: u64) -> u64 {
 }
 
 impl KeyDims {
-    fn domain(&self) -> u64 {
+    /// The evaluation domain: constraints rounded up to a power of two.
+    pub fn domain(&self) -> u64 {
         self.rows.max(1).next_power_of_two()
     }
 
@@ -140,6 +148,13 @@ impl KeyDims {
     /// One witness buffer on the device.
     pub fn witness_bytes(&self) -> u64 {
         self.witness_len * FR
+    }
+
+    /// The device staging a witness buffer keeps for its compact form (2 bits and an eighth of
+    /// an offset per value, the values that are neither 0 nor 1 — a 64th planned, 1.3 % at
+    /// 32 GiB — and an eighth more for partitions that differ): about a byte per value.
+    fn compact_stage_bytes(&self) -> u64 {
+        self.witness_len
     }
 
     /// The buffers of one prove whatever the plan: a, b, c, the 0/1 split of the L, A, B
@@ -173,21 +188,37 @@ impl KeyDims {
         self.counts[0] * 78 + (64 << 20)
     }
 
-    /// sppark's MSM over one batch of H points streamed from the host (a third of the domain,
-    /// in b or c): 1.7 GiB at 2^27 points, measured the same way.
-    fn streamed_msm_bytes(&self) -> u64 {
-        self.counts[0] * 14 + (64 << 20)
+    /// sppark's MSM over one batch of `batch` H points streamed from the host: 1.7 GiB for a
+    /// third of the domain at 2^27 points (the streamed plan's batches, in b or c), measured the
+    /// same way; taken as proportional to the batch.
+    fn streamed_msm_bytes(&self, batch: u64) -> u64 {
+        batch * 42 + (64 << 20)
     }
 
-    /// The two staging slots of streamed matrices.
-    fn shape_staging(&self) -> u64 {
-        let chunk = self.shape_chunk();
+    /// H points per batch in the streamed plan: as many as b or c hold.
+    fn streamed_h_batch(&self) -> u64 {
+        (self.domain() * FR / G1).min(self.counts[0])
+    }
+
+    /// H points per batch in the lean plan: an eighth of the domain (its MSM's workspace is
+    /// the lean plan's largest after the three vectors).
+    pub fn lean_h_batch(&self) -> u64 {
+        (self.domain() / 8).clamp(1, self.counts[0].max(1))
+    }
+
+    /// The two staging slots of streamed matrices, `chunk` non-zeros each.
+    fn shape_staging(&self, chunk: u64) -> u64 {
         2 * ((chunk / 2 + 1) * 8 + chunk * 8)
     }
 
     /// Non-zeros per streamed chunk: the default, or the larger of A and B when smaller.
     pub fn shape_chunk(&self) -> u64 {
         SHAPE_CHUNK.min(self.nnz[0].max(self.nnz[1]).max(1024))
+    }
+
+    /// Non-zeros per streamed chunk in the lean plan: half the default.
+    pub fn lean_shape_chunk(&self) -> u64 {
+        (SHAPE_CHUNK / 2).min(self.shape_chunk())
     }
 
     /// Bytes of the key: all five sections.
@@ -208,6 +239,13 @@ pub struct MemoryPlan {
     /// Witness buffers on the device: 2 lets the next partition's witness upload while one
     /// proves; 1 when there is no room for two.
     pub witness_buffers: usize,
+    /// Values each witness buffer holds: the witness, or (lean plan, which makes c in it) the
+    /// domain when that is larger.
+    pub witness_capacity: u64,
+    /// H points per batch when H is streamed (0: as many as the prove's buffers hold).
+    pub h_batch: u64,
+    /// Non-zeros per chunk of streamed matrices.
+    pub shape_chunk: u64,
     /// Device bytes this key needs, its prove buffers included.
     pub device_bytes: u64,
     /// Of those, the buffers every prove shares (a, b, c, splits, MSM workspace): one set per
@@ -230,27 +268,38 @@ impl MemoryPlan {
         let host_sections = match kind {
             PlanKind::Resident => [false; 5],
             PlanKind::PartlyResident => [false, true, true, true, true],
-            PlanKind::Streamed => [true; 5],
+            PlanKind::Streamed | PlanKind::Lean => [true; 5],
         };
-        let shape_on_host = kind == PlanKind::Streamed;
+        let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean);
+        let lean = kind == PlanKind::Lean;
         let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
         let points_on_host: u64 = (0..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();
         let matrices = dims.matrix_bytes();
-        let h_msm = if host_sections[0] {
-            // batches go into b and c
-            dims.streamed_msm_bytes()
-        } else if one_pass_h {
-            dims.one_pass_bytes()
+        let shape_chunk = if lean { dims.lean_shape_chunk() } else { dims.shape_chunk() };
+        let h_batch = if lean { dims.lean_h_batch() } else { 0 };
+        let witness_capacity = if lean { dims.witness_len.max(dims.domain()) } else { dims.witness_len };
+        let staging = if shape_on_host { dims.shape_staging(shape_chunk) } else { 0 };
+        let prove_bytes = if lean {
+            // a and b (phase 1's lists, tails and staging live in them), then the larger of what
+            // phase 2 (the shape's staging) and phase 4 (the H batch's MSM) add; the sums of
+            // the ones and the chunk bookkeeping (a few MiB)
+            2 * dims.domain() * FR + staging.max(dims.streamed_msm_bytes(h_batch)) + (64 << 20)
         } else {
-            dims.batched_msm_bytes()
+            let h_msm = if host_sections[0] {
+                // batches go into b and c
+                dims.streamed_msm_bytes(dims.streamed_h_batch())
+            } else if one_pass_h {
+                dims.one_pass_bytes()
+            } else {
+                dims.batched_msm_bytes()
+            };
+            let mapped = if host_sections[1..].iter().any(|&h| h) { MAPPED_STAGING } else { 0 };
+            dims.prove_buffers() + h_msm + staging + mapped
         };
-        let staging = if shape_on_host { dims.shape_staging() } else { 0 }
-            + if host_sections[1..].iter().any(|&h| h) { MAPPED_STAGING } else { 0 };
-        let prove_bytes = dims.prove_buffers() + h_msm + staging;
         let device_bytes = points_on_device
             + dims.shape_always()
             + if shape_on_host { 0 } else { matrices }
-            + witness_buffers as u64 * dims.witness_bytes()
+            + witness_buffers as u64 * (witness_capacity * FR + dims.compact_stage_bytes())
             + prove_bytes;
         let host_bytes = points_on_host + if shape_on_host { matrices } else { 0 };
         let streamed = if shape_on_host { matrices } else { 0 } + if host_sections[0] { dims.points(0) } else { 0 };
@@ -261,6 +310,9 @@ impl MemoryPlan {
             host_sections,
             shape_on_host,
             witness_buffers,
+            witness_capacity,
+            h_batch,
+            shape_chunk,
             device_bytes,
             prove_bytes,
             host_bytes,
@@ -273,7 +325,7 @@ impl MemoryPlan {
     /// Every plan, fastest first (measured at 32 GiB on an H200, docs/benchmarks.md): all on the
     /// device, with the one-pass H MSM (1.80 s a partition), then with sppark's batched one
     /// (2.00 s); then partly resident; two witness buffers before one (the next partition's
-    /// upload overlaps the prove); the streamed plan last.
+    /// upload overlaps the prove); the streamed plan, then the lean one last.
     fn candidates(dims: &KeyDims) -> Vec<MemoryPlan> {
         let mut out = Vec::new();
         for kind in [PlanKind::Resident, PlanKind::PartlyResident] {
@@ -286,6 +338,7 @@ impl MemoryPlan {
         for buffers in [2, 1] {
             out.push(MemoryPlan::of(PlanKind::Streamed, false, buffers, dims));
         }
+        out.push(MemoryPlan::of(PlanKind::Lean, false, 1, dims));
         out
     }
 

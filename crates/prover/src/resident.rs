@@ -20,7 +20,7 @@ use snarkflow_synthesis::ConstraintShape;
 
 use crate::compact_witness;
 use crate::groth16::{assemble, QuerySums};
-use crate::memory_plan::{self, KeyDims, MemoryPlan, PlanRequest};
+use crate::memory_plan::{self, KeyDims, MemoryPlan, PlanKind, PlanRequest};
 pub use crate::param_file::{read_sections, FileSections};
 use crate::ProveError;
 
@@ -174,14 +174,14 @@ impl ResidentKey {
         let placement = Placement {
             host_sections: plan.host_sections,
             shape_on_host: plan.shape_on_host,
-            h_batch: 0,
-            shape_chunk: dims.shape_chunk() as usize,
+            h_batch: plan.h_batch as usize,
+            shape_chunk: plan.shape_chunk as usize,
+            lean: plan.kind == PlanKind::Lean,
         };
         let srs = upload_points(device, path, &sections, &placement)?;
         let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
-        let n = shape.num_inputs + shape.num_aux;
         let witnesses = (0..plan.witness_buffers)
-            .map(|_| DeviceWitness::new(device, n))
+            .map(|_| DeviceWitness::new(device, plan.witness_capacity as usize))
             .collect::<Result<Vec<_>, _>>()
             .map_err(dev_err)?;
         static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
