@@ -384,8 +384,12 @@ pub struct NoPlan {
 
 /// Whether `auto` may choose the lean plan. Off until its proofs have been checked on a device
 /// (byte-identical to the other plans' at 2 KiB–32 GiB): until then a 16 GB card proves a
-/// 32 GiB partition with supraseal-c2 as before, and `--memory-plan lean` tries it.
-const LEAN_IN_AUTO: bool = false;
+/// 32 GiB partition with supraseal-c2 as before, `--memory-plan lean` forces it, and
+/// `SNARKFLOW_LEAN_AUTO=1` lets `auto` choose it (the device runs that check it).
+fn lean_in_auto() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SNARKFLOW_LEAN_AUTO").is_some_and(|v| v == "1"))
+}
 
 /// The best plan for `dims` with `free` device bytes, of which `prove_reserved` are promised to
 /// the prove buffers of circuits already loaded (they are shared); `request` may force a kind,
@@ -395,7 +399,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
     let candidates: Vec<MemoryPlan> = MemoryPlan::candidates(dims)
         .into_iter()
         .filter(|p| match request {
-            PlanRequest::Auto => p.kind != PlanKind::Lean || LEAN_IN_AUTO,
+            PlanRequest::Auto => p.kind != PlanKind::Lean || lean_in_auto(),
             PlanRequest::Only(kind) => p.kind == kind,
         })
         .collect();
