@@ -32,7 +32,7 @@ use storage_proofs_porep::stacked::{
     self, Column, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
 };
 
-use crate::sparse_tree::{zero_ladder, zero_tree_d_proof, SparseTree};
+use crate::sparse_tree::{zero_ladder, zero_tree_d_proof, SparseTree, TreeProof};
 use crate::FilecoinError;
 
 type VanillaProof<Tree> = stacked::Proof<Tree, Sha256Hasher>;
@@ -202,18 +202,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
         free_key: rng.gen(),
         memo: HashMap::new(),
     };
-    // every column a proof opens: the challenged nodes' and their parents'
-    let mut columns: BTreeMap<u32, Vec<PoseidonDomain>> = BTreeMap::new();
-    let mut parents_of = BTreeMap::new();
-    for &c in &challenged {
-        let parents = labels.parents(c)?;
-        for node in std::iter::once(c).chain(parents) {
-            if let std::collections::btree_map::Entry::Vacant(slot) = columns.entry(node) {
-                slot.insert(labels.column(node)?);
-            }
-        }
-        parents_of.insert(c, parents);
-    }
+    let (columns, parents_of) = opened_columns(&mut labels, &challenged)?;
     let tree_c_leaves = columns
         .iter()
         .map(|(n, rows)| {
@@ -228,42 +217,17 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
     let comm_r_domain = <PoseidonHasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
     let comm_r: [u8; 32] = comm_r_domain.into();
 
-    let column_proof =
-        |node: u32| ColumnProof::new(node, columns[&node].clone(), tree_c.proof::<Tree>(u64::from(node)));
+    let opened = Opened::<Tree> {
+        columns: &columns,
+        parents_of: &parents_of,
+        tree_c: &tree_c,
+        tree_r: &tree_r,
+        ladder: &ladder,
+        _tree: std::marker::PhantomData,
+    };
     let proofs: Vec<Vec<VanillaProof<Tree>>> = challenges
         .iter()
-        .map(|partition| {
-            partition
-                .iter()
-                .map(|&c| {
-                    let parents = parents_of[&c];
-                    let c_x = column_proof(c);
-                    let drg_parents: Vec<_> = parents[..BASE_DEGREE].iter().map(|p| column_proof(*p)).collect();
-                    let exp_parents: Vec<_> = parents[BASE_DEGREE..].iter().map(|p| column_proof(*p)).collect();
-                    let labeling_proofs: Vec<_> = (1..=pp.num_layers)
-                        .map(|layer| {
-                            let count = if layer == 1 { BASE_DEGREE } else { parents.len() };
-                            let distinct: Vec<PoseidonDomain> = parents
-                                .iter()
-                                .take(count)
-                                .enumerate()
-                                .map(|(i, p)| columns[p][if i < BASE_DEGREE { layer - 1 } else { layer - 2 }])
-                                .collect();
-                            let repeated = distinct.iter().cycle().take(TOTAL_PARENTS).copied().collect();
-                            LabelingProof::new(layer as u32, u64::from(c), repeated)
-                        })
-                        .collect();
-                    let last_parents = labeling_parents_of(&labeling_proofs[last]);
-                    VanillaProof::<Tree> {
-                        comm_d_proofs: zero_tree_d_proof(u64::from(c), &ladder),
-                        comm_r_last_proof: tree_r.proof::<Tree>(u64::from(c)),
-                        replica_column_proofs: ReplicaColumnProof { c_x, drg_parents, exp_parents },
-                        encoding_proof: EncodingProof::new(pp.num_layers as u32, u64::from(c), last_parents),
-                        labeling_proofs,
-                    }
-                })
-                .collect()
-        })
+        .map(|partition| partition.iter().map(|&c| opened.challenge_proof(c, pp.num_layers)).collect())
         .collect();
     pub_in.tau = Some(stacked::Tau { comm_d: Sha256Domain::from(comm_d), comm_r: comm_r_domain });
     ensure!(
@@ -280,6 +244,73 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
         seed,
         ticket,
     })
+}
+
+/// Every column a proof opens (the challenged nodes' and their parents'), and each challenged
+/// node's parents.
+#[allow(clippy::type_complexity)]
+fn opened_columns(
+    labels: &mut Labels<'_>,
+    challenged: &BTreeSet<u32>,
+) -> anyhow::Result<(BTreeMap<u32, Vec<PoseidonDomain>>, BTreeMap<u32, [u32; BASE_DEGREE + 8]>)> {
+    let mut columns: BTreeMap<u32, Vec<PoseidonDomain>> = BTreeMap::new();
+    let mut parents_of = BTreeMap::new();
+    for &c in challenged {
+        let parents = labels.parents(c)?;
+        for node in std::iter::once(c).chain(parents) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = columns.entry(node) {
+                slot.insert(labels.column(node)?);
+            }
+        }
+        parents_of.insert(c, parents);
+    }
+    Ok((columns, parents_of))
+}
+
+/// What the vanilla proofs of a sparse sector are cut from: the opened columns, the challenged
+/// nodes' parents, the sparse trees C and R, and the zero tree D's ladder.
+struct Opened<'a, Tree: MerkleTreeTrait<Hasher = PoseidonHasher>> {
+    columns: &'a BTreeMap<u32, Vec<PoseidonDomain>>,
+    parents_of: &'a BTreeMap<u32, [u32; BASE_DEGREE + 8]>,
+    tree_c: &'a SparseTree,
+    tree_r: &'a SparseTree,
+    ladder: &'a [Sha256Domain],
+    _tree: std::marker::PhantomData<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>> Opened<'_, Tree> {
+    fn column_proof(&self, node: u32) -> ColumnProof<TreeProof<Tree>> {
+        ColumnProof::new(node, self.columns[&node].clone(), self.tree_c.proof::<Tree>(u64::from(node)))
+    }
+
+    /// The vanilla proof of challenge `c` over `layers` layers.
+    fn challenge_proof(&self, c: u32, layers: usize) -> VanillaProof<Tree> {
+        let parents = self.parents_of[&c];
+        let c_x = self.column_proof(c);
+        let drg_parents: Vec<_> = parents[..BASE_DEGREE].iter().map(|p| self.column_proof(*p)).collect();
+        let exp_parents: Vec<_> = parents[BASE_DEGREE..].iter().map(|p| self.column_proof(*p)).collect();
+        let labeling_proofs: Vec<_> = (1..=layers)
+            .map(|layer| {
+                let count = if layer == 1 { BASE_DEGREE } else { parents.len() };
+                let distinct: Vec<PoseidonDomain> = parents
+                    .iter()
+                    .take(count)
+                    .enumerate()
+                    .map(|(i, p)| self.columns[p][if i < BASE_DEGREE { layer - 1 } else { layer - 2 }])
+                    .collect();
+                let repeated = distinct.iter().cycle().take(TOTAL_PARENTS).copied().collect();
+                LabelingProof::new(layer as u32, u64::from(c), repeated)
+            })
+            .collect();
+        let last_parents = labeling_parents_of(&labeling_proofs[layers - 1]);
+        VanillaProof::<Tree> {
+            comm_d_proofs: zero_tree_d_proof(u64::from(c), self.ladder),
+            comm_r_last_proof: self.tree_r.proof::<Tree>(u64::from(c)),
+            replica_column_proofs: ReplicaColumnProof { c_x, drg_parents, exp_parents },
+            encoding_proof: EncodingProof::new(layers as u32, u64::from(c), last_parents),
+            labeling_proofs,
+        }
+    }
 }
 
 /// The 37 parents a labeling proof hashes (its field is crate-private; its serialized form

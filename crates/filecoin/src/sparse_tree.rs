@@ -14,7 +14,7 @@ use merkletree::hash::Algorithm;
 use storage_proofs_core::merkle::MerkleProof;
 use typenum::{Unsigned, U2};
 
-type TreeProof<Tree> = MerkleProof<
+pub(crate) type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,
