@@ -33,118 +33,81 @@ fn stage_buckets() -> Vec<f64> {
     prometheus::exponential_buckets(0.01, 2.5, 14).expect("valid buckets")
 }
 
+/// A metric registered in `registry`.
+fn registered<M: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+    registry.register(Box::new(metric.clone())).expect("unique metric");
+    metric
+}
+
+fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+fn int_gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+fn histogram(name: &str, help: &str, buckets: Vec<f64>, labels: &[&str]) -> HistogramVec {
+    HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels).expect("valid metric")
+}
+
 impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
-        let submitted =
-            IntCounterVec::new(Opts::new("snarkflow_jobs_submitted_total", "jobs accepted"), &["kind"]).unwrap();
-        let finished = IntCounterVec::new(
-            Opts::new("snarkflow_jobs_finished_total", "jobs reaching a terminal state"),
-            &["kind", "state"],
-        )
-        .unwrap();
-        let job_seconds = HistogramVec::new(
-            HistogramOpts::new(
+        let r = |m| registered(&registry, m);
+        Metrics {
+            submitted: r(counter("snarkflow_jobs_submitted_total", "jobs accepted", &["kind"])),
+            finished: r(counter("snarkflow_jobs_finished_total", "jobs reaching a terminal state", &["kind", "state"])),
+            job_seconds: registered(&registry, histogram(
                 "snarkflow_job_seconds",
                 "seconds from a job's submission to its end, by kind and how it ended (done, failed, cancelled)",
-            )
-            .buckets(job_buckets()),
-            &["kind", "state"],
-        )
-        .unwrap();
-        let rejected =
-            IntCounterVec::new(Opts::new("snarkflow_requests_rejected_total", "rejected API requests"), &["code"])
-                .unwrap();
-        let stage_seconds = HistogramVec::new(
-            HistogramOpts::new(
+                job_buckets(),
+                &["kind", "state"],
+            )),
+            rejected: r(counter("snarkflow_requests_rejected_total", "rejected API requests", &["code"])),
+            stage_seconds: registered(&registry, histogram(
                 "snarkflow_partition_stage_seconds",
                 "per-partition stage durations reported by workers",
+                stage_buckets(),
+                &["stage"],
+            )),
+            hop_bytes: r(counter("snarkflow_hop_bytes_total", "bytes moved per hop", &["hop"])),
+            queue_depth: registered(&registry, int_gauge("snarkflow_queue_depth", "messages waiting per stream", &["stage"])),
+            queue_oldest: registered(&registry, GaugeVec::new(
+                Opts::new(
+                    "snarkflow_queue_oldest_seconds",
+                    "age of the oldest unsettled task per stage and priority lane (0: the lane is empty)",
+                ),
+                &["stage", "lane"],
             )
-            .buckets(stage_buckets()),
-            &["stage"],
-        )
-        .unwrap();
-        let hop_bytes =
-            IntCounterVec::new(Opts::new("snarkflow_hop_bytes_total", "bytes moved per hop"), &["hop"]).unwrap();
-        let queue_depth =
-            IntGaugeVec::new(Opts::new("snarkflow_queue_depth", "messages waiting per stream"), &["stage"]).unwrap();
-        let queue_oldest = GaugeVec::new(
-            Opts::new(
-                "snarkflow_queue_oldest_seconds",
-                "age of the oldest unsettled task per stage and priority lane (0: the lane is empty)",
-            ),
-            &["stage", "lane"],
-        )
-        .unwrap();
-        let jobs =
-            IntGaugeVec::new(Opts::new("snarkflow_jobs", "jobs in the ledger by state and kind"), &["state", "kind"])
-                .unwrap();
-        let ledger_bytes = IntGaugeVec::new(
-            Opts::new(
+            .expect("valid metric")),
+            jobs: registered(&registry, int_gauge("snarkflow_jobs", "jobs in the ledger by state and kind", &["state", "kind"])),
+            ledger_bytes: registered(&registry, int_gauge(
                 "snarkflow_ledger_bytes",
                 "the job ledger: bytes used, its limit (0: none), and bytes promised to unfinished jobs",
-            ),
-            &["what"],
-        )
-        .unwrap();
-        let backlog_constraints = IntGaugeVec::new(
-            Opts::new(
+                &["what"],
+            )),
+            backlog_constraints: registered(&registry, int_gauge(
                 "snarkflow_backlog_constraints",
                 "constraints of the partitions waiting for a stage: not yet synthesized (synth), synthesized and not yet proved (prove)",
-            ),
-            &["stage"],
-        )
-        .unwrap();
-        let backlog_gpu_seconds = Gauge::new(
-            "snarkflow_backlog_gpu_seconds",
-            "seconds of one GPU the proving backlog needs, at --gpu-constraints-per-second",
-        )
-        .unwrap();
-        let object_store_bytes = IntGaugeVec::new(
-            Opts::new(
+                &["stage"],
+            )),
+            backlog_gpu_seconds: registered(&registry, Gauge::new(
+                "snarkflow_backlog_gpu_seconds",
+                "seconds of one GPU the proving backlog needs, at --gpu-constraints-per-second",
+            )
+            .expect("valid metric")),
+            object_store_bytes: registered(&registry, int_gauge(
                 "snarkflow_object_store_bytes",
                 "the object store (partitions, job inputs): bytes used, its limit (0: none)",
-            ),
-            &["what"],
-        )
-        .unwrap();
-        let dead_letters = IntCounterVec::new(
-            Opts::new(
+                &["what"],
+            )),
+            dead_letters: r(counter(
                 "snarkflow_dead_letters_total",
                 "tasks whose deliveries ran out, by stage and what became of them: failed_job (its job failed), recorded (its result was in the ledger, or its job had ended), unnamed (no job)",
-            ),
-            &["stage", "outcome"],
-        )
-        .unwrap();
-        registry.register(Box::new(object_store_bytes.clone())).expect("unique metric");
-        registry.register(Box::new(dead_letters.clone())).expect("unique metric");
-        registry.register(Box::new(backlog_constraints.clone())).expect("unique metric");
-        registry.register(Box::new(backlog_gpu_seconds.clone())).expect("unique metric");
-        registry.register(Box::new(ledger_bytes.clone())).expect("unique metric");
-        registry.register(Box::new(queue_depth.clone())).expect("unique metric");
-        registry.register(Box::new(queue_oldest.clone())).expect("unique metric");
-        registry.register(Box::new(jobs.clone())).expect("unique metric");
-        for c in [&submitted, &finished, &rejected, &hop_bytes] {
-            registry.register(Box::new(c.clone())).expect("unique metric");
-        }
-        registry.register(Box::new(stage_seconds.clone())).expect("unique metric");
-        registry.register(Box::new(job_seconds.clone())).expect("unique metric");
-        Metrics {
+                &["stage", "outcome"],
+            )),
             registry,
-            submitted,
-            finished,
-            job_seconds,
-            rejected,
-            stage_seconds,
-            hop_bytes,
-            queue_depth,
-            queue_oldest,
-            jobs,
-            ledger_bytes,
-            backlog_constraints,
-            backlog_gpu_seconds,
-            object_store_bytes,
-            dead_letters,
         }
     }
 
