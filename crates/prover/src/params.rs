@@ -316,40 +316,13 @@ impl ParamStore {
         // again; it is written (9 GB at 32 GiB PoRep) beside the QAP evaluation, which does
         // not touch the disk
         let shape_path = self.dir.join(format!("{id}.shape"));
-        let keep_shape = || {
-            if shape_path.exists() {
-                return;
-            }
-            let writing = Instant::now();
-            match shape.write_file(&shape_path) {
-                Ok(()) => {
-                    info!(path = %shape_path.display(), seconds = writing.elapsed().as_secs_f64(), "constraint shape written")
-                }
-                Err(e) => warn!(path = %shape_path.display(), error = %e, "could not keep the constraint shape"),
-            }
-        };
-        let write = |target: &Path, what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>| {
-            // `<file>.tmp`: the .params and .vk files are written at the same time
-            let mut tmp = target.as_os_str().to_owned();
-            tmp.push(".tmp");
-            let tmp = PathBuf::from(tmp);
-            let file = File::create(&tmp).map_err(werr(&tmp))?;
-            let mut out = BufWriter::with_capacity(1 << 22, file);
-            let written = what(&mut out)
-                .and_then(|()| out.flush().map_err(werr(&tmp)))
-                .and_then(|()| out.get_ref().sync_all().map_err(werr(&tmp)))
-                .and_then(|()| fs::rename(&tmp, target).map_err(werr(target)));
-            if written.is_err() {
-                let _ = fs::remove_file(&tmp);
-            }
-            written
-        };
+        let write = write_atomically;
         // the parameters are written as they are made, never whole in memory (47 GB at 32 GiB);
         // the verifying key is known first and written at once, so a gateway can take jobs
         // (which wait for a gpu-worker) while the sections are made (minutes at 32 GiB)
         let vk_path = self.vk_path(spec);
         let made = std::thread::scope(|scope| {
-            scope.spawn(keep_shape);
+            scope.spawn(|| keep_shape(&shape, &shape_path));
             write(&path, &|out| {
                 crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk| {
                     write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
@@ -381,6 +354,44 @@ impl ParamStore {
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }
+}
+
+/// Write the constraint shape to `path` unless a file is there; a failure is only logged (the
+/// gpu-worker records the shape again where it finds none).
+fn keep_shape(shape: &ConstraintShape, path: &Path) {
+    if path.exists() {
+        return;
+    }
+    let writing = Instant::now();
+    match shape.write_file(path) {
+        Ok(()) => info!(path = %path.display(), seconds = writing.elapsed().as_secs_f64(), "constraint shape written"),
+        Err(e) => warn!(path = %path.display(), error = %e, "could not keep the constraint shape"),
+    }
+}
+
+/// Write `target` through `<target>.tmp` (the .params and .vk files are written at the same
+/// time), flushed, synced and renamed into place; the temporary file is removed on failure.
+fn write_atomically(
+    target: &Path,
+    what: &dyn Fn(&mut BufWriter<File>) -> Result<(), ParamsError>,
+) -> Result<(), ParamsError> {
+    let werr = |path: &Path| {
+        let path = path.to_owned();
+        move |source| ParamsError::Write { path, source }
+    };
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let file = File::create(&tmp).map_err(werr(&tmp))?;
+    let mut out = BufWriter::with_capacity(1 << 22, file);
+    let written = what(&mut out)
+        .and_then(|()| out.flush().map_err(werr(&tmp)))
+        .and_then(|()| out.get_ref().sync_all().map_err(werr(&tmp)))
+        .and_then(|()| fs::rename(&tmp, target).map_err(werr(target)));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]
