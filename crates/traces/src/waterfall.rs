@@ -140,7 +140,6 @@ fn device_name(s: &Span) -> String {
 
 /// Build the report from spans (any mix of jobs and traces).
 pub fn analyze(spans: &[Span]) -> Report {
-    let interval = |s: &Span| (s.start_ns, s.end_ns.max(s.start_ns));
     let mut rows: BTreeMap<(String, i64), Row> = BTreeMap::new();
     let mut devices: BTreeMap<String, Vec<Interval>> = BTreeMap::new();
     let mut window: Option<Interval> = None;
@@ -172,51 +171,8 @@ pub fn analyze(spans: &[Span]) -> Report {
     }
     let window = window.unwrap_or((0, 0));
     let window_ns = (window.1 - window.0).max(1) as f64;
-    let devices: Vec<Device> = devices
-        .into_iter()
-        .map(|(name, ivs)| {
-            let busy = merge(ivs);
-            let busy_ns: u64 = busy.iter().map(|(s, e)| e - s).sum();
-            let gaps: Vec<f64> = busy
-                .windows(2)
-                .map(|w| w[1].0 - w[0].1)
-                .filter(|g| *g >= MIN_IDLE_GAP_NS)
-                .map(|g| g as f64 / 1e9)
-                .collect();
-            let proving_ns = match (busy.first(), busy.last()) {
-                (Some(first), Some(last)) => (last.1 - first.0).max(1) as f64,
-                _ => 1.0,
-            };
-            Device {
-                name,
-                busy_s: busy_ns as f64 / 1e9,
-                busy_fraction: busy_ns as f64 / window_ns,
-                steady_fraction: busy_ns as f64 / proving_ns,
-                gaps: GapStats {
-                    count: gaps.len(),
-                    max_s: gaps.iter().cloned().fold(0.0, f64::max),
-                    median_s: median(gaps),
-                },
-                busy,
-            }
-        })
-        .collect();
-    let stages: Vec<StageMedian> = STAGES
-        .iter()
-        .filter_map(|&stage| {
-            let of: Vec<&Span> = spans.iter().filter(|s| s.name == stage).collect();
-            if of.is_empty() {
-                return None;
-            }
-            let ivs: Vec<Interval> = of.iter().map(|s| interval(s)).collect();
-            Some(StageMedian {
-                stage,
-                count: of.len(),
-                median_s: median(of.iter().map(|s| s.duration_s()).collect()),
-                max_parallel: max_parallel(&ivs),
-            })
-        })
-        .collect();
+    let devices: Vec<Device> = devices.into_iter().map(|(name, ivs)| device_report(name, ivs, window_ns)).collect();
+    let stages: Vec<StageMedian> = STAGES.iter().filter_map(|&stage| stage_median(spans, stage)).collect();
     let total = |name: &str| spans.iter().filter(|s| s.name == name).map(Span::duration_s).sum::<f64>();
     let (synth_total, prove_total) = (total("synthesize"), total("prove"));
     let synth_gpu_ratio = (prove_total > 0.0).then(|| synth_total / prove_total);
@@ -224,6 +180,46 @@ pub fn analyze(spans: &[Span]) -> Report {
     let mut rows: Vec<Row> = rows.into_values().collect();
     rows.sort_by_key(|r| (r.synth.first().or(r.queue.first()).or(r.prove.first()).map(|i| i.0), r.partition));
     Report { window, rows, devices, stages, synth_gpu_ratio, bound_by }
+}
+
+fn interval(s: &Span) -> Interval {
+    (s.start_ns, s.end_ns.max(s.start_ns))
+}
+
+/// One device's busy time in a window of `window_ns`, from its prove spans' intervals: merged,
+/// with the idle gaps between them.
+fn device_report(name: String, intervals: Vec<Interval>, window_ns: f64) -> Device {
+    let busy = merge(intervals);
+    let busy_ns: u64 = busy.iter().map(|(s, e)| e - s).sum();
+    let gaps: Vec<f64> =
+        busy.windows(2).map(|w| w[1].0 - w[0].1).filter(|g| *g >= MIN_IDLE_GAP_NS).map(|g| g as f64 / 1e9).collect();
+    let proving_ns = match (busy.first(), busy.last()) {
+        (Some(first), Some(last)) => (last.1 - first.0).max(1) as f64,
+        _ => 1.0,
+    };
+    Device {
+        name,
+        busy_s: busy_ns as f64 / 1e9,
+        busy_fraction: busy_ns as f64 / window_ns,
+        steady_fraction: busy_ns as f64 / proving_ns,
+        gaps: GapStats { count: gaps.len(), max_s: gaps.iter().cloned().fold(0.0, f64::max), median_s: median(gaps) },
+        busy,
+    }
+}
+
+/// The median duration and the most parallel instances of the spans named `stage`, if any.
+fn stage_median(spans: &[Span], stage: &'static str) -> Option<StageMedian> {
+    let of: Vec<&Span> = spans.iter().filter(|s| s.name == stage).collect();
+    if of.is_empty() {
+        return None;
+    }
+    let ivs: Vec<Interval> = of.iter().map(|s| interval(s)).collect();
+    Some(StageMedian {
+        stage,
+        count: of.len(),
+        median_s: median(of.iter().map(|s| s.duration_s()).collect()),
+        max_parallel: max_parallel(&ivs),
+    })
 }
 
 /// The stage with the least capacity (observed parallelism / median duration) bounds
