@@ -126,6 +126,62 @@ struct Services {
     rest: JoinSet<&'static str>,
 }
 
+/// The gateway's background tasks besides the event loop and gRPC, each naming itself when it
+/// ends: the ledger index, the ledger pass, the dead-letter consumer, the readiness notice.
+fn background(state: &AppState, config: &Config, shutdown: &CancellationToken) -> JoinSet<&'static str> {
+    let bus = state.bus.clone();
+    let mut rest = JoinSet::new();
+    rest.spawn({
+        let (ledger, index, stop) = (state.ledger.clone(), state.index.clone(), shutdown.clone());
+        async move {
+            index::maintain(ledger, index, stop).await;
+            "the ledger index"
+        }
+    });
+    rest.spawn({
+        let parts = sweep::Parts {
+            bus: bus.clone(),
+            ledger: state.ledger.clone(),
+            index: state.index.clone(),
+            metrics: state.metrics.clone(),
+            quotas: state.quotas.clone(),
+            room: state.ledger_room.clone(),
+        };
+        let pass = sweep::Pass {
+            every: Duration::from_secs(config.ledger_pass_secs.max(1)),
+            orphan_grace: Duration::from_secs(config.orphan_grace_secs),
+            gpu_constraints_per_second: config.gpu_constraints_per_second,
+        };
+        let stop = shutdown.clone();
+        async move {
+            sweep::run(parts, pass, stop).await;
+            "the ledger pass"
+        }
+    });
+    rest.spawn({
+        let (bus, ledger, metrics, stop) = (bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone());
+        async move {
+            deadletter::run(bus, ledger, metrics, stop).await;
+            "the dead-letter consumer"
+        }
+    });
+    // systemd (`Type=notify`) hears "ready" when /readyz would first answer 200
+    rest.spawn({
+        let (applying, stop) = (state.event_loop.clone(), shutdown.clone());
+        async move {
+            while !(bus.connection().0 && applying.load(Ordering::SeqCst)) {
+                tokio::select! {
+                    _ = stop.cancelled() => return "the readiness notice",
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+            }
+            snarkflow_service::systemd::notify_ready();
+            "the readiness notice"
+        }
+    });
+    rest
+}
+
 impl Services {
     fn start(state: &AppState, config: &Config, shutdown: &CancellationToken) -> Services {
         let bus = state.bus.clone();
@@ -145,56 +201,7 @@ impl Services {
             state.event_loop.clone(),
             shutdown.clone(),
         ));
-        let mut rest = JoinSet::new();
-        rest.spawn({
-            let (ledger, index, stop) = (state.ledger.clone(), state.index.clone(), shutdown.clone());
-            async move {
-                index::maintain(ledger, index, stop).await;
-                "the ledger index"
-            }
-        });
-        rest.spawn({
-            let parts = sweep::Parts {
-                bus: bus.clone(),
-                ledger: state.ledger.clone(),
-                index: state.index.clone(),
-                metrics: state.metrics.clone(),
-                quotas: state.quotas.clone(),
-                room: state.ledger_room.clone(),
-            };
-            let pass = sweep::Pass {
-                every: Duration::from_secs(config.ledger_pass_secs.max(1)),
-                orphan_grace: Duration::from_secs(config.orphan_grace_secs),
-                gpu_constraints_per_second: config.gpu_constraints_per_second,
-            };
-            let stop = shutdown.clone();
-            async move {
-                sweep::run(parts, pass, stop).await;
-                "the ledger pass"
-            }
-        });
-        rest.spawn({
-            let (bus, ledger, metrics, stop) =
-                (bus.clone(), state.ledger.clone(), state.metrics.clone(), shutdown.clone());
-            async move {
-                deadletter::run(bus, ledger, metrics, stop).await;
-                "the dead-letter consumer"
-            }
-        });
-        // systemd (`Type=notify`) hears "ready" when /readyz would first answer 200
-        rest.spawn({
-            let (applying, stop) = (state.event_loop.clone(), shutdown.clone());
-            async move {
-                while !(bus.connection().0 && applying.load(Ordering::SeqCst)) {
-                    tokio::select! {
-                        _ = stop.cancelled() => return "the readiness notice",
-                        _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    }
-                }
-                snarkflow_service::systemd::notify_ready();
-                "the readiness notice"
-            }
-        });
+        let rest = background(state, config, shutdown);
         // cuzk's gRPC interface for Curio, beside the HTTP API; a listener that cannot start
         // stops the gateway (exit non-zero), as the HTTP one does
         let grpc = config.grpc.listen.clone().map(|listen| {
