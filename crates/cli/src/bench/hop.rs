@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use snarkflow_circuits::JobInput;
 use snarkflow_prover::ParamStore;
 use snarkflow_synthesis::{
-    decode_compact, encode_compact, RecordShape, Synthesize, SynthesizeWitness, SynthesizedPartition,
+    decode_compact, encode_compact, PartitionWitness, RecordShape, Synthesize, SynthesizeWitness, SynthesizedPartition,
 };
 use snarkflow_wire::CircuitSpec;
 
@@ -30,6 +30,68 @@ pub(super) fn shape(spec: CircuitSpec) -> anyhow::Result<bool> {
     let same = ours == whole;
     println!("{}", if same { "same shape" } else { "DIFFERENT shapes" });
     Ok(same)
+}
+
+/// The kind's native witness generator, where it has one, timed (wall and core seconds, median
+/// of `runs`); it must give `witness` value for value.
+fn native_timing(
+    spec: &CircuitSpec,
+    seed: u64,
+    input: Option<&JobInput>,
+    runs: usize,
+    witness: &PartitionWitness,
+) -> anyhow::Result<Option<(f64, f64)>> {
+    if snarkflow_circuits::native_witness(spec, seed, 0, input).is_none() {
+        return Ok(None);
+    }
+    let cpu_before = cpu_seconds();
+    let (made, native_s) = median_of(runs, || (), |_| snarkflow_circuits::native_witness(spec, seed, 0, input));
+    let native_cpu_s = (cpu_seconds() - cpu_before) / runs.max(1) as f64;
+    let made = made.expect("the kind has a native generator")?;
+    if let Some(what) = made.difference(witness) {
+        anyhow::bail!("the native witness differs from the gadgets' ({what})");
+    }
+    Ok(Some((native_s, native_cpu_s)))
+}
+
+/// The hop's numbers, printed as a markdown table.
+struct HopTable {
+    threads: usize,
+    raw_len: usize,
+    compact_len: usize,
+    full_s: f64,
+    witness_s: f64,
+    native: Option<(f64, f64)>,
+    encode_s: (f64, f64),
+    decode_s: (f64, f64),
+    rebuild_s: f64,
+}
+
+impl HopTable {
+    fn print(&self) {
+        let HopTable { threads, raw_len, compact_len, full_s, witness_s, native, .. } = *self;
+        println!();
+        println!("| measure | raw | compact | compact / raw |");
+        println!("|---|---|---|---|");
+        println!(
+            "| bytes on the hop | {raw_len} | {compact_len} | {:.2}% |",
+            100.0 * compact_len as f64 / raw_len as f64
+        );
+        println!(
+            "| synthesis (1 core; Filecoin: incl. building the circuit) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |",
+            witness_s / full_s
+        );
+        if let Some((native_s, native_cpu_s)) = native {
+            println!(
+                "| synthesis, native witness ({threads} threads; equal to the gadgets') | {full_s:.4} s | {native_s:.4} s wall, {native_cpu_s:.4} core-s (native) | {:.2}× wall, {:.2}× core-s |",
+                native_s / full_s,
+                native_cpu_s / full_s
+            );
+        }
+        println!("| encode | {:.4} s | {:.4} s | |", self.encode_s.0, self.encode_s.1);
+        println!("| decode | {:.4} s | {:.4} s | |", self.decode_s.0, self.decode_s.1);
+        println!("| rebuild a, b, c ({threads} threads) | — | {:.4} s | |", self.rebuild_s);
+    }
 }
 
 pub(super) fn hop(
@@ -63,21 +125,7 @@ pub(super) fn hop(
         |_| snarkflow_circuits::visit_with_witness(&spec, seed, 0, input, SynthesizeWitness(&id, 0)),
     );
     let witness = witness??;
-    // the kind's native generator, where it has one: the same witness, value for value
-    let native = match snarkflow_circuits::native_witness(&spec, seed, 0, input) {
-        Some(_) => {
-            let cpu_before = cpu_seconds();
-            let (made, native_s) =
-                median_of(runs, || (), |_| snarkflow_circuits::native_witness(&spec, seed, 0, input));
-            let native_cpu_s = (cpu_seconds() - cpu_before) / runs.max(1) as f64;
-            let made = made.expect("the kind has a native generator")?;
-            if let Some(what) = made.difference(&witness) {
-                anyhow::bail!("the native witness differs from the gadgets' ({what})");
-            }
-            Some((native_s, native_cpu_s))
-        }
-        None => None,
-    };
+    let native = native_timing(&spec, seed, input, runs, &witness)?;
     let (raw, raw_enc_s) = median_of(runs, || (), |_| full.encode());
     let (_, raw_dec_s) = median_of(runs, || (), |_| SynthesizedPartition::decode(&raw));
     // at 32 GiB the raw form is ~17 GB: keep only its size
@@ -102,29 +150,18 @@ pub(super) fn hop(
         rebuilt.num_constraints()
     );
 
-    println!();
-    println!("| measure | raw | compact | compact / raw |");
-    println!("|---|---|---|---|");
-    println!(
-        "| bytes on the hop | {} | {} | {:.2}% |",
+    HopTable {
+        threads,
         raw_len,
-        compact.len(),
-        100.0 * compact.len() as f64 / raw_len as f64
-    );
-    println!(
-        "| synthesis (1 core; Filecoin: incl. building the circuit) | {full_s:.4} s | {witness_s:.4} s (witness only) | {:.2}× |",
-        witness_s / full_s
-    );
-    if let Some((native_s, native_cpu_s)) = native {
-        println!(
-            "| synthesis, native witness ({threads} threads; equal to the gadgets') | {full_s:.4} s | {native_s:.4} s wall, {native_cpu_s:.4} core-s (native) | {:.2}× wall, {:.2}× core-s |",
-            native_s / full_s,
-            native_cpu_s / full_s
-        );
+        compact_len: compact.len(),
+        full_s,
+        witness_s,
+        native,
+        encode_s: (raw_enc_s, compact_enc_s),
+        decode_s: (raw_dec_s, compact_dec_s),
+        rebuild_s,
     }
-    println!("| encode | {raw_enc_s:.4} s | {compact_enc_s:.4} s | |");
-    println!("| decode | {raw_dec_s:.4} s | {compact_dec_s:.4} s | |");
-    println!("| rebuild a, b, c ({threads} threads) | — | {rebuild_s:.4} s | |");
+    .print();
     if prove {
         let params = ParamStore::new(params_dir, snarkflow_circuits::catalog()).get(&spec, true)?;
         let (proof, prove_s) = median_of(runs, || rebuilt.clone(), |p| params.prove(p, &mut rand::rngs::OsRng));
