@@ -43,11 +43,13 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
     });
 }
 
-// SNARKFLOW_COMPACT_MAPPED=1: the expansion reads the compact witness over PCIe in place (the
-// way before it was copied first), for measuring against the copy.
+// Whether the expansion reads the compact witness over PCIe in place (the way it has been
+// checked on a device) rather than from a copy in device memory (compact_source). The copy is
+// the way to be: SNARKFLOW_COMPACT_COPY=1 takes it until a device has compared the two (proofs
+// and the stage's upload_ms); SNARKFLOW_COMPACT_MAPPED=1 keeps reading in place after that.
 static bool compact_mapped()
 {
-    static const bool on = getenv("SNARKFLOW_COMPACT_MAPPED") != nullptr;
+    static const bool on = getenv("SNARKFLOW_COMPACT_COPY") == nullptr || getenv("SNARKFLOW_COMPACT_MAPPED") != nullptr;
     return on;
 }
 
