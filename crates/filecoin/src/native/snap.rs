@@ -16,7 +16,7 @@ use snarkflow_synthesis::native::{poseidon_hash, Aux, Bit, Num};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::circuit::ChallengeProof;
 use storage_proofs_update::constants::{hs, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
-use storage_proofs_update::EmptySectorUpdateCircuit;
+use storage_proofs_update::{EmptySectorUpdateCircuit, PublicParams};
 
 use super::merkle::{pack_bits, por, select, sha256_leaves, TreeHash, CAPACITY};
 use super::{assemble, Head};
@@ -43,20 +43,7 @@ pub(crate) fn snap_partition<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     let (pub_in, priv_in) = (&circuit.pub_inputs, &circuit.priv_inputs);
     let hs = hs(p.sector_nodes);
     let proofs = &priv_in.challenge_proofs;
-    if proofs.len() != p.challenge_count || priv_in.apex_leafs.len() != p.apex_leaf_count {
-        return Err(FilecoinError::new(format!(
-            "a SnapDeals partition with {} challenges and {} apex leaves; this sector size has {} and {}",
-            proofs.len(),
-            priv_in.apex_leafs.len(),
-            p.challenge_count,
-            p.apex_leaf_count
-        )));
-    }
-    // every challenge lies in this partition: its tree D path ends in the partition's path
-    let partition_path = &proofs[0].path_d_new[p.challenge_bit_len - p.partition_bit_len..];
-    if proofs.iter().any(|c| &c.path_d_new[p.challenge_bit_len - p.partition_bit_len..] != partition_path) {
-        return Err(FilecoinError::new("the challenges of a SnapDeals partition disagree on the partition's path"));
-    }
+    let partition_path = checked_partition_path(circuit)?;
     let k_and_h_select = value(pub_in.k_and_h_select, "k_and_h_select")?;
     let bits = k_and_h_select.to_le_bits();
     let h_bits = &bits[p.partition_bit_len..p.partition_bit_len + hs.len()];
@@ -100,19 +87,7 @@ pub(crate) fn snap_partition<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
     }
     por(aux, partition_bits, row[0], &partition_path, TreeHash::Sha256)?;
 
-    // gen_challenge_bits: each Poseidon digest of (comm_r_new, digest index) gives
-    // ⌊CAPACITY / bits⌋ challenges' random bits
-    let bits_per_challenge = p.challenge_bit_len - p.partition_bit_len;
-    let per_digest = CAPACITY / bits_per_challenge;
-    let digests = p.challenge_count.div_ceil(per_digest);
-    let mut generated: Vec<Vec<Bit>> = Vec::with_capacity(p.challenge_count);
-    for j in 0..digests {
-        let index = Num::alloc(aux, partition.value * Fr::from(digests as u64) + Fr::from(j as u64));
-        let digest = poseidon_hash(aux, &[comm_r_new, index], &POSEIDON_CONSTANTS_GEN_RANDOMNESS);
-        let digest_bits = digest.to_bits_le(aux);
-        let take = if j + 1 == digests { p.challenge_count - generated.len() } else { per_digest };
-        generated.extend(digest_bits.chunks(bits_per_challenge).take(take).map(<[Bit]>::to_vec));
-    }
+    let generated = challenge_bits(aux, p, partition, comm_r_new);
 
     let shared = Shared {
         partition_bits: partition_bits.to_vec(),
@@ -129,6 +104,46 @@ pub(crate) fn snap_partition<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
         challenge(&shared, bits, proof, aux)?;
         Ok(Vec::new())
     })
+}
+
+/// The partition's tree D path, once the partition's sizes are checked against the sector
+/// size's and every challenge is seen to lie in it (its tree D path ends in the partition's).
+fn checked_partition_path<Tree: MerkleTreeTrait<Hasher = TreeRHasher>>(
+    circuit: &EmptySectorUpdateCircuit<Tree>,
+) -> Result<&[Vec<Option<Fr>>], FilecoinError> {
+    let (p, priv_in) = (&circuit.pub_params, &circuit.priv_inputs);
+    let proofs = &priv_in.challenge_proofs;
+    if proofs.len() != p.challenge_count || priv_in.apex_leafs.len() != p.apex_leaf_count {
+        return Err(FilecoinError::new(format!(
+            "a SnapDeals partition with {} challenges and {} apex leaves; this sector size has {} and {}",
+            proofs.len(),
+            priv_in.apex_leafs.len(),
+            p.challenge_count,
+            p.apex_leaf_count
+        )));
+    }
+    let partition_path = &proofs[0].path_d_new[p.challenge_bit_len - p.partition_bit_len..];
+    if proofs.iter().any(|c| &c.path_d_new[p.challenge_bit_len - p.partition_bit_len..] != partition_path) {
+        return Err(FilecoinError::new("the challenges of a SnapDeals partition disagree on the partition's path"));
+    }
+    Ok(partition_path)
+}
+
+/// gen_challenge_bits: each Poseidon digest of (comm_r_new, digest index) gives
+/// ⌊CAPACITY / bits⌋ challenges' random bits, allocated into `aux` in the gadgets' order.
+fn challenge_bits(aux: &mut Aux, p: &PublicParams, partition: Num, comm_r_new: Num) -> Vec<Vec<Bit>> {
+    let bits_per_challenge = p.challenge_bit_len - p.partition_bit_len;
+    let per_digest = CAPACITY / bits_per_challenge;
+    let digests = p.challenge_count.div_ceil(per_digest);
+    let mut generated: Vec<Vec<Bit>> = Vec::with_capacity(p.challenge_count);
+    for j in 0..digests {
+        let index = Num::alloc(aux, partition.value * Fr::from(digests as u64) + Fr::from(j as u64));
+        let digest = poseidon_hash(aux, &[comm_r_new, index], &POSEIDON_CONSTANTS_GEN_RANDOMNESS);
+        let digest_bits = digest.to_bits_le(aux);
+        let take = if j + 1 == digests { p.challenge_count - generated.len() } else { per_digest };
+        generated.extend(digest_bits.chunks(bits_per_challenge).take(take).map(<[Bit]>::to_vec));
+    }
+    generated
 }
 
 /// One challenge of the partition, allocated into `aux` (it has no public inputs).
