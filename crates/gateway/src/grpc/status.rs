@@ -215,6 +215,7 @@ mod tests {
                     loaded("window-post-32GiB", "cuda-supraseal", None, 0),
                 ],
             ),
+            worker("d", vec![loaded("snap-update-32GiB", "cuda-resident", Some("lean"), 49 << 30)]),
         ];
         let status = status_response(&workers, &LedgerCounts::default(), Duration::from_secs(5));
         let tier = |id: &str| status.loaded_srs.iter().find(|s| s.circuit_id == id).map(|s| s.tier);
@@ -227,7 +228,9 @@ mod tests {
             "supraseal streams its pinned copy"
         );
         assert_eq!(status.loaded_srs.iter().find(|s| s.circuit_id == "porep-c2-32GiB").unwrap().ref_count, 2);
-        assert_eq!(status.pinned_memory_bytes, (51 << 30) + (1 << 30));
+        // the lean plan (16 GB cards) streams its key as the streamed plan does
+        assert_eq!(tier("snap-update-32GiB"), Some(pb::srs_status::Tier::Cold as i32));
+        assert_eq!(status.pinned_memory_bytes, (51 << 30) + (1 << 30) + (49 << 30));
         assert_eq!(status.gpus[0].name, "NVIDIA GeForce RTX 4090 (a on gpu-host; porep-c2-32GiB streamed)");
         assert!(status.gpus[2].name.ends_with("winning-post-32GiB partly-resident, window-post-32GiB cuda-supraseal)"));
     }
