@@ -23,6 +23,7 @@
 //! - `settle.rs`: [`settle`](fn@settle) and [`Failure`]: one classification of failures and one
 //!   ack rule for every worker.
 
+mod backlog;
 mod connect;
 mod control;
 mod dead_letters;
@@ -34,7 +35,8 @@ pub mod settle;
 mod trace_context;
 
 pub use async_nats::jetstream::{kv, AckKind, Message};
-pub use connect::{Bus, BusConfig, LaneBacklog};
+pub use backlog::LaneBacklog;
+pub use connect::{Bus, BusConfig};
 pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
 pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};
