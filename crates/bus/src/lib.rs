@@ -10,6 +10,7 @@
 //! Module map:
 //! - `connect.rs`: [`Bus`] and [`BusConfig`]: connecting (waiting, and saying why), declaring
 //!   every stream, consumer and bucket, publishing.
+//! - `backlog.rs`: [`LaneBacklog`] and what waits in the work streams (per lane, per stage).
 //! - `security.rs`: [`NatsSecurity`]: who a service is to NATS (credentials, TLS, a per-role
 //!   inbox prefix).
 //! - `lanes.rs`: [`Lanes`], pulling by priority (the pulls re-made after a reconnection), and
