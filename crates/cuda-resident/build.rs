@@ -28,6 +28,24 @@ fn main() {
     }
     let mut nvcc = cc::Build::new();
     nvcc.cuda(true);
+    targets(&mut nvcc);
+    configure(&mut nvcc);
+    nvcc.file("cuda/resident.cu");
+    let objects = nvcc.compile_intermediates();
+    for object in &objects {
+        keep_ours_local(object);
+    }
+    let mut archive = cc::Build::new();
+    archive.cuda(true).cudart("static");
+    for object in &objects {
+        archive.object(object);
+    }
+    archive.compile("snarkflow_resident");
+}
+
+/// SASS for each architecture of `SNARKFLOW_CUDA_ARCHS` (default: every one providers own that
+/// the toolkit knows) and PTX of the newest; what was chosen is exported to the crate.
+fn targets(nvcc: &mut cc::Build) {
     let (major, minor) = nvcc_version(nvcc.get_compiler().path());
     let default_archs = if (major, minor) >= (12, 8) { ARCHS_PROVIDERS_OWN } else { ARCHS_BEFORE_CUDA_12_8 };
     let archs = std::env::var("SNARKFLOW_CUDA_ARCHS").unwrap_or_else(|_| default_archs.into());
@@ -44,6 +62,10 @@ fn main() {
         nvcc.flag("-gencode").flag(format!("arch=compute_{a},code=sm_{a}"));
     }
     nvcc.flag("-gencode").flag(format!("arch=compute_{ptx},code=compute_{ptx}"));
+}
+
+/// Defines, include paths and the flags that keep our copies of sppark's symbols our own.
+fn configure(nvcc: &mut cc::Build) {
     nvcc.define("FEATURE_BLS12_381", None);
     nvcc.define("TAKE_RESPONSIBILITY_FOR_ERROR_MESSAGE", None);
     // blst's assembly entry points take the ADX path when the build machine has it, as blst does
@@ -68,35 +90,27 @@ fn main() {
     // cooperative_groups.h trips "semantics of inline variable" notes under -fno-weak (harmless
     // for its constants): keep them out of the build log; errors still fail the build
     nvcc.cargo_warnings(false);
-    nvcc.file("cuda/resident.cu");
-    let objects = nvcc.compile_intermediates();
-    for object in &objects {
-        // The compiler's exception-handling references (`DW.ref.*`) are COMDAT groups every
-        // C++ object has: renamed, ours stay ours (made local under their own name, the linker
-        // may keep the other library's group and leave our unwind tables pointing into a
-        // discarded section).
-        let listed =
-            std::process::Command::new("nm").arg("--format=posix").arg(object).output().expect("running nm (binutils)");
-        let renames: Vec<String> = String::from_utf8_lossy(&listed.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|name| name.starts_with("DW.ref."))
-            .map(|name| format!("--redefine-sym={name}=snarkflow_resident.{name}"))
-            .collect();
-        let status = std::process::Command::new("objcopy")
-            .arg("--localize-hidden")
-            .args(&renames)
-            .arg(object)
-            .status()
-            .expect("running objcopy (binutils)");
-        assert!(status.success(), "objcopy {} failed", object.display());
-    }
-    let mut archive = cc::Build::new();
-    archive.cuda(true).cudart("static");
-    for object in &objects {
-        archive.object(object);
-    }
-    archive.compile("snarkflow_resident");
+}
+
+/// The object's hidden symbols made local. The compiler's exception-handling references
+/// (`DW.ref.*`) are COMDAT groups every C++ object has: renamed, ours stay ours (made local
+/// under their own name, the linker may keep the other library's group and leave our unwind
+/// tables pointing into a discarded section).
+fn keep_ours_local(object: &std::path::Path) {
+    let listed = Command::new("nm").arg("--format=posix").arg(object).output().expect("running nm (binutils)");
+    let renames: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("DW.ref."))
+        .map(|name| format!("--redefine-sym={name}=snarkflow_resident.{name}"))
+        .collect();
+    let status = Command::new("objcopy")
+        .arg("--localize-hidden")
+        .args(&renames)
+        .arg(object)
+        .status()
+        .expect("running objcopy (binutils)");
+    assert!(status.success(), "objcopy {} failed", object.display());
 }
 
 /// What the crate's code reads with `env!` (see the crate docs above).

@@ -23,12 +23,12 @@ use rand_core::RngCore;
 use rayon::prelude::*;
 use snarkflow_synthesis::{record_shape, ConstraintShape};
 
-use crate::comb::{CombG1, CombG2, Digits};
+use crate::comb::{CombG1, Digits};
 
 mod pieces;
-#[cfg(feature = "cuda-resident")]
-use pieces::PinnedPool;
-use pieces::{write_counted, Piece, Steps};
+mod products;
+use pieces::{write_counted, Steps};
+use products::Products;
 
 /// The secret values of a setup. Whoever knows them can forge proofs.
 #[derive(Clone)]
@@ -153,92 +153,16 @@ fn write_in_pieces<W: Write + Send>(
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let mut steps = Steps::start();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
-    let gamma_inverse: Fr = Option::from(t.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
-    let delta_inverse: Fr = Option::from(t.delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
-
-    // the evaluation domain (padded to a power of two, as the prover pads), the Lagrange basis
-    // at τ over it, then the QAP polynomials of every variable at τ
-    let n = crate::lagrange::domain_size(shape.num_constraints())?;
-    // H's scalars τ^i·t(τ)/δ, with t(τ) = τ^n − 1
-    let h_coeff = (t.tau.pow_vartime([n as u64]) - Fr::ONE) * delta_inverse;
-    let lagrange = crate::lagrange::basis_at(t.tau, n)?;
-    steps.done("lagrange basis at tau");
-    let [at, bt, ct] = shape.column_evaluations(&lagrange);
-    drop(lagrange);
-    // IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c)/γ or /δ
-    let ext = |i: usize| {
-        let inv = if i < num_inputs { gamma_inverse } else { delta_inverse };
-        (at[i] * t.beta + bt[i] * t.alpha + ct[i]) * inv
-    };
-    if (num_inputs..num_inputs + num_aux).into_par_iter().any(|i| bool::from(ext(i).is_zero())) {
-        return Err(SynthesisError::UnconstrainedVariable);
-    }
-
-    steps.done("QAP at tau");
-    // the device's tables have byte digits; the CPU takes 16-bit ones once there are enough
-    // points to repay them (a million G2 points to build)
-    let digits = digits.unwrap_or(match device {
-        ParamDevice::Cpu => Digits::for_points(n + num_aux),
-        #[cfg(feature = "cuda-resident")]
-        ParamDevice::Gpu(_) => Digits::Bits8,
-    });
-    let (g1, g2) = rayon::join(|| CombG1::new(t.g1, digits), || CombG2::new(t.g2, digits));
-    #[cfg(feature = "cuda-resident")]
-    let gpu_tables = match device {
-        ParamDevice::Gpu(_) if digits != Digits::Bits8 => {
-            Some((CombG1::new(t.g1, Digits::Bits8), CombG2::new(t.g2, Digits::Bits8)))
-        }
-        _ => None,
-    };
-    // the device writes its points into pinned buffers, reused piece after piece
-    #[cfg(feature = "cuda-resident")]
-    let pool = std::sync::Arc::new(PinnedPool::default());
-    // k·G for the scalars of one piece (the zero ones dropped when `skip_zero`), on the device
-    // chosen, in G1 or G2
-    let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| -> Result<Piece, SynthesisError> {
-        match device {
-            ParamDevice::Cpu if in_g2 => Ok(Piece::Bytes(g2.bytes(ks, skip_zero))),
-            ParamDevice::Cpu => Ok(Piece::Bytes(g1.bytes(ks, skip_zero))),
-            #[cfg(feature = "cuda-resident")]
-            ParamDevice::Gpu(d) => {
-                let kept: Vec<Fr>;
-                let ks = if skip_zero {
-                    kept = ks.par_iter().filter(|k| !bool::from(k.is_zero())).copied().collect();
-                    &kept[..]
-                } else {
-                    ks
-                };
-                let (t1, t2) = gpu_tables.as_ref().map_or((&g1.table, &g2.table), |(a, b)| (&a.table, &b.table));
-                let len = ks.len() * if in_g2 { 192 } else { 96 };
-                let mut buffer = pool.take(len)?;
-                let out = &mut buffer.as_mut_slice()[..len];
-                if in_g2 {
-                    snarkflow_cuda_resident::fixed_base_g2_into(d, t2, ks, out)
-                } else {
-                    snarkflow_cuda_resident::fixed_base_g1_into(d, t1, ks, out)
-                }
-                .map_err(|e| SynthesisError::IoError(std::io::Error::other(e.to_string())))?;
-                Ok(Piece::Pinned { buffer: Some(buffer), len, pool: pool.clone() })
-            }
-        }
-    };
-    let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
-    let ic_scalars: Vec<Fr> = (0..num_inputs).map(ext).collect();
-    let mut ic = vec![G1Affine::identity(); num_inputs];
-    G1Projective::batch_normalize(&ic_scalars.iter().map(|k| g1.mul(k)).collect::<Vec<_>>(), &mut ic);
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1: (g1a * t.alpha).to_affine(),
-        beta_g1: (g1a * t.beta).to_affine(),
-        beta_g2: (g2a * t.beta).to_affine(),
-        gamma_g2: (g2a * t.gamma).to_affine(),
-        delta_g1: (g1a * t.delta).to_affine(),
-        delta_g2: (g2a * t.delta).to_affine(),
-        ic,
-    };
+    let qap = Qap::at_tau(shape, t, &mut steps)?;
+    let products = Products::new(device, (t.g1, t.g2), digits, qap.n + num_aux);
+    let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| products.points(ks, skip_zero, in_g2);
+    let vk = verifying_key(t, &qap, &products.g1, num_inputs);
     vk.write(&mut *out)?;
     on_vk(&vk)?;
 
     // H: τ^i·t(τ)/δ for i < n − 1, each stretch of 2^14 powers from its own first power
+    let n = qap.n;
+    let h_coeff = (t.tau.pow_vartime([n as u64]) - Fr::ONE) * qap.delta_inverse;
     let h_scalars = |range: std::ops::Range<usize>| {
         let mut ks = vec![Fr::ZERO; range.len()];
         ks.par_chunks_mut(1 << 14).enumerate().for_each(|(c, chunk)| {
@@ -253,20 +177,75 @@ fn write_in_pieces<W: Write + Send>(
     let h = write_counted(out, piece, n - 1, n - 1, h_scalars, |ks| points(ks, false, false))?;
     steps.section("H", h);
     // L: the aux part of ext
-    let l_scalars = |r: std::ops::Range<usize>| r.into_par_iter().map(|i| ext(num_inputs + i)).collect();
+    let l_scalars = |r: std::ops::Range<usize>| r.into_par_iter().map(|i| qap.ext(t, num_inputs + i)).collect();
     let l = write_counted(out, piece, num_aux, num_aux, l_scalars, |ks| points(ks, false, false))?;
     steps.section("L", l);
     // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
     // a point is the identity exactly when its scalar is zero
     let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
-    let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&at), nonzero(&bt));
-    let a = write_counted(out, piece, in_a, all, |r| at[r].to_vec(), |ks| points(ks, true, false))?;
+    let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&qap.at), nonzero(&qap.bt));
+    let a = write_counted(out, piece, in_a, all, |r| qap.at[r].to_vec(), |ks| points(ks, true, false))?;
     steps.section("A", a);
-    let b1 = write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, false))?;
+    let b1 = write_counted(out, piece, in_b, all, |r| qap.bt[r].to_vec(), |ks| points(ks, true, false))?;
     steps.section("B in G1", b1);
-    let b2 = write_counted(out, piece, in_b, all, |r| bt[r].to_vec(), |ks| points(ks, true, true))?;
+    let b2 = write_counted(out, piece, in_b, all, |r| qap.bt[r].to_vec(), |ks| points(ks, true, true))?;
     steps.section("B in G2", b2);
     Ok(vk)
+}
+
+/// The QAP polynomials of every variable at τ, over the evaluation domain of `n` points.
+struct Qap {
+    n: usize,
+    at: Vec<Fr>,
+    bt: Vec<Fr>,
+    ct: Vec<Fr>,
+    gamma_inverse: Fr,
+    delta_inverse: Fr,
+    num_inputs: usize,
+}
+
+impl Qap {
+    /// The domain (padded to a power of two, as the prover pads), the Lagrange basis at τ over
+    /// it, then the column sums; refused when an aux variable is unconstrained.
+    fn at_tau(shape: &ConstraintShape, t: &ToxicWaste, steps: &mut Steps) -> Result<Qap, SynthesisError> {
+        let gamma_inverse: Fr = Option::from(t.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
+        let delta_inverse: Fr = Option::from(t.delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
+        let n = crate::lagrange::domain_size(shape.num_constraints())?;
+        let lagrange = crate::lagrange::basis_at(t.tau, n)?;
+        steps.done("lagrange basis at tau");
+        let [at, bt, ct] = shape.column_evaluations(&lagrange);
+        drop(lagrange);
+        let qap = Qap { n, at, bt, ct, gamma_inverse, delta_inverse, num_inputs: shape.num_inputs };
+        let aux = shape.num_inputs..shape.num_inputs + shape.num_aux;
+        if aux.into_par_iter().any(|i| bool::from(qap.ext(t, i).is_zero())) {
+            return Err(SynthesisError::UnconstrainedVariable);
+        }
+        steps.done("QAP at tau");
+        Ok(qap)
+    }
+
+    /// IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c)/γ or /δ.
+    fn ext(&self, t: &ToxicWaste, i: usize) -> Fr {
+        let inv = if i < self.num_inputs { self.gamma_inverse } else { self.delta_inverse };
+        (self.at[i] * t.beta + self.bt[i] * t.alpha + self.ct[i]) * inv
+    }
+}
+
+/// The verifying key: the toxic waste's products and the inputs' IC points.
+fn verifying_key(t: &ToxicWaste, qap: &Qap, g1: &CombG1, num_inputs: usize) -> VerifyingKey<Bls12> {
+    let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
+    let ic_scalars: Vec<Fr> = (0..num_inputs).map(|i| qap.ext(t, i)).collect();
+    let mut ic = vec![G1Affine::identity(); num_inputs];
+    G1Projective::batch_normalize(&ic_scalars.iter().map(|k| g1.mul(k)).collect::<Vec<_>>(), &mut ic);
+    VerifyingKey::<Bls12> {
+        alpha_g1: (g1a * t.alpha).to_affine(),
+        beta_g1: (g1a * t.beta).to_affine(),
+        beta_g2: (g2a * t.beta).to_affine(),
+        gamma_g2: (g2a * t.gamma).to_affine(),
+        delta_g1: (g1a * t.delta).to_affine(),
+        delta_g2: (g2a * t.delta).to_affine(),
+        ic,
+    }
 }
 
 #[cfg(test)]

@@ -183,19 +183,8 @@ fn decode_values(
     chunk: usize,
 ) -> Result<(), CompactError> {
     use rayon::prelude::*;
-    let malformed = |m: &str| CompactError::Malformed(m.to_owned());
-    let chunk = chunk.max(1);
     let tag = |i: usize| (tags[i / 4] >> (2 * (i % 4))) & 3;
-    // the pieces: each output cut into `chunk`s, with the index of its first value
-    let mut pieces: Vec<(usize, &mut [Fr])> = Vec::new();
-    let mut first = 0;
-    for out in outs.iter_mut() {
-        for piece in out.chunks_mut(chunk) {
-            let len = piece.len();
-            pieces.push((first, piece));
-            first += len;
-        }
-    }
+    let pieces = pieces(outs, chunk.max(1));
     // per piece: how many small and raw values it holds
     let counts: Vec<(usize, usize)> = pieces
         .par_iter()
@@ -207,12 +196,52 @@ fn decode_values(
             })
         })
         .collect();
-    // where each piece starts in the two streams
-    let mut starts = Vec::with_capacity(pieces.len() + 1);
+    let starts = stream_starts(&counts, smalls, raws)?;
+    pieces.into_par_iter().enumerate().try_for_each(|(p, (first, out))| {
+        let (mut s, mut r) = starts[p];
+        for (k, v) in out.iter_mut().enumerate() {
+            *v = match tag(first + k) {
+                TAG_ZERO => Fr::ZERO,
+                TAG_ONE => Fr::ONE,
+                TAG_SMALL => Fr::from(varint(smalls, &mut s)?),
+                _ => {
+                    let repr: [u8; 32] = raws[r..r + 32].try_into().expect("32 bytes");
+                    r += 32;
+                    Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
+                }
+            };
+        }
+        debug_assert_eq!((s, r), starts[p + 1], "piece {p} ends where the next begins");
+        Ok(())
+    })
+}
+
+fn malformed(m: &str) -> CompactError {
+    CompactError::Malformed(m.to_owned())
+}
+
+/// Each output cut into `chunk`s, with the index of its first value among all the outputs'.
+fn pieces<'a>(outs: &'a mut [&mut [Fr]], chunk: usize) -> Vec<(usize, &'a mut [Fr])> {
+    let mut pieces = Vec::new();
+    let mut first = 0;
+    for out in outs.iter_mut() {
+        for piece in out.chunks_mut(chunk) {
+            let len = piece.len();
+            pieces.push((first, piece));
+            first += len;
+        }
+    }
+    pieces
+}
+
+/// Where each piece (of `counts`: its small and raw values) starts in the two streams, and
+/// where the last ends; the streams must end exactly there.
+fn stream_starts(counts: &[(usize, usize)], smalls: &[u8], raws: &[u8]) -> Result<Vec<(usize, usize)>, CompactError> {
+    let mut starts = Vec::with_capacity(counts.len() + 1);
     let (mut small_values, mut raw_values) = (0usize, 0usize);
     let mut ends_seen = 0usize; // varints ended so far in the scan of `smalls`
     let mut byte = 0usize;
-    for &(s, r) in std::iter::once(&(0, 0)).chain(&counts) {
+    for &(s, r) in std::iter::once(&(0, 0)).chain(counts) {
         small_values += s;
         raw_values += r;
         while ends_seen < small_values {
@@ -224,39 +253,25 @@ fn decode_values(
         }
         starts.push((byte, raw_values * 32));
     }
-    let (smalls_end, raws_end) = starts[pieces.len()];
+    let (smalls_end, raws_end) = starts[counts.len()];
     if smalls_end != smalls.len() || raws_end != raws.len() {
         return Err(malformed(if raws_end > raws.len() { "raw values truncated" } else { "trailing bytes" }));
     }
-    pieces.into_par_iter().enumerate().try_for_each(|(p, (first, out))| {
-        let ((mut s, mut r), end) = (starts[p], starts[p + 1]);
-        for (k, v) in out.iter_mut().enumerate() {
-            *v = match tag(first + k) {
-                TAG_ZERO => Fr::ZERO,
-                TAG_ONE => Fr::ONE,
-                TAG_SMALL => {
-                    let (mut x, mut shift) = (0u64, 0u32);
-                    loop {
-                        let byte = smalls[s];
-                        s += 1;
-                        x |= u64::from(byte & 0x7f).checked_shl(shift).ok_or_else(|| malformed("varint too long"))?;
-                        shift += 7;
-                        if byte & 0x80 == 0 {
-                            break;
-                        }
-                    }
-                    Fr::from(x)
-                }
-                _ => {
-                    let repr: [u8; 32] = raws[r..r + 32].try_into().expect("32 bytes");
-                    r += 32;
-                    Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
-                }
-            };
+    Ok(starts)
+}
+
+/// The varint at `smalls[*at]`, `at` moved past it.
+fn varint(smalls: &[u8], at: &mut usize) -> Result<u64, CompactError> {
+    let (mut x, mut shift) = (0u64, 0u32);
+    loop {
+        let byte = smalls[*at];
+        *at += 1;
+        x |= u64::from(byte & 0x7f).checked_shl(shift).ok_or_else(|| malformed("varint too long"))?;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(x);
         }
-        debug_assert_eq!((s, r), end, "piece {p} ends where the next begins");
-        Ok(())
-    })
+    }
 }
 
 /// `n` zero field elements, the pages written by all threads (a 32 GiB partition's aux
@@ -301,7 +316,6 @@ pub fn decode_compact(bytes: &[u8]) -> Result<(PartitionWitness, [u8; 32]), Comp
         return Err(CompactError::Digest);
     }
     let (header, mut pos) = parse_header(body)?;
-    let malformed = |m: &str| CompactError::Malformed(m.to_owned());
     let n = usize::try_from(header.inputs + header.aux).map_err(|_| malformed("too many values"))?;
     let tags = body.get(pos..pos + n.div_ceil(4)).ok_or_else(|| malformed("tags truncated"))?;
     pos += tags.len();

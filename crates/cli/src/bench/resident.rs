@@ -116,6 +116,191 @@ fn peak_rss_gib() -> f64 {
         .map_or(0.0, |kb| kb / (1u64 << 20) as f64)
 }
 
+/// The parameters' file and what every plan is checked against: the verifying key, and the
+/// other provers' keys when they are compared.
+struct Reference {
+    path: std::path::PathBuf,
+    vk: bellperson::groth16::VerifyingKey<blstrs::Bls12>,
+    pvk: bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+    cpu: Option<bellperson::groth16::Parameters<blstrs::Bls12>>,
+    #[cfg(feature = "cuda-supraseal")]
+    supra: Option<snarkflow_prover::supraseal::Srs>,
+}
+
+impl Reference {
+    fn load(path: std::path::PathBuf, compare: Compare) -> anyhow::Result<Reference> {
+        let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(std::io::BufReader::new(
+            std::fs::File::open(&path)?,
+        ))?;
+        let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+        let cpu = if compare.cpu {
+            let file = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&path)?);
+            Some(bellperson::groth16::Parameters::<blstrs::Bls12>::read(file, false)?)
+        } else {
+            None
+        };
+        #[cfg(feature = "cuda-supraseal")]
+        let supra = if compare.supraseal {
+            let srs = snarkflow_prover::supraseal::Srs::load(&path, false);
+            Some(srs.with_context(|| format!("reading {}", path.display()))?)
+        } else {
+            None
+        };
+        #[cfg(not(feature = "cuda-supraseal"))]
+        if compare.supraseal {
+            anyhow::bail!("this build has no supraseal backend to compare with");
+        }
+        #[cfg(feature = "cuda-supraseal")]
+        return Ok(Reference { path, vk, pvk, cpu, supra });
+        #[cfg(not(feature = "cuda-supraseal"))]
+        Ok(Reference { path, vk, pvk, cpu })
+    }
+
+    /// The other provers once on `part`, against `mine` (the first plan's proof): a COMPARE
+    /// line, and whether none disagreed with a valid proof of its own.
+    fn compare(
+        &self,
+        part: &SynthesizedPartition,
+        mine: &[u8],
+        (r, s): (Fr, Fr),
+        mut line: String,
+    ) -> anyhow::Result<bool> {
+        let mut good = true;
+        if let Some(params) = &self.cpu {
+            let started = Instant::now();
+            let cpu = snarkflow_prover::prove(part.clone(), params, r, s)?;
+            let same = proof_bytes(&cpu) == mine;
+            line += &format!(" | cpu {:.2} s identical {same}", started.elapsed().as_secs_f64());
+            good &= same;
+        }
+        #[cfg(feature = "cuda-supraseal")]
+        if let Some(srs) = &self.supra {
+            let started = Instant::now();
+            let theirs = snarkflow_prover::supraseal::prove(part, &self.vk, srs, r, s)?;
+            let same = proof_bytes(&theirs) == mine;
+            // with equal r and s a valid proof is unique: when the bytes differ, this says
+            // which side is wrong
+            let valid = snarkflow_prover::verify(&self.pvk, &theirs, part.public_inputs());
+            line += &format!(" | supraseal {:.3} s identical {same} verified {valid}", started.elapsed().as_secs_f64());
+            // supraseal-c2 sometimes returns a proof that does not verify (measured at 512
+            // MiB: docs/benchmarks.md); that is its failure, not the resident prover's
+            good &= same || !valid;
+        }
+        if line.contains(" | ") {
+            println!("{line}");
+        }
+        Ok(good)
+    }
+}
+
+type Fr = blstrs::Scalar;
+
+/// The parameters of `spec` (made from `seed` when given, else the store's), and its shape.
+fn parameters(
+    store: &ParamStore,
+    spec: &CircuitSpec,
+    seed: Option<u64>,
+) -> anyhow::Result<(std::path::PathBuf, snarkflow_synthesis::ConstraintShape)> {
+    let started = Instant::now();
+    let path = match seed {
+        Some(seed) => {
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+            store.generate_with(spec, true, snarkflow_prover::ToxicWaste::random(&mut rng))?
+        }
+        None => store.generate(spec, false)?,
+    };
+    println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let shape = store.shape(spec)?;
+    println!(
+        "shape {}: {} constraints, {} inputs, {} aux, nnz {} ({:.1} s)",
+        spec.circuit_id(),
+        shape.num_constraints(),
+        shape.num_inputs,
+        shape.num_aux,
+        shape.a.nnz() + shape.b.nnz() + shape.c.nnz(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok((path, shape))
+}
+
+/// For a simulated card of `card` GiB, the ballast holding the rest of the device.
+fn hold_card(card: Option<u64>, ballast: &Option<std::path::PathBuf>) -> anyhow::Result<Option<Ballast>> {
+    match (card, ballast) {
+        (None, _) => Ok(None),
+        (Some(gib), Some(program)) => {
+            let leave = gib * 1024 - CARD_UNUSABLE_MIB;
+            println!("CARD {gib} GiB: all but {leave} MiB of the device held by another process");
+            Ok(Some(Ballast::hold(program, leave)?))
+        }
+        (Some(_), None) => anyhow::bail!("--cards needs --ballast"),
+    }
+}
+
+/// `body` run while a thread samples the device's free memory every few milliseconds (sppark's
+/// MSMs take and give back memory of their own inside a prove): its result and the least free.
+fn sampling_free<T>(
+    device: &snarkflow_prover::resident::Device,
+    body: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<(T, u64)> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let sampling = AtomicBool::new(true);
+    let least_free = AtomicU64::new(u64::MAX);
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while sampling.load(Ordering::Relaxed) {
+                if let Ok((free, _)) = device.memory() {
+                    least_free.fetch_min(free, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        // stops the sampler however the body ends
+        let _stop = StopOnDrop(&sampling);
+        body()
+    })?;
+    Ok((result, least_free.load(Ordering::Relaxed)))
+}
+
+/// Every partition proved with `key`: each proof checked against the first plan's (kept in
+/// `first`), the other provers compared once. `false` when anything differed or failed.
+fn prove_parts(
+    key: &ResidentKey,
+    reference: &Reference,
+    parts: &[SynthesizedPartition],
+    first: &mut [Option<Vec<u8>>],
+    runs: usize,
+    id: &str,
+) -> anyhow::Result<bool> {
+    let mut all_good = true;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
+    let plan_name = key.plan().kind.name();
+    for (i, part) in parts.iter().enumerate() {
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let mine = match prove_runs(key, &reference.vk, &reference.pvk, part, (r, s), runs, id, i) {
+            Ok(Some(proof)) => proof,
+            Ok(None) => {
+                all_good = false;
+                continue;
+            }
+            Err(e) => {
+                // a plan that does not fit after all is a finding to print, then the next
+                println!("FAILED {id} {} partition {i}: {e:#}", key.plan().kind);
+                return Ok(false);
+            }
+        };
+        if let Some(theirs) = &first[i] {
+            let same = *theirs == mine;
+            println!("PLANS {id} partition {i} {plan_name} identical to the first plan's proof: {same}");
+            all_good &= same;
+            continue;
+        }
+        all_good &= reference.compare(part, &mine, (r, s), format!("COMPARE {id} partition {i}"))?;
+        first[i] = Some(mine);
+    }
+    Ok(all_good)
+}
+
 /// Run the comparison; `Ok(false)` when a proof differed or did not verify.
 pub(crate) fn run(
     (spec, input, available): (CircuitSpec, Option<JobInput>, u32),
@@ -125,50 +310,8 @@ pub(crate) fn run(
 ) -> anyhow::Result<bool> {
     let id = spec.circuit_id();
     let store = ParamStore::new(params_dir, snarkflow_circuits::catalog());
-    let started = Instant::now();
-    let path = match params_seed {
-        Some(seed) => {
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-            store.generate_with(&spec, true, snarkflow_prover::ToxicWaste::random(&mut rng))?
-        }
-        None => store.generate(&spec, false)?,
-    };
-    println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
-    let started = Instant::now();
-    let shape = store.shape(&spec)?;
-    println!(
-        "shape {id}: {} constraints, {} inputs, {} aux, nnz {} ({:.1} s)",
-        shape.num_constraints(),
-        shape.num_inputs,
-        shape.num_aux,
-        shape.a.nnz() + shape.b.nnz() + shape.c.nnz(),
-        started.elapsed().as_secs_f64()
-    );
-    let vk =
-        bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(std::io::BufReader::new(std::fs::File::open(&path)?))?;
-    let pvk = bellperson::groth16::prepare_verifying_key(&vk);
-    let cpu_params = if compare.cpu {
-        let file = std::fs::File::open(&path)?;
-        Some(bellperson::groth16::Parameters::<blstrs::Bls12>::read(
-            std::io::BufReader::with_capacity(1 << 20, file),
-            false,
-        )?)
-    } else {
-        None
-    };
-    #[cfg(feature = "cuda-supraseal")]
-    let supra = if compare.supraseal {
-        Some(
-            snarkflow_prover::supraseal::Srs::load(&path, false)
-                .with_context(|| format!("reading {}", path.display()))?,
-        )
-    } else {
-        None
-    };
-    #[cfg(not(feature = "cuda-supraseal"))]
-    if compare.supraseal {
-        anyhow::bail!("this build has no supraseal backend to compare with");
-    }
+    let (path, shape) = parameters(&store, &spec, params_seed)?;
+    let reference = Reference::load(path, compare)?;
     eprintln!("bench resident: comparison keys loaded; synthesizing {partitions} partitions");
     let parts: Vec<SynthesizedPartition> =
         super::hammer::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
@@ -181,100 +324,16 @@ pub(crate) fn run(
         // the shared prove buffers of the key before are still allocated: free them before the
         // ballast counts the free memory (the loader would, but only after the ballast)
         device.release_workspace();
-        let _held = match (card, &ballast) {
-            (None, _) => None,
-            (Some(gib), Some(program)) => {
-                println!(
-                    "CARD {gib} GiB: all but {} MiB of the device held by another process",
-                    gib * 1024 - CARD_UNUSABLE_MIB
-                );
-                Some(Ballast::hold(program, gib * 1024 - CARD_UNUSABLE_MIB)?)
-            }
-            (Some(_), None) => anyhow::bail!("--cards needs --ballast"),
-        };
+        let _held = hold_card(card, &ballast)?;
         let (free_before, _) = device.memory().map_err(anyhow::Error::msg)?;
-        let Some(key) = load_key(&device, &path, &shape, plan, &id)? else {
+        let Some(key) = load_key(&device, &reference.path, &shape, plan, &id)? else {
             // a card too small for every plan is a result, not a failure
-            if card.is_none() {
-                all_good = false;
-            }
+            all_good &= card.is_some();
             continue;
         };
-        // the least free device memory while this key proves (sppark's MSMs take and give back
-        // memory of their own inside a prove), sampled every few milliseconds
-        let sampling = std::sync::atomic::AtomicBool::new(true);
-        let least_free = std::sync::atomic::AtomicU64::new(u64::MAX);
-        std::thread::scope(|scope| -> anyhow::Result<()> {
-            scope.spawn(|| {
-                while sampling.load(std::sync::atomic::Ordering::Relaxed) {
-                    if let Ok((free, _)) = device.memory() {
-                        least_free.fetch_min(free, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
-            });
-            // stops the sampler however this scope is left (an error below returns early)
-            let _stop = StopOnDrop(&sampling);
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(2026);
-            for (i, part) in parts.iter().enumerate() {
-                let (r, s) = (blstrs::Scalar::random(&mut rng), blstrs::Scalar::random(&mut rng));
-                let public = part.public_inputs().to_vec();
-                let mine = match prove_runs(&key, &vk, &pvk, part, (r, s), runs, &id, i) {
-                    Ok(Some(proof)) => proof,
-                    Ok(None) => {
-                        all_good = false;
-                        continue;
-                    }
-                    Err(e) => {
-                        // a plan that does not fit after all is a finding to print, then the next
-                        println!("FAILED {id} {} partition {i}: {e:#}", key.plan().kind);
-                        all_good = false;
-                        break;
-                    }
-                };
-                let plan_name = key.plan().kind.name();
-                match &first[i] {
-                    Some(theirs) => {
-                        let same = *theirs == mine;
-                        println!("PLANS {id} partition {i} {plan_name} identical to the first plan's proof: {same}");
-                        all_good &= same;
-                        continue;
-                    }
-                    None => first[i] = Some(mine.clone()),
-                }
-                // the other provers once, against the first plan's proof
-                let mut line = format!("COMPARE {id} partition {i}");
-                if let Some(params) = &cpu_params {
-                    let started = Instant::now();
-                    let cpu = snarkflow_prover::prove(part.clone(), params, r, s)?;
-                    let same = proof_bytes(&cpu) == mine;
-                    line += &format!(" | cpu {:.2} s identical {same}", started.elapsed().as_secs_f64());
-                    all_good &= same;
-                }
-                #[cfg(feature = "cuda-supraseal")]
-                if let Some(srs) = &supra {
-                    let started = Instant::now();
-                    let theirs = snarkflow_prover::supraseal::prove(part, &vk, srs, r, s)?;
-                    let same = proof_bytes(&theirs) == mine;
-                    // with equal r and s a valid proof is unique: when the bytes differ, this says
-                    // which side is wrong
-                    let valid = snarkflow_prover::verify(&pvk, &theirs, &public);
-                    line += &format!(
-                        " | supraseal {:.3} s identical {same} verified {valid}",
-                        started.elapsed().as_secs_f64()
-                    );
-                    // supraseal-c2 sometimes returns a proof that does not verify (measured at 512
-                    // MiB: docs/benchmarks.md); that is its failure, not the resident prover's
-                    all_good &= same || !valid;
-                }
-                if compare.cpu || compare.supraseal {
-                    println!("{line}");
-                }
-            }
-            Ok(())
-        })?;
+        let (good, least) = sampling_free(&device, || prove_parts(&key, &reference, &parts, &mut first, runs, &id))?;
+        all_good &= good;
         // the device memory this plan really used at its peak, against its estimate
-        let least = least_free.load(std::sync::atomic::Ordering::Relaxed);
         println!(
             "USED {id} {}: {:.2} GiB of device memory at the peak, {:.2} GiB planned",
             key.plan().kind,

@@ -180,6 +180,7 @@ async fn bad_porep_inputs_get_clear_errors_and_enqueue_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "slow tier: CPU SnapDeals and PoSt proofs and 0.7 GB of SnapDeals parameters (~250 s on 2 cores beside the PoRep test); the fast tier keeps the sparse PoSt fixtures and the compact rebuild of every kind"]
 async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
     filecoin_env();
     let dir = tempfile::tempdir().unwrap();

@@ -22,7 +22,7 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf as _, Bytes, BytesMut};
-use http_body::Frame;
+use http_body::{Body as _, Frame};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::body::Body;
 use tonic::codegen::http;
@@ -203,10 +203,108 @@ fn declared(head: &[u8]) -> u64 {
     u64::from(u32::from_be_bytes([head[1], head[2], head[3], head[4]]))
 }
 
+type Polled = Poll<Option<Result<Frame<Bytes>, Status>>>;
+
+const MORE_THAN_ONE: &str = "the request carries more than the one message it declared";
+
 impl Metered {
-    fn refuse(&mut self, status: Status) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    fn refuse(&mut self, status: Status) -> Polled {
         self.state = State::Refused;
         Poll::Ready(Some(Err(status)))
+    }
+
+    /// The body ended: nothing more to read.
+    fn ended(&mut self) -> Polled {
+        self.state = State::Read;
+        Poll::Ready(None)
+    }
+
+    /// Refused if the body is still being read past its deadline.
+    fn past_deadline(&mut self, cx: &mut Context<'_>) -> Option<Polled> {
+        let reading = matches!(self.state, State::Header(_) | State::Waiting(..) | State::Reading { .. });
+        if !reading || self.deadline.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let secs = self.door.body_timeout.as_secs();
+        Some(self.refuse(Status::deadline_exceeded(format!(
+            "the request was not read whole within {secs} s (--grpc-body-timeout-secs)"
+        ))))
+    }
+
+    /// Reading the 5-byte header: `None` while more is needed or once room is being waited for.
+    fn poll_header(&mut self, cx: &mut Context<'_>) -> Option<Polled> {
+        let frame = match Pin::new(&mut self.inner).poll_frame(cx) {
+            Poll::Pending => return Some(Poll::Pending),
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(Some(Err(e))) => return Some(Poll::Ready(Some(Err(e)))),
+            Poll::Ready(None) => return Some(self.ended()),
+        };
+        let State::Header(head) = &mut self.state else { return None };
+        let Ok(data) = frame.into_data() else { return None };
+        head.extend_from_slice(&data);
+        if head.len() < 5 {
+            return None;
+        }
+        let (declared, read) = (declared(head), head.len() as u64);
+        let max = self.door.max_message_bytes;
+        if declared > max as u64 {
+            return Some(self.refuse(Status::resource_exhausted(format!(
+                "a {declared}-byte message is over the {max}-byte limit (--grpc-max-message-bytes)"
+            ))));
+        }
+        if read > declared + 5 {
+            return Some(self.refuse(Status::invalid_argument(MORE_THAN_ONE)));
+        }
+        let State::Header(head) = &mut self.state else { return None };
+        let read = std::mem::take(head).freeze();
+        let room = self.door.clone().room(self.share.clone(), declared + 5);
+        self.state = State::Waiting(Box::pin(room), read);
+        None
+    }
+
+    /// Waiting for room: once taken, what was read is handed on.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Polled {
+        let State::Waiting(room, read) = &mut self.state else { return Poll::Ready(None) };
+        let room = ready!(room.as_mut().poll(cx));
+        let read = std::mem::take(read);
+        let room = match room {
+            Ok(room) => room,
+            Err(refused) => return self.refuse(refused),
+        };
+        let left = (declared(&read) + 5).saturating_sub(read.len() as u64);
+        self.state = if left == 0 { State::Read } else { State::Reading { _room: room, left } };
+        Poll::Ready(Some(Ok(Frame::data(read))))
+    }
+
+    /// The rest of the message passes, never more than it declared.
+    fn poll_reading(&mut self, cx: &mut Context<'_>) -> Polled {
+        let frame = match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => frame,
+            Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+            None => return self.ended(),
+        };
+        let State::Reading { left, .. } = &mut self.state else { return Poll::Ready(None) };
+        let bytes = frame.data_ref().map_or(0, |d| d.remaining() as u64);
+        // a unary call carries one message: more than it declared is refused
+        if bytes > *left {
+            return self.refuse(Status::invalid_argument(MORE_THAN_ONE));
+        }
+        *left -= bytes;
+        if *left == 0 {
+            // all of it read: the room goes back before the call is handled
+            self.state = State::Read;
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    /// After the message: trailers may follow, data may not.
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Polled {
+        match ready!(Pin::new(&mut self.inner).poll_frame(cx)) {
+            Some(Ok(frame)) if frame.data_ref().is_some_and(|d| d.has_remaining()) => {
+                self.refuse(Status::invalid_argument(MORE_THAN_ONE))
+            }
+            other => Poll::Ready(other),
+        }
     }
 }
 
@@ -214,87 +312,21 @@ impl http_body::Body for Metered {
     type Data = Bytes;
     type Error = Status;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = &mut *self;
-        let reading = matches!(this.state, State::Header(_) | State::Waiting(..) | State::Reading { .. });
-        if reading && this.deadline.as_mut().poll(cx).is_ready() {
-            let secs = this.door.body_timeout.as_secs();
-            return this.refuse(Status::deadline_exceeded(format!(
-                "the request was not read whole within {secs} s (--grpc-body-timeout-secs)"
-            )));
+        if let Some(expired) = this.past_deadline(cx) {
+            return expired;
         }
         loop {
-            match &mut this.state {
-                State::Header(head) => match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-                    Some(Ok(frame)) => {
-                        let Ok(data) = frame.into_data() else { continue };
-                        head.extend_from_slice(&data);
-                        if head.len() < 5 {
-                            continue;
-                        }
-                        let declared = declared(head);
-                        let max = this.door.max_message_bytes;
-                        if declared > max as u64 {
-                            return this.refuse(Status::resource_exhausted(format!(
-                                "a {declared}-byte message is over the {max}-byte limit (--grpc-max-message-bytes)"
-                            )));
-                        }
-                        if head.len() as u64 > declared + 5 {
-                            return this.refuse(Status::invalid_argument(
-                                "the request carries more than the one message it declared",
-                            ));
-                        }
-                        let room = this.door.clone().room(this.share.clone(), declared + 5);
-                        let read = std::mem::take(head).freeze();
-                        this.state = State::Waiting(Box::pin(room), read);
+            match this.state {
+                State::Header(_) => {
+                    if let Some(polled) = this.poll_header(cx) {
+                        return polled;
                     }
-                    Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                    None => {
-                        this.state = State::Read;
-                        return Poll::Ready(None);
-                    }
-                },
-                State::Waiting(room, read) => {
-                    let room = ready!(room.as_mut().poll(cx));
-                    let read = std::mem::take(read);
-                    let room = match room {
-                        Ok(room) => room,
-                        Err(refused) => return this.refuse(refused),
-                    };
-                    let left = (declared(&read) + 5).saturating_sub(read.len() as u64);
-                    this.state = if left == 0 { State::Read } else { State::Reading { _room: room, left } };
-                    return Poll::Ready(Some(Ok(Frame::data(read))));
                 }
-                State::Reading { left, .. } => match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-                    Some(Ok(frame)) => {
-                        let bytes = frame.data_ref().map_or(0, |d| d.remaining() as u64);
-                        // a unary call carries one message: more than it declared is refused
-                        if bytes > *left {
-                            return this.refuse(Status::invalid_argument(
-                                "the request carries more than the one message it declared",
-                            ));
-                        }
-                        *left -= bytes;
-                        if *left == 0 {
-                            // all of it read: the room goes back before the call is handled
-                            this.state = State::Read;
-                        }
-                        return Poll::Ready(Some(Ok(frame)));
-                    }
-                    Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                    None => {
-                        this.state = State::Read;
-                        return Poll::Ready(None);
-                    }
-                },
-                State::Read => {
-                    return match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-                        Some(Ok(frame)) if frame.data_ref().is_some_and(|d| d.has_remaining()) => this.refuse(
-                            Status::invalid_argument("the request carries more than the one message it declared"),
-                        ),
-                        other => Poll::Ready(other),
-                    };
-                }
+                State::Waiting(..) => return this.poll_waiting(cx),
+                State::Reading { .. } => return this.poll_reading(cx),
+                State::Read => return this.poll_read(cx),
                 State::Refused => return Poll::Ready(None),
             }
         }

@@ -26,86 +26,121 @@ impl ConstraintShape {
     fn column_evaluations_in(&self, row_values: &[Fr], stretch: usize, most_runs: usize) -> [Vec<Fr>; 3] {
         assert!(row_values.len() >= self.num_constraints(), "one value per constraint");
         // most coefficients are ±1: an addition instead of a product
-        let (one, minus_one) = (Fr::ONE, -Fr::ONE);
-        let sign: Vec<i8> = self
-            .coeff_table
-            .iter()
-            .map(|k| {
-                if *k == one {
-                    1
-                } else if *k == minus_one {
-                    -1
-                } else {
-                    0
-                }
-            })
-            .collect();
+        let sign = signs(&self.coeff_table);
         // The columns are cut into stretches (several per thread); each stretch's task adds
         // only the entries that fall in it, so no two tasks write one value. A first pass
         // notes, per run of ROWS rows, which stretches (up to 64 groups of them) its entries
         // touch, and a task reads only the runs that touch its own: in a circuit made of
         // blocks (PoRep's challenges) a block's rows touch few stretches besides the first
         // (inputs and the head's variables).
-        let (width, stretch) = (self.num_inputs + self.num_aux, stretch.max(1));
-        let group = width.div_ceil(stretch).div_ceil(64).max(1);
-        let bit = |col: u32| 1u64 << ((col as usize / stretch) / group);
+        let (width, len) = (self.num_inputs + self.num_aux, stretch.max(1));
+        let cut = Cut { width, len, group: width.div_ceil(len).div_ceil(64).max(1) };
         let columns = |m: &SparseMatrix| {
-            let touched: Vec<u64> = (0..m.rows().div_ceil(ROWS))
-                .into_par_iter()
-                .map(|run| {
-                    let rows = run * ROWS..((run + 1) * ROWS).min(m.rows());
-                    let entries = m.row_starts[rows.start] as usize..m.row_starts[rows.end] as usize;
-                    m.cols[entries].iter().fold(0, |mask, &c| mask | bit(c))
-                })
-                .collect();
-            // the entries of `runs` that fall in the stretch starting at column `first`, added
-            // into `out` (that stretch's values)
-            let add = |out: &mut [Fr], first: usize, runs: &[usize]| {
-                for &run in runs {
-                    let rows = run * ROWS..((run + 1) * ROWS).min(m.rows());
-                    for (r, value) in rows.clone().zip(&row_values[rows]) {
-                        for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
-                            let Some(slot) = (m.cols[k] as usize).checked_sub(first).and_then(|c| out.get_mut(c))
-                            else {
-                                continue;
-                            };
-                            let coeff = m.coeffs[k] as usize;
-                            match sign[coeff] {
-                                1 => *slot += value,
-                                -1 => *slot -= value,
-                                _ => *slot += self.coeff_table[coeff] * value,
-                            }
-                        }
-                    }
-                }
-            };
-            // A stretch that many runs touch (the first one: every block uses the inputs) would
-            // be one long task: its runs are split into parts, each adding into a vector of its
-            // own, summed at the end.
-            let most = most_runs.max(1);
-            let mut out = vec![Fr::ZERO; width];
-            out.par_chunks_mut(stretch).enumerate().for_each(|(s, out)| {
-                let (first, mine) = (s * stretch, 1u64 << (s / group));
-                let runs: Vec<usize> =
-                    touched.iter().enumerate().filter(|(_, &mask)| mask & mine != 0).map(|(run, _)| run).collect();
-                if runs.len() <= most {
-                    return add(out, first, &runs);
-                }
-                let parts: Vec<Vec<Fr>> = runs
-                    .par_chunks(most)
-                    .map(|part| {
-                        let mut sums = vec![Fr::ZERO; out.len()];
-                        add(&mut sums, first, part);
-                        sums
-                    })
-                    .collect();
-                for part in parts {
-                    out.par_iter_mut().zip(part).for_each(|(o, v)| *o += v);
-                }
-            });
-            out
+            Transposed { m, row_values, sign: &sign, table: &self.coeff_table }.evaluate(&cut, most_runs.max(1))
         };
         [columns(&self.a), columns(&self.b), columns(&self.c)]
+    }
+}
+
+/// Per coefficient of the table: 1 or -1 where it is ±1, else 0.
+fn signs(table: &[Fr]) -> Vec<i8> {
+    let (one, minus_one) = (Fr::ONE, -Fr::ONE);
+    table
+        .iter()
+        .map(|k| {
+            if *k == one {
+                1
+            } else if *k == minus_one {
+                -1
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+/// The columns cut into stretches of `len`, noted in up to 64 groups of stretches.
+struct Cut {
+    width: usize,
+    len: usize,
+    group: usize,
+}
+
+impl Cut {
+    fn bit(&self, col: u32) -> u64 {
+        1u64 << ((col as usize / self.len) / self.group)
+    }
+
+    /// Per run of ROWS rows of `m`, the groups of stretches its entries touch.
+    fn touched(&self, m: &SparseMatrix) -> Vec<u64> {
+        (0..m.rows().div_ceil(ROWS))
+            .into_par_iter()
+            .map(|run| {
+                let rows = run * ROWS..((run + 1) * ROWS).min(m.rows());
+                let entries = m.row_starts[rows.start] as usize..m.row_starts[rows.end] as usize;
+                m.cols[entries].iter().fold(0, |mask, &c| mask | self.bit(c))
+            })
+            .collect()
+    }
+}
+
+/// Mᵀ·v for one matrix M of the shape.
+struct Transposed<'a> {
+    m: &'a SparseMatrix,
+    row_values: &'a [Fr],
+    sign: &'a [i8],
+    table: &'a [Fr],
+}
+
+impl Transposed<'_> {
+    /// The entries of `runs` that fall in the stretch starting at column `first`, added into
+    /// `out` (that stretch's values).
+    fn add(&self, out: &mut [Fr], first: usize, runs: &[usize]) {
+        let m = self.m;
+        for &run in runs {
+            let rows = run * ROWS..((run + 1) * ROWS).min(m.rows());
+            for (r, value) in rows.clone().zip(&self.row_values[rows]) {
+                for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
+                    let Some(slot) = (m.cols[k] as usize).checked_sub(first).and_then(|c| out.get_mut(c)) else {
+                        continue;
+                    };
+                    let coeff = m.coeffs[k] as usize;
+                    match self.sign[coeff] {
+                        1 => *slot += value,
+                        -1 => *slot -= value,
+                        _ => *slot += self.table[coeff] * value,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every column's value, a task per stretch. A stretch that many runs touch (the first
+    /// one: every block uses the inputs) would be one long task: its runs are split into parts
+    /// of at most `most` runs, each adding into a vector of its own, summed at the end.
+    fn evaluate(&self, cut: &Cut, most: usize) -> Vec<Fr> {
+        let touched = cut.touched(self.m);
+        let mut out = vec![Fr::ZERO; cut.width];
+        out.par_chunks_mut(cut.len).enumerate().for_each(|(s, out)| {
+            let (first, mine) = (s * cut.len, 1u64 << (s / cut.group));
+            let runs: Vec<usize> =
+                touched.iter().enumerate().filter(|(_, &mask)| mask & mine != 0).map(|(run, _)| run).collect();
+            if runs.len() <= most {
+                return self.add(out, first, &runs);
+            }
+            let parts: Vec<Vec<Fr>> = runs
+                .par_chunks(most)
+                .map(|part| {
+                    let mut sums = vec![Fr::ZERO; out.len()];
+                    self.add(&mut sums, first, part);
+                    sums
+                })
+                .collect();
+            for part in parts {
+                out.par_iter_mut().zip(part).for_each(|(o, v)| *o += v);
+            }
+        });
+        out
     }
 }
 

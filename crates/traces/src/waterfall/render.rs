@@ -81,85 +81,109 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// The same as an SVG picture.
-pub fn render_svg(report: &Report) -> String {
-    let (t0, t1) = report.window;
-    let (left, plot_w, row_h) = (170.0, 900.0, 16.0);
-    let span_ns = (t1 - t0).max(1) as f64;
-    let x = |t: u64| left + plot_w * (t.saturating_sub(t0)) as f64 / span_ns;
-    let rows = report.devices.len() + report.rows.len();
-    let summary_lines = 3 + report.devices.len();
-    let height = 40.0 + row_h * (rows as f64 + 1.0) + 18.0 * summary_lines as f64;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#,
-        left + plot_w + 200.0
-    );
-    let _ = write!(out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
-    let _ = write!(
-        out,
-        r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#,
-        report.window_s()
-    );
-    let ticks = 10;
-    for i in 0..=ticks {
-        let t = t0 + (span_ns * i as f64 / ticks as f64) as u64;
-        let xx = x(t);
-        let _ = write!(
-            out,
-            r##"<line x1="{xx}" y1="24" x2="{xx}" y2="{}" stroke="#eeeeee"/><text x="{xx}" y="34" text-anchor="middle">{:.2}s</text>"##,
-            40.0 + row_h * rows as f64,
-            (t - t0) as f64 / 1e9
-        );
+const LEFT: f64 = 170.0;
+const PLOT_W: f64 = 900.0;
+const ROW_H: f64 = 16.0;
+
+/// An SVG being written: the report's time window mapped onto the plot's width.
+struct Svg {
+    t0: u64,
+    span_ns: f64,
+    out: String,
+}
+
+impl Svg {
+    fn x(&self, t: u64) -> f64 {
+        LEFT + PLOT_W * (t.saturating_sub(self.t0)) as f64 / self.span_ns
     }
-    let mut y = 40.0;
-    let draw = |out: &mut String, y: f64, label: &str, layers: &[(&[Interval], &str)]| {
-        let _ = write!(out, r#"<text x="10" y="{}">{}</text>"#, y + row_h - 4.0, escape(label));
+
+    /// The picture's opening, its title and the time axis (ten ticks down to `bottom`).
+    fn header(&mut self, report: &Report, height: f64, bottom: f64) {
+        let _ = write!(
+            self.out,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" font-family="monospace" font-size="11">"#,
+            LEFT + PLOT_W + 200.0
+        );
+        let _ = write!(self.out, r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
+        let _ = write!(
+            self.out,
+            r#"<text x="10" y="16" font-size="13">snarkflow waterfall — window {:.3} s — S synthesis (blue), queue wait (grey), G proving (red)</text>"#,
+            report.window_s()
+        );
+        let ticks = 10;
+        for i in 0..=ticks {
+            let t = self.t0 + (self.span_ns * i as f64 / ticks as f64) as u64;
+            let xx = self.x(t);
+            let _ = write!(
+                self.out,
+                r##"<line x1="{xx}" y1="24" x2="{xx}" y2="{bottom}" stroke="#eeeeee"/><text x="{xx}" y="34" text-anchor="middle">{:.2}s</text>"##,
+                (t - self.t0) as f64 / 1e9
+            );
+        }
+    }
+
+    /// One labelled row at height `y`: each layer's intervals as bars of its colour.
+    fn row(&mut self, y: f64, label: &str, layers: &[(&[Interval], &str)]) {
+        let _ = write!(self.out, r#"<text x="10" y="{}">{}</text>"#, y + ROW_H - 4.0, escape(label));
         for (ivs, colour) in layers {
             for &(s, e) in *ivs {
+                let (xs, xe) = (self.x(s), self.x(e));
                 let _ = write!(
-                    out,
-                    r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"/>"#,
-                    x(s),
+                    self.out,
+                    r#"<rect x="{xs:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{colour}"/>"#,
                     y + 2.0,
-                    (x(e) - x(s)).max(0.5),
-                    row_h - 4.0
+                    (xe - xs).max(0.5),
+                    ROW_H - 4.0
                 );
             }
         }
-    };
+    }
+
+    /// The summary lines under the rows, from `y` down; closes the picture.
+    fn summary(&mut self, report: &Report, mut y: f64) {
+        for d in &report.devices {
+            let _ = write!(
+                self.out,
+                r#"<text x="10" y="{y}">GPU {}: busy {:.1}% (first to last proof: {:.1}%), idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
+                escape(&d.name),
+                100.0 * d.busy_fraction,
+                100.0 * d.steady_fraction,
+                d.gaps.count,
+                d.gaps.median_s,
+                d.gaps.max_s
+            );
+            y += 18.0;
+        }
+        if let Some(r) = report.synth_gpu_ratio {
+            let _ = write!(self.out, r#"<text x="10" y="{y}">synthesis / GPU time: {r:.3}</text>"#);
+            y += 18.0;
+        }
+        let _ = write!(
+            self.out,
+            r#"<text x="10" y="{y}">throughput bounded by: {}</text></svg>"#,
+            escape(&report.bound_by)
+        );
+    }
+}
+
+/// The same as an SVG picture.
+pub fn render_svg(report: &Report) -> String {
+    let (t0, t1) = report.window;
+    let mut svg = Svg { t0, span_ns: (t1 - t0).max(1) as f64, out: String::new() };
+    let rows = report.devices.len() + report.rows.len();
+    let summary_lines = 3 + report.devices.len();
+    let height = 40.0 + ROW_H * (rows as f64 + 1.0) + 18.0 * summary_lines as f64;
+    svg.header(report, height, 40.0 + ROW_H * rows as f64);
+    let mut y = 40.0;
     for d in &report.devices {
-        draw(&mut out, y, &format!("GPU {:.18}", d.name), &[(&d.busy, "#e15759")]);
-        y += row_h;
+        svg.row(y, &format!("GPU {:.18}", d.name), &[(&d.busy, "#e15759")]);
+        y += ROW_H;
     }
     for r in &report.rows {
-        draw(
-            &mut out,
-            y,
-            &format!("{} p{}", short(&r.job_id), r.partition),
-            &[(&r.queue, "#bab0ac"), (&r.synth, "#4e79a7"), (&r.prove, "#e15759")],
-        );
-        y += row_h;
+        let label = format!("{} p{}", short(&r.job_id), r.partition);
+        svg.row(y, &label, &[(&r.queue, "#bab0ac"), (&r.synth, "#4e79a7"), (&r.prove, "#e15759")]);
+        y += ROW_H;
     }
-    y += 20.0;
-    for d in &report.devices {
-        let _ = write!(
-            out,
-            r#"<text x="10" y="{y}">GPU {}: busy {:.1}% (first to last proof: {:.1}%), idle gaps {} (median {:.3} s, max {:.3} s)</text>"#,
-            escape(&d.name),
-            100.0 * d.busy_fraction,
-            100.0 * d.steady_fraction,
-            d.gaps.count,
-            d.gaps.median_s,
-            d.gaps.max_s
-        );
-        y += 18.0;
-    }
-    if let Some(r) = report.synth_gpu_ratio {
-        let _ = write!(out, r#"<text x="10" y="{y}">synthesis / GPU time: {r:.3}</text>"#);
-        y += 18.0;
-    }
-    let _ = write!(out, r#"<text x="10" y="{y}">throughput bounded by: {}</text></svg>"#, escape(&report.bound_by));
-    out
+    svg.summary(report, y + 20.0);
+    svg.out
 }
