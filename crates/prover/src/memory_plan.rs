@@ -382,15 +382,6 @@ pub struct NoPlan {
     pub free_gib: f64,
 }
 
-/// Whether `auto` may choose the lean plan. Off until its proofs have been checked on a device
-/// (byte-identical to the other plans' at 2 KiB–32 GiB): until then a 16 GB card proves a
-/// 32 GiB partition with supraseal-c2 as before, `--memory-plan lean` forces it, and
-/// `SNARKFLOW_LEAN_AUTO=1` lets `auto` choose it (the device runs that check it).
-fn lean_in_auto() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("SNARKFLOW_LEAN_AUTO").is_some_and(|v| v == "1"))
-}
-
 /// The best plan for `dims` with `free` device bytes, of which `prove_reserved` are promised to
 /// the prove buffers of circuits already loaded (they are shared); `request` may force a kind,
 /// which is then taken even if the estimate says it does not fit (the operator knows better,
@@ -399,7 +390,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
     let candidates: Vec<MemoryPlan> = MemoryPlan::candidates(dims)
         .into_iter()
         .filter(|p| match request {
-            PlanRequest::Auto => p.kind != PlanKind::Lean || lean_in_auto(),
+            PlanRequest::Auto => true,
             PlanRequest::Only(kind) => p.kind == kind,
         })
         .collect();

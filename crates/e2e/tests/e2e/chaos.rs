@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,81 +24,13 @@ use snarkflow_e2e::{api_client, filecoin_env, gpu_worker_args, params_dir, test_
 use snarkflow_prover::ParamStore;
 use snarkflow_testkit::NatsCluster;
 
+mod service;
+use service::{free_port, service_bin, Service};
+
 const MINER: u64 = 1000;
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// A service run as a child process that the driver kills and restarts; its output (info
-/// level, every life of it) goes to `<logs>/<name>.log`, read back for a job that is lost.
-struct Service {
-    name: String,
-    bin: PathBuf,
-    args: Vec<String>,
-    log: PathBuf,
-    child: Option<Child>,
-}
-
-impl Service {
-    fn new(name: &str, bin: PathBuf, args: Vec<String>, logs: &Path) -> Service {
-        let log = logs.join(format!("{name}.log"));
-        let mut service = Service { name: name.into(), bin, args, log, child: None };
-        service.start();
-        service
-    }
-
-    fn start(&mut self) {
-        if self.child.is_none() {
-            let log = || std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("service log");
-            let child = Command::new(&self.bin)
-                .args(&self.args)
-                .env("RUST_LOG", "info")
-                .env("NO_COLOR", "1")
-                .stdout(log())
-                .stderr(log())
-                .spawn()
-                .unwrap_or_else(|e| panic!("start {}: {e}", self.bin.display()));
-            self.child = Some(child);
-        }
-    }
-
-    /// If the process ended by itself (a worker stops on a fatal condition and leaves the
-    /// restart to its supervisor), start it again as the supervisor would; true if it had.
-    fn supervise(&mut self) -> bool {
-        let exited = self.child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_some());
-        if exited {
-            self.child = None;
-            self.start();
-        }
-        exited
-    }
-
-    /// SIGKILL: no drain, no goodbye.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// A service binary: `SNARKFLOW_CHAOS_BIN_DIR/<name>` when set, else the one cargo built.
-fn service_bin(name: &str, built: &str) -> PathBuf {
-    match std::env::var_os("SNARKFLOW_CHAOS_BIN_DIR") {
-        Some(dir) => Path::new(&dir).join(name),
-        None => PathBuf::from(built),
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// The requests: every kind, Filecoin ones at 2 KiB from sparse fixtures (made on every core:
@@ -176,17 +107,8 @@ fn verify(job: &Value, request: &Value, proof: &[u8]) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-// In the default run (and so in CI) at 5 jobs and 20 s of kills: ~3-4 min on the 2-core VM.
-// `just chaos` runs a longer one.
-#[ignore = "slow tier: minutes of SIGKILLs and restarts (`just test-slow`, `just chaos`)"]
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn chaos() {
-    snarkflow_e2e::init_test_logging();
-    filecoin_env();
-    let jobs = env_or("SNARKFLOW_CHAOS_JOBS", 5) as usize;
-    let chaos_for = Duration::from_secs(env_or("SNARKFLOW_CHAOS_SECS", 20));
-    let t0 = Instant::now();
-    let phase = |what: &str| println!("chaos: {what} at {:.0} s", t0.elapsed().as_secs_f64());
+/// Random parameters for the Filecoin kinds of the mix, then `jobs` requests.
+async fn prepare(jobs: usize) -> Vec<Value> {
     for spec in [
         snarkflow_circuits::circuit("porep-c2-2KiB"),
         snarkflow_circuits::circuit("window-post-2KiB"),
@@ -199,21 +121,19 @@ async fn chaos() {
         .unwrap()
         .unwrap();
     }
-    let requests = tokio::task::spawn_blocking(move || requests(jobs)).await.unwrap();
+    tokio::task::spawn_blocking(move || requests(jobs)).await.unwrap()
+}
 
-    phase("parameters and inputs ready");
-    let cluster = Arc::new(Mutex::new(NatsCluster::start(3)));
-    let url = cluster.lock().unwrap().url();
+/// The services (a gateway, two synth-workers, a gpu-worker) on the cluster at `url`, and the
+/// gateway's base URL.
+fn start_services(url: &str, logs: &Path) -> (Vec<Service>, String) {
     let nats = |extra: &[&str]| -> Vec<String> {
-        let mut args: Vec<String> = ["--nats-url", &url, "--nats-replicas", "3", "--ack-wait-secs", "3"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut args: Vec<String> =
+            ["--nats-url", url, "--nats-replicas", "3", "--ack-wait-secs", "3"].iter().map(|s| s.to_string()).collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         args
     };
     let listen = format!("127.0.0.1:{}", free_port());
-    let base = format!("http://{listen}");
     let params = params_dir().display().to_string();
     // a short orphan grace (and so request timeout), so that the input of a submit that failed
     // after storing it is collected within the run
@@ -230,76 +150,199 @@ async fn chaos() {
         "40",
     ]);
     gateway_args.extend(test_gateway_flags());
-    let mut gpu_args = gpu_worker_args(&url, "gpu-chaos");
+    let mut gpu_args = gpu_worker_args(url, "gpu-chaos");
     gpu_args.extend(["--nats-replicas", "3"].map(String::from));
-    let logs = tempfile::tempdir().unwrap();
     let gateway = service_bin("e2e-gateway", env!("CARGO_BIN_EXE_e2e-gateway"));
     let synth = service_bin("e2e-synth-worker", env!("CARGO_BIN_EXE_e2e-synth-worker"));
     let gpu = std::env::var_os("SNARKFLOW_CHAOS_GPU_WORKER")
         .map(PathBuf::from)
         .unwrap_or_else(|| service_bin("e2e-gpu-worker", env!("CARGO_BIN_EXE_e2e-gpu-worker")));
-    let services = Arc::new(Mutex::new(vec![
-        Service::new("gateway", gateway, gateway_args, logs.path()),
-        Service::new("synth-1", synth.clone(), nats(&["--worker-id", "synth-1"]), logs.path()),
-        Service::new("synth-2", synth, nats(&["--worker-id", "synth-2"]), logs.path()),
-        Service::new("gpu-1", gpu, gpu_args, logs.path()),
-    ]));
-    let http = api_client();
+    let services = vec![
+        Service::new("gateway", gateway, gateway_args, logs),
+        Service::new("synth-1", synth.clone(), nats(&["--worker-id", "synth-1"]), logs),
+        Service::new("synth-2", synth, nats(&["--worker-id", "synth-2"]), logs),
+        Service::new("gpu-1", gpu, gpu_args, logs),
+    ];
+    (services, format!("http://{listen}"))
+}
 
-    // the driver: kill something every 1-3 s, bring it back 0.2-1.5 s later
-    let stop = tokio_util::sync::CancellationToken::new();
-    let driver = {
-        let (services, cluster, stop) = (services.clone(), cluster.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut kills: HashMap<String, u32> = HashMap::new();
-            let mut outage_done = false;
-            let started = Instant::now();
-            while !stop.is_cancelled() {
-                let (pause, victim, down) = {
-                    let mut rng = rand::thread_rng();
-                    (rng.gen_range(1000..3000), rng.gen_range(0..7), rng.gen_range(200..1500))
-                };
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                for service in services.lock().unwrap().iter_mut() {
-                    if service.supervise() {
-                        *kills.entry(format!("{} exited by itself", service.name)).or_default() += 1;
-                    }
-                }
-                if !outage_done && started.elapsed() > Duration::from_secs(8) {
-                    // the cluster loses its quorum for a few seconds while submits go on
-                    outage_done = true;
-                    *kills.entry("nats quorum".into()).or_default() += 1;
-                    {
-                        let mut c = cluster.lock().unwrap();
-                        c.nodes[0].stop();
-                        c.nodes[1].stop();
-                    }
-                    tokio::time::sleep(Duration::from_secs(3)).await;
-                    let mut c = cluster.lock().unwrap();
-                    c.nodes[0].restart();
-                    c.nodes[1].restart();
-                    continue;
-                }
-                if victim < 4 {
-                    let name = {
-                        let mut s = services.lock().unwrap();
-                        s[victim].kill();
-                        s[victim].name.clone()
-                    };
-                    *kills.entry(name).or_default() += 1;
-                    tokio::time::sleep(Duration::from_millis(down)).await;
-                    services.lock().unwrap()[victim].start();
-                } else {
-                    let node = victim - 4;
-                    cluster.lock().unwrap().nodes[node].stop();
-                    *kills.entry(format!("nats node {node}")).or_default() += 1;
-                    tokio::time::sleep(Duration::from_millis(down)).await;
-                    cluster.lock().unwrap().nodes[node].restart();
+type Shared<T> = Arc<Mutex<T>>;
+
+/// The driver: kill something every 1-3 s, bring it back 0.2-1.5 s later, once take the
+/// cluster's quorum away for a few seconds, restart what exited by itself; until `stop`. Ends
+/// with what it killed, how often.
+fn drive(
+    services: Shared<Vec<Service>>,
+    cluster: Shared<NatsCluster>,
+    stop: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<HashMap<String, u32>> {
+    tokio::spawn(async move {
+        let mut kills: HashMap<String, u32> = HashMap::new();
+        let mut outage_done = false;
+        let started = Instant::now();
+        while !stop.is_cancelled() {
+            let (pause, victim, down) = {
+                let mut rng = rand::thread_rng();
+                (rng.gen_range(1000..3000), rng.gen_range(0..7), rng.gen_range(200..1500))
+            };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            for service in services.lock().unwrap().iter_mut() {
+                if service.supervise() {
+                    *kills.entry(format!("{} exited by itself", service.name)).or_default() += 1;
                 }
             }
-            kills
-        })
-    };
+            if !outage_done && started.elapsed() > Duration::from_secs(8) {
+                // the cluster loses its quorum for a few seconds while submits go on
+                outage_done = true;
+                *kills.entry("nats quorum".into()).or_default() += 1;
+                {
+                    let mut c = cluster.lock().unwrap();
+                    c.nodes[0].stop();
+                    c.nodes[1].stop();
+                }
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                let mut c = cluster.lock().unwrap();
+                c.nodes[0].restart();
+                c.nodes[1].restart();
+                continue;
+            }
+            let down = Duration::from_millis(down);
+            let name = if victim < 4 {
+                let name = {
+                    let mut s = services.lock().unwrap();
+                    s[victim].kill();
+                    s[victim].name.clone()
+                };
+                tokio::time::sleep(down).await;
+                services.lock().unwrap()[victim].start();
+                name
+            } else {
+                let node = victim - 4;
+                cluster.lock().unwrap().nodes[node].stop();
+                tokio::time::sleep(down).await;
+                cluster.lock().unwrap().nodes[node].restart();
+                format!("nats node {node}")
+            };
+            *kills.entry(name).or_default() += 1;
+        }
+        kills
+    })
+}
+
+/// The supervisor after the chaos: what exits by itself is started again.
+fn supervise(services: Shared<Vec<Service>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for service in services.lock().unwrap().iter_mut() {
+                if service.supervise() {
+                    println!("chaos: {} exited by itself after the chaos; restarted", service.name);
+                }
+            }
+        }
+    })
+}
+
+/// How the accepted jobs ended.
+#[derive(Default)]
+struct Ends {
+    done: usize,
+    verified: usize,
+    failed: Vec<String>,
+    lost: Vec<String>,
+}
+
+/// Wait for every job to end and check each done job's proof; a job that never ends is lost
+/// (its story printed from the service logs).
+async fn ends(
+    http: &reqwest::Client,
+    base: &str,
+    submitted: &[(usize, Option<String>)],
+    requests: &[Value],
+    logs: &Path,
+) -> Ends {
+    let mut ends = Ends::default();
+    for (n, id) in submitted {
+        let Some(id) = id else {
+            ends.lost.push(format!("request {n}: never accepted"));
+            continue;
+        };
+        // every job should end; 900 s after the chaos is the limit given here
+        let Some(job) = snarkflow_e2e::wait_job(http, base, id, Duration::from_secs(900)).await.ok() else {
+            ends.lost.push(format!("job {id} never finished"));
+            print_job_story(logs, id);
+            continue;
+        };
+        if job["state"] != "done" {
+            ends.failed.push(format!("{} {id}: {}", job["kind"], job["error"].as_str().unwrap_or("cancelled")));
+            continue;
+        }
+        ends.done += 1;
+        let proof = http.get(format!("{base}/v1/jobs/{id}/proof")).send().await.unwrap().bytes().await.unwrap();
+        match verify(&job, &requests[*n], &proof) {
+            Ok(()) => ends.verified += 1,
+            Err(e) => panic!("job {id} is done but its proof does not verify: {e}"),
+        }
+    }
+    ends
+}
+
+/// A retry with the same key names the same done job: how many did not (a failed job's key
+/// starts a new job by design, so those are not retried here).
+async fn duplicates(
+    http: &reqwest::Client,
+    base: &str,
+    submitted: &[(usize, Option<String>)],
+    requests: &[Value],
+) -> usize {
+    let mut duplicates = 0;
+    for (n, id) in submitted {
+        let Some(id) = id else { continue };
+        let job = snarkflow_e2e::wait_job(http, base, id, Duration::from_secs(60)).await.ok();
+        if job.is_some_and(|job| job["state"] == "done") {
+            let again = submit(http, base, &requests[*n], Duration::from_secs(60)).await;
+            if again.as_deref() != Some(id.as_str()) {
+                duplicates += 1;
+            }
+        }
+    }
+    duplicates
+}
+
+/// The objects still in the store once the orphan grace (40 s) and two ledger passes are
+/// over, with room to spare: nothing of a finished job should stay.
+async fn objects_left(url: &str) -> Vec<String> {
+    let bus = Bus::connect(BusConfig { replicas: 3, ..BusConfig::new(url.to_owned()) }).await.unwrap();
+    let leak_deadline = Instant::now() + Duration::from_secs(90);
+    let mut left = bus.object_names().await.unwrap();
+    while !left.is_empty() && Instant::now() < leak_deadline {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        left = bus.object_names().await.unwrap();
+    }
+    left
+}
+
+// In the default run (and so in CI) at 5 jobs and 20 s of kills: ~3-4 min on the 2-core VM.
+// `just chaos` runs a longer one.
+#[ignore = "slow tier: minutes of SIGKILLs and restarts (`just test-slow`, `just chaos`)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn chaos() {
+    snarkflow_e2e::init_test_logging();
+    filecoin_env();
+    let jobs = env_or("SNARKFLOW_CHAOS_JOBS", 5) as usize;
+    let chaos_for = Duration::from_secs(env_or("SNARKFLOW_CHAOS_SECS", 20));
+    let t0 = Instant::now();
+    let phase = |what: &str| println!("chaos: {what} at {:.0} s", t0.elapsed().as_secs_f64());
+    let requests = prepare(jobs).await;
+    phase("parameters and inputs ready");
+    let cluster = Arc::new(Mutex::new(NatsCluster::start(3)));
+    let url = cluster.lock().unwrap().url();
+    let logs = tempfile::tempdir().unwrap();
+    let (services, base) = start_services(&url, logs.path());
+    let services = Arc::new(Mutex::new(services));
+    let http = api_client();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let driver = drive(services.clone(), cluster.clone(), stop.clone());
 
     // the clients: submissions spread over the chaos window (on a schedule: a submit that
     // waited out an outage makes the next ones come sooner). A client retries until the window
@@ -316,24 +359,8 @@ async fn chaos() {
     tokio::time::sleep_until(began + chaos_for).await;
     stop.cancel();
     let kills = driver.await.unwrap();
-    {
-        let mut s = services.lock().unwrap();
-        s.iter_mut().for_each(Service::start);
-    }
-    // the supervisor goes on while the jobs finish
-    let supervisor = {
-        let services = services.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                for service in services.lock().unwrap().iter_mut() {
-                    if service.supervise() {
-                        println!("chaos: {} exited by itself after the chaos; restarted", service.name);
-                    }
-                }
-            }
-        })
-    };
+    services.lock().unwrap().iter_mut().for_each(Service::start);
+    let supervisor = supervise(services.clone());
 
     phase("chaos over, every service back");
     // the clients whose requests the chaos never let in try again (a request that was created
@@ -342,61 +369,13 @@ async fn chaos() {
         *id = submit(&http, &base, &requests[*n], Duration::from_secs(180)).await;
         println!("chaos: request {n} retried after the chaos: {}", if id.is_some() { "accepted" } else { "refused" });
     }
-    // every job ends
-    let mut done = 0;
-    let mut failed = Vec::new();
-    let mut verified = 0;
-    let mut lost = Vec::new();
-    for (n, id) in &submitted {
-        let Some(id) = id else {
-            lost.push(format!("request {n}: never accepted"));
-            continue;
-        };
-        // every job should end; 900 s after the chaos is the limit given here
-        let job = snarkflow_e2e::wait_job(&http, &base, id, Duration::from_secs(900)).await.ok();
-        let Some(job) = job else {
-            lost.push(format!("job {id} never finished"));
-            print_job_story(logs.path(), id);
-            continue;
-        };
-        match job["state"].as_str() {
-            Some("done") => {
-                done += 1;
-                let proof = http.get(format!("{base}/v1/jobs/{id}/proof")).send().await.unwrap().bytes().await.unwrap();
-                match verify(&job, &requests[*n], &proof) {
-                    Ok(()) => verified += 1,
-                    Err(e) => panic!("job {id} is done but its proof does not verify: {e}"),
-                }
-            }
-            _ => failed.push(format!("{} {id}: {}", job["kind"], job["error"].as_str().unwrap_or("cancelled"))),
-        }
-    }
+    let Ends { done, verified, failed, lost } = ends(&http, &base, &submitted, &requests, logs.path()).await;
     phase("every job ended");
-    // a retry with the same key names the same done job: no duplicates (a failed job's key
-    // starts a new job by design, so those are not retried here)
-    let mut duplicates = 0;
-    for (n, id) in &submitted {
-        let Some(id) = id else { continue };
-        let job = snarkflow_e2e::wait_job(&http, &base, id, Duration::from_secs(60)).await.ok();
-        if job.is_some_and(|job| job["state"] == "done") {
-            let again = submit(&http, &base, &requests[*n], Duration::from_secs(60)).await;
-            if again.as_deref() != Some(id.as_str()) {
-                duplicates += 1;
-            }
-        }
-    }
+    let duplicates = duplicates(&http, &base, &submitted, &requests).await;
     phase("duplicates checked");
-    // nothing of a finished job stays in the object store (the ledger pass collects leftovers)
-    let bus = Bus::connect(BusConfig { replicas: 3, ..BusConfig::new(url.clone()) }).await.unwrap();
-    // the orphan grace (40 s) and two ledger passes, with room to spare
-    let leak_deadline = Instant::now() + Duration::from_secs(90);
-    let mut left = bus.object_names().await.unwrap();
-    while !left.is_empty() && Instant::now() < leak_deadline {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        left = bus.object_names().await.unwrap();
-    }
-
+    let left = objects_left(&url).await;
     phase("object store checked");
+
     println!("chaos: {jobs} jobs over {} s; kills: {kills:?}", chaos_for.as_secs());
     println!(
         "submitted {} | done {done} | failed {} | lost {} | done proofs verified {verified} | objects left {} | duplicate jobs {duplicates}",

@@ -68,8 +68,7 @@ fn a_16gb_card_fits_the_lean_plan() {
     // a 16 GB card: 15.2 GiB free beside one CUDA context (the bench's simulated card), about
     // 14.5 as a gpu-worker sees it (its probe's context and supraseal's, measured on 24 GB)
     for free in [152 * GIB / 10, 145 * GIB / 10] {
-        let request = if lean_in_auto() { PlanRequest::Auto } else { PlanRequest::Only(PlanKind::Lean) };
-        let p = choose(&porep_32gib(), free, 0, request).unwrap();
+        let p = choose(&porep_32gib(), free, 0, PlanRequest::Auto).unwrap();
         assert!(p.needs(0) <= free, "{}", p.summary());
         assert_eq!((p.kind, p.witness_buffers), (PlanKind::Lean, 1), "{}", p.summary());
         assert!(p.shape_on_host && p.host_sections.iter().all(|&h| h));
@@ -92,7 +91,7 @@ fn a_16gb_card_fits_the_lean_plan() {
 #[test]
 fn a_card_too_small_for_every_plan_is_told_what_it_would_need() {
     let err = plan(12).unwrap_err();
-    let smallest = if lean_in_auto() { PlanKind::Lean } else { PlanKind::Streamed };
+    let smallest = PlanKind::Lean;
     assert_eq!(err.smallest, smallest);
     assert!(err.needed_gib > 12.0 && err.free_gib == 12.0, "{err}");
     let text = err.to_string();
