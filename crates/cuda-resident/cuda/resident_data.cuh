@@ -43,10 +43,11 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
     });
 }
 
-// Whether the expansion reads the compact witness over PCIe in place (the way it has been
-// checked on a device) rather than from a copy in device memory (compact_source). The copy is
-// the way to be: SNARKFLOW_COMPACT_COPY=1 takes it until a device has compared the two (proofs
-// and the stage's upload_ms); SNARKFLOW_COMPACT_MAPPED=1 keeps reading in place after that.
+// Whether the expansion reads the compact witness over PCIe in place rather than from a copy
+// in device memory (compact_source, SNARKFLOW_COMPACT_COPY=1). Compared on an H100 at 32 GiB
+// (docs/benchmarks.md, "The lean plan on a simulated 16 GB card"): the same proofs, and upload
+// times the runs could not tell apart, so in place stays the default;
+// SNARKFLOW_COMPACT_MAPPED=1 keeps it even where the copy is asked for.
 static bool compact_mapped()
 {
     static const bool on = getenv("SNARKFLOW_COMPACT_COPY") == nullptr || getenv("SNARKFLOW_COMPACT_MAPPED") != nullptr;

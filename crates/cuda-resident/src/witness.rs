@@ -163,9 +163,9 @@ impl DeviceWitness {
 impl DeviceWitness {
     /// Write the witness from its compact form, in `blob` as `layout` says, on the device
     /// (`one` is what a value of class 1 becomes); waits for it. Only `layout.bytes()` cross
-    /// PCIe, read in place through the mapping by the kernel, or (`SNARKFLOW_COMPACT_COPY=1`,
-    /// not yet the default: see resident_data.cuh) copied first into a device staging buffer
-    /// this witness keeps (about a byte per value).
+    /// PCIe, read in place through the mapping by the kernel, or (`SNARKFLOW_COMPACT_COPY=1`:
+    /// the same proofs, no faster where measured; see resident_data.cuh) copied first into a
+    /// device staging buffer this witness keeps (about a byte per value).
     pub fn upload_compact(&mut self, blob: &PinnedBuffer, layout: &CompactLayout, one: &Fr) -> Result<(), Error> {
         if layout.len > self.capacity || layout.bytes() > blob.len() {
             return Err(Error {
