@@ -250,7 +250,7 @@ pub(crate) fn load_resident(
     request: crate::memory_plan::PlanRequest,
 ) -> Result<(VerifyingKey<Bls12>, ProvingKey), ParamsError> {
     use crate::resident::LoadError;
-    use tracing::{info, warn};
+    use tracing::info;
     let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
     match crate::resident::ResidentKey::load(&device, path, &shape, request) {
         Ok((vk, key)) => {
@@ -266,7 +266,7 @@ pub(crate) fn load_resident(
         Err(LoadError::NoPlan(no_plan)) => {
             #[cfg(feature = "cuda-supraseal")]
             {
-                warn!(circuit_id = %id, reason = %no_plan, "proving this circuit with supraseal-c2 instead");
+                tracing::warn!(circuit_id = %id, reason = %no_plan, "proving this circuit with supraseal-c2 instead");
                 drop(shape);
                 let file = File::open(path).map_err(|source| ParamsError::Read { path: path.to_owned(), source })?;
                 let vk = bellperson::groth16::VerifyingKey::<Bls12>::read(std::io::BufReader::new(file))
