@@ -183,8 +183,9 @@ struct sf_device {
     // MSMs of L, A and B, which need only the witness, run beside them; events time its phases
     stream_t* prep = nullptr;
     cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};
-    // the H MSM's buffers (msm_one_pass.cuh), queued on `prep` right behind h
-    one_pass_work h_msm;
+    // the H MSM's buffers (msm_one_pass.cuh), queued on `prep` right behind h, and the tail
+    // MSMs' (one after another on the device's own stream)
+    one_pass_work h_msm, tail_msm;
     // recorded on `side` once the three splits are written (the sums of the ones come after)
     cudaEvent_t split_ready = nullptr;
     // What is not resident comes over on `copy`: the constraint shape in chunks of rows
@@ -214,6 +215,7 @@ struct sf_device {
         for (auto& o : ones) o.sums.release();
         tail_points.release();
         h_msm.release();
+        tail_msm.release();
         for (auto& st : shape_stage) st.release();
         for (auto& st : mapped_stage) st.release();
         iota.release(); chunk_count.release(); more_sums.release();

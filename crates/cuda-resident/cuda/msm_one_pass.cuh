@@ -33,21 +33,35 @@ static const uint32_t RUN = 1u << RUN_BITS;
 // width between them).
 static const uint32_t SORT_ROWS = 4;
 
+#include "msm_segments.cuh"
+
+// How the buckets are added up: SNARKFLOW_ACCUMULATE=segments in equal segments
+// (msm_segments.cuh; the tail MSMs then go one pass too), else with sppark's `accumulate` (a
+// thread a bucket). Segments stay opt-in until a device has shown the same proofs with them.
+static bool sppark_accumulate()
+{
+    static const bool on = [] {
+        const char* v = getenv("SNARKFLOW_ACCUMULATE");
+        return !(v && std::string(v) == "segments");
+    }();
+    return on;
+}
+
 // One thread per run of RUN buckets starting at x0: out[2g] = Σ_k B_{x0+k}·#{j ∈ [x0, x0+k] :
 // j ≡ 0 mod 2^shift}, out[2g+1] = Σ_k B_{x0+k}. The part of each bucket's weight that comes from
 // below x0 is the same for the whole run and is added on the host (`window_sum`).
+template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
-void reduce_runs(bucket_t::mem_t* out, const bucket_t::mem_t* buckets, uint32_t nwins, uint32_t row_bits,
-                 uint32_t top_shift)
+void reduce_runs(bucket_h* out, const bucket_h* buckets, uint32_t nwins, uint32_t row_bits, uint32_t top_shift)
 {
     const uint32_t run_bits_of_row = row_bits - RUN_BITS;
-    size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t g = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / bucket_t::degree;
     if (g >= ((size_t)nwins << run_bits_of_row))
         return;
     uint32_t y = (uint32_t)(g >> run_bits_of_row);
     uint32_t x0 = (uint32_t)(g & ((1u << run_bits_of_row) - 1)) << RUN_BITS;
     uint32_t mask = y == nwins - 1 ? (1u << top_shift) - 1 : 0;
-    const bucket_t::mem_t* row = buckets + ((size_t)y << row_bits);
+    const bucket_h* row = buckets + ((size_t)y << row_bits);
     bucket_t acc, res;
     acc.inf();
     res.inf();
@@ -139,15 +153,17 @@ struct one_pass_work {
     }
 };
 
+// Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
 static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
 // Allocate `p`'s buffers (kept for later proves). False, with nothing kept, when the device has
 // no room for them (~13.6 GiB at 2^27 points and 21-bit windows): the caller then runs sppark's
 // batched MSM, which needs ~1.6 GiB — an 80 GB device holding a 32 GiB PoRep key (53 GiB) and
 // the other per-proof buffers has room for that one only.
+template<class bucket>
 static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_plan& p)
 {
-    typedef bucket_t::mem_t bucket_h;
+    typedef typename bucket::mem_t bucket_h;
     if (p.n == 0)
         return true;
     if (w.refused_n == p.n)
@@ -176,10 +192,11 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
 // Queue Σ scalars[i]·points[i], i < n, on `s` (scalars in Montgomery form), into buffers
 // `one_pass_reserve` made. Nothing is waited for; `one_pass_collect` reads the result once `s`
 // is done.
-static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
-                           const g1_mem_t* points, const scalar_t* scalars)
+template<class bucket, class mem>
+static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p, const mem* points,
+                           const scalar_t* scalars)
 {
-    typedef bucket_t::mem_t bucket_h;
+    typedef typename bucket::mem_t bucket_h;
     if (p.n == 0)
         return;
     if (p.n >= (size_t)1 << 31)
@@ -208,16 +225,33 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
     s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, last, temps, hist,
                   row_bits, top, 0u);
 
-    void (*ones)(bucket_h*, const g1_mem_t*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket_t, g1_mem_t>;
+    void (*ones)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
     // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the device)
     ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(w.ones.as<bucket_h>(), points, len, &digits[0][0], hist[0][0]);
     check(cudaGetLastError(), "the MSM's first bucket");
-    // its own work counter (sppark's msm_t uses 0 and 1), so that it may run beside theirs
-    const uint32_t counter = MSM_NSTREAMS - 1;
-    s.launch_coop(accumulate<bucket_t, g1_mem_t>, {gpu.sm_count(), 0}, w.buckets.as<bucket_h>(), nwins, wbits,
-                  const_cast<g1_mem_t*>(points), digits, hist, counter);
-    uint32_t blocks = (uint32_t)((p.runs() + 255) / 256);
-    reduce_runs<<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), nwins, row_bits, p.top_shift());
+    if (sppark_accumulate()) {
+        // its own work counter (sppark's msm_t uses 0 and 1), so that it may run beside theirs;
+        // only one MSM of this process may use it at a time (the H MSM: see tail_query)
+        const uint32_t counter = MSM_NSTREAMS - 1;
+        s.launch_coop(accumulate<bucket, mem>, {gpu.sm_count(), 0}, w.buckets.as<bucket_h>(), nwins, wbits,
+                      const_cast<mem*>(points), digits, hist, counter);
+    } else {
+        // the segments' heads in the sort space, free once the digits are sorted
+        const uint32_t seg_bits = segment_bits<bucket>(nwins, p.stride, w.temps.bytes);
+        const uint32_t segs = (uint32_t)((p.stride + ((size_t)1 << seg_bits) - 1) >> seg_bits);
+        const uint32_t deg = bucket::degree;
+        size_t threads = (size_t)nwins * segs * deg;
+        accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
+        check(cudaGetLastError(), "adding up the MSM buckets");
+        threads = ((size_t)nwins << row_bits) * deg;
+        join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist);
+        check(cudaGetLastError(), "joining the MSM buckets");
+    }
+    uint32_t blocks = (uint32_t)((p.runs() * bucket::degree + 255) / 256);
+    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), nwins, row_bits,
+                                               p.top_shift());
     check(cudaGetLastError(), "reducing the MSM buckets");
 }
 
@@ -225,9 +259,10 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
 // c_s = ⌈x0_s / 2^shift⌉, the weight run s inherits from below its first bucket. c grows by
 // Δ = RUN >> shift at every run (shift ≤ RUN_BITS) or by 0 or 1 (wider shifts), so
 // Σ_s c_s·acc_s = d·Σ_{s: Δ_s ≠ 0} (Σ_{s' ≥ s} acc_s'), d = max(1, RUN >> shift).
-static point_t window_sum(const bucket_t* runs, size_t nruns, uint32_t shift)
+template<class bucket, class point>
+static point window_sum(const bucket* runs, size_t nruns, uint32_t shift)
 {
-    bucket_t total, suffix, raised;
+    bucket total, suffix, raised;
     total.inf(); suffix.inf(); raised.inf();
     auto c = [shift](size_t s) { return ((s << RUN_BITS) + ((size_t)1 << shift) - 1) >> shift; };
     for (size_t s = nruns; s-- > 0;) {
@@ -236,34 +271,37 @@ static point_t window_sum(const bucket_t* runs, size_t nruns, uint32_t shift)
         if (s > 0 && c(s) != c(s - 1))
             raised.add(suffix);
     }
-    point_t r = raised;
+    point r = raised;
     for (uint32_t i = shift; i < RUN_BITS; i++)
         r.dbl();
-    point_t w = total;
+    point w = total;
     w.add(r);
     return w;
 }
 
 // Wait for `s`, read the run sums back and finish on the host: each window's sum (one thread a
 // window), then Horner over the windows, then the ones.
-static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work& w, const one_pass_plan& p, point_t& out)
+template<class bucket, class point>
+static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work& w, const one_pass_plan& p, point& out)
 {
-    typedef bucket_t::mem_t bucket_h;
+    typedef typename bucket::mem_t bucket_h;
     out.inf();
     if (p.n == 0)
         return;
     check(cudaStreamSynchronize(s), "the one-pass MSM");
-    std::vector<bucket_t> runs(2 * p.runs());
-    std::vector<bucket_t> ones(ones_slots(gpu));
-    static_assert(sizeof(bucket_t) == sizeof(bucket_h), "buckets cross as they are");
+    std::vector<bucket> runs(2 * p.runs());
+    std::vector<bucket> ones(ones_slots(gpu));
+#ifndef __CUDA_ARCH__   // on the device an Fp2 bucket is spread over two threads
+    static_assert(sizeof(bucket) == sizeof(bucket_h), "buckets cross as they are");
+#endif
     check(cudaMemcpy(runs.data(), w.runs.ptr, runs.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
     check(cudaMemcpy(ones.data(), w.ones.ptr, ones.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
-    std::vector<point_t> wins(p.nwins);
+    std::vector<point> wins(p.nwins);
     std::vector<std::thread> threads;
     for (uint32_t y = 0; y < p.nwins; y++)
         threads.emplace_back([&, y] {
             uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
-            wins[y] = window_sum(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
+            wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
         });
     for (auto& t : threads)
         t.join();
@@ -273,6 +311,6 @@ static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work&
             out.dbl();
         out.add(wins[y]);
     }
-    point_t first = sum_up(ones);
+    point first = sum_up(ones);
     out.add(first);
 }

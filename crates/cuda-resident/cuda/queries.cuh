@@ -126,6 +126,44 @@ static void sum_ones_mapped(const gpu_t& gpu, sf_device* d, ones_sum_t& o, const
     }
 }
 
+// SNARKFLOW_TAIL_MSM=sppark runs the tail MSMs with sppark's msm_t (batches, a thread a bucket),
+// for measuring; so does SNARKFLOW_ACCUMULATE=sppark (sppark's `accumulate` has one work counter
+// for the one-pass MSMs, which the H MSM uses beside the tails)
+static bool sppark_tails()
+{
+    static const bool on = [] {
+        const char* v = getenv("SNARKFLOW_TAIL_MSM");
+        return (v && std::string(v) == "sppark") || sppark_accumulate();
+    }();
+    return on;
+}
+
+// Tails smaller than this go to sppark's msm_t (a few thousand points: its batches and sort
+// are tuned for them; the one-pass plan pays at tens of thousands).
+static const size_t TAIL_ONE_PASS_MIN = (size_t)1 << 14;
+
+// Σ scalars[i]·points[i], i < n, for a query's tail (gathered points and scalars, queued on the
+// device's stream): one pass with the buckets added in segments, so that a scalar repeated
+// thousands of times is not one long chain of additions; sppark's msm_t where that has no room.
+template<class bucket, class point, class affine, class mem>
+static void tail_msm(const gpu_t& gpu, sf_device* d, point& out, const mem* points, size_t n, const char* what)
+{
+    stream_t& s = gpu;
+    const scalar_t* scalars = d->scalars.as<scalar_t>();
+    if (n >= TAIL_ONE_PASS_MIN && !sppark_tails()) {
+        one_pass_plan plan = one_pass_plan_for(gpu, n, 0);
+        if (one_pass_reserve<bucket>(gpu, d->tail_msm, plan)) {
+            TRACE("%s: one pass", what);
+            one_pass_queue<bucket>(gpu, s, d->tail_msm, plan, points, scalars);
+            one_pass_collect<bucket>(gpu, s, d->tail_msm, plan, out);
+            return;
+        }
+    }
+    // sppark's MSM runs on its own streams: the gathers must be done first
+    check(cudaStreamSynchronize(s), what);
+    msm<bucket, point, affine>(gpu, out, points, scalars, n, what);
+}
+
 // Σ s_i·P_i over one query, once its split is known, except the sum of the points whose scalar
 // is 1 (still being made on `side`; `add_ones` adds it): a Pippenger MSM over the tail's points
 // (gathered next to each other), or a plain MSM over all points when the split does not pay.
@@ -166,8 +204,7 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
     else
         gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail(), sp.n_tail);
     check(cudaGetLastError(), what);
-    check(cudaStreamSynchronize(s), what);
-    msm<bucket, point, affine>(gpu, out, d->tail_points.as<mem>(), d->scalars.as<scalar_t>(), sp.n_tail, what);
+    tail_msm<bucket, point, affine>(gpu, d, out, d->tail_points.as<mem>(), sp.n_tail, what);
 }
 
 // Add the sum of the points whose scalar is 1 to a query's `out`, once `side` is done (only

@@ -396,8 +396,8 @@ static double event_ms(cudaEvent_t from, cudaEvent_t to)
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
 // uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars, then the
 // sums of the points whose scalar is 1 (`side`); a, b, c, h and the H MSM right behind them
-// (`prep`); and the tail MSMs of L, A, B-G1 and B-G2 on sppark's streams as soon as the splits
-// are known (they need only the witness, so they run beside the other two).
+// (`prep`); and the tail MSMs of L, A, B-G1 and B-G2 as soon as the splits are known (they need
+// only the witness, so they run beside the other two).
 SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_shape* sh,
                                     const sf_witness* wit, sf_msm_sums* out, sf_timings* t)
 {
@@ -435,10 +435,10 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         one_pass_plan h_plan;
         if (one_pass) {
             h_plan = one_pass_plan_for(gpu, m - 1, (uint32_t)wbits);
-            one_pass = one_pass_reserve(gpu, d->h_msm, h_plan);
+            one_pass = one_pass_reserve<bucket_t>(gpu, d->h_msm, h_plan);
         }
         if (one_pass)
-            one_pass_queue(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>());
+            one_pass_queue<bucket_t>(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>());
         check(cudaEventRecord(d->marks[3], *d->prep), "timing the H MSM");
         splits_known(d);
 
@@ -451,7 +451,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         t->ntt = event_ms(d->marks[1], d->marks[2]);
         phase = clock_type::now();
         if (one_pass) {
-            one_pass_collect(gpu, *d->prep, d->h_msm, h_plan, out->h);
+            one_pass_collect<bucket_t>(gpu, *d->prep, d->h_msm, h_plan, out->h);
             t->msm_h = event_ms(d->marks[2], d->marks[3]) + ms_since(phase);
         } else if (h_streamed) {
             t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, d->c);

@@ -124,6 +124,18 @@ fn margin(total: u64) -> u64 {
     (512u64 << 20) + total / 128
 }
 
+/// What msm_one_pass.cuh's plan for `n` points keeps on the device with buckets of `bucket`
+/// bytes: digits, sort space (the segments' heads live in it too), histogram, buckets, runs.
+fn one_pass_workspace(n: u64, bucket: u64) -> u64 {
+    let n = n.max(1);
+    let stride = n.div_ceil(32) * 32;
+    let lg = 64 - (n + n / 2).leading_zeros() as u64 - 1;
+    let wbits = if n >= 1 << 25 { 21 } else { (lg.max(18) - 8).min(18) };
+    let nwins = 254 / wbits + 1;
+    let row = 1u64 << (wbits - 1);
+    nwins * stride * 4 + 4 * stride * 8 + nwins * row * (4 + bucket) + 2 * nwins * (row >> 9) * bucket
+}
+
 impl KeyDims {
     /// The evaluation domain: constraints rounded up to a power of two.
     pub fn domain(&self) -> u64 {
@@ -166,18 +178,14 @@ impl KeyDims {
         let split = 4 * (self.counts[1] + self.counts[2] + self.counts[3]);
         let tails =
             (self.counts[1] + self.counts[2] + self.counts[3]) / 64 * (G1 + FR) + self.counts[4] / 64 * (G2 + FR);
-        abc + split + tails
+        // the tail MSMs' one-pass workspace, kept for the largest (G2 buckets are twice G1's)
+        let tail_msm = one_pass_workspace(self.counts[1..].iter().max().copied().unwrap_or(0) / 64, 2 * BUCKET);
+        abc + split + tails + tail_msm
     }
 
     /// The one-pass H MSM's workspace (msm_one_pass.cuh's plan for m − 1 points).
     fn one_pass_bytes(&self) -> u64 {
-        let n = self.counts[0].max(1);
-        let stride = n.div_ceil(32) * 32;
-        let lg = 64 - (n + n / 2).leading_zeros() as u64 - 1;
-        let wbits = if n >= 1 << 25 { 21 } else { (lg.max(18) - 8).min(18) };
-        let nwins = 254 / wbits + 1;
-        let row = 1u64 << (wbits - 1);
-        nwins * stride * 4 + 4 * stride * 8 + nwins * row * (4 + BUCKET) + 2 * nwins * (row >> 9) * BUCKET
+        one_pass_workspace(self.counts[0], BUCKET)
     }
 
     /// sppark's batched MSM over the H points (its digits, sort space, histogram and buckets,
