@@ -35,14 +35,14 @@ static const uint32_t SORT_ROWS = 4;
 
 #include "msm_segments.cuh"
 
-// How the buckets are added up: SNARKFLOW_ACCUMULATE=segments in equal segments
-// (msm_segments.cuh; the tail MSMs then go one pass too), else with sppark's `accumulate` (a
-// thread a bucket). Segments stay opt-in until a device has shown the same proofs with them.
+// SNARKFLOW_ACCUMULATE=sppark adds the buckets up with sppark's `accumulate` (a thread a
+// bucket) instead of in equal segments (msm_segments.cuh), and sends the tail MSMs back to
+// sppark's msm_t: for measuring (docs/benchmarks.md, "Buckets added in equal segments")
 static bool sppark_accumulate()
 {
     static const bool on = [] {
         const char* v = getenv("SNARKFLOW_ACCUMULATE");
-        return !(v && std::string(v) == "segments");
+        return v && std::string(v) == "sppark";
     }();
     return on;
 }
