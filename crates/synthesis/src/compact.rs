@@ -79,29 +79,37 @@ struct EncodedPiece {
     raws: Vec<u8>,
 }
 
+/// `x` as a LEB128 varint.
+fn push_varint(out: &mut Vec<u8>, mut x: u64) {
+    loop {
+        let byte = (x & 0x7f) as u8;
+        x >>= 7;
+        if x == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 fn encode_piece(values: impl Iterator<Item = Fr>, len: usize) -> EncodedPiece {
     let mut piece = EncodedPiece { tags: vec![0u8; len.div_ceil(4)], ..Default::default() };
     for (i, v) in values.enumerate() {
-        let repr = v.to_repr();
-        let tag = if repr.iter().all(|b| *b == 0) {
+        // zero and one are told apart in Montgomery form (a compare); only the few other values
+        // pay for the conversion to their canonical bytes
+        let tag = if bool::from(v.is_zero()) {
             TAG_ZERO
         } else if v == Fr::ONE {
             TAG_ONE
-        } else if repr[8..].iter().all(|b| *b == 0) {
-            let mut x = u64::from_le_bytes(repr[..8].try_into().expect("8 bytes"));
-            loop {
-                let byte = (x & 0x7f) as u8;
-                x >>= 7;
-                if x == 0 {
-                    piece.smalls.push(byte);
-                    break;
-                }
-                piece.smalls.push(byte | 0x80);
-            }
-            TAG_SMALL
         } else {
-            piece.raws.extend_from_slice(&repr);
-            TAG_RAW
+            let repr = v.to_repr();
+            if repr[8..].iter().all(|b| *b == 0) {
+                push_varint(&mut piece.smalls, u64::from_le_bytes(repr[..8].try_into().expect("8 bytes")));
+                TAG_SMALL
+            } else {
+                piece.raws.extend_from_slice(&repr);
+                TAG_RAW
+            }
         };
         piece.tags[i / 4] |= tag << (2 * (i % 4));
     }
