@@ -85,6 +85,26 @@ static void upload(dbuf& dst, const void* src, size_t bytes, const char* what, s
         check(cudaMemcpyAsync(dst.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
 }
 
+// v[r] = row r of a matrix times w, rows [0, rows) of a CSR whose non-zeros start at `base`
+static void queue_spmv(const gpu_t& gpu, stream_t& s, scalar_t* v, const uint64_t* starts, const uint32_t* cols,
+                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t rows, uint64_t base)
+{
+    uint32_t blocks, threads;
+    if (spmv_by_rows()) {
+        grid_for(gpu, rows, blocks, threads);
+        spmv<<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
+                                        sh->minus_one_index, w, rows, base);
+    } else {
+        // a warp per 32 rows
+        // 32 threads per group of 32 rows (grid_for's blocks are of SPMV_WARPS warps)
+        static_assert(SPMV_WARPS * WARP_SZ == 256, "grid_for makes blocks of 256 threads");
+        grid_for(gpu, (rows + WARP_SZ - 1) / WARP_SZ * WARP_SZ, blocks, threads);
+        spmv_warps<<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
+                                                           sh->one_index, sh->minus_one_index, w, rows, base);
+    }
+    check(cudaGetLastError(), "a, b, c");
+}
+
 static size_t point_bytes(uint32_t section) { return section == SEC_B2 ? sizeof(g2_mem_t) : sizeof(g1_mem_t); }
 
 using clock_type = std::chrono::steady_clock;
@@ -231,7 +251,6 @@ static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm,
     const uint32_t* cols = dm.cols.as_host<uint32_t>();
     const uint32_t* coeffs = dm.coeffs.as_host<uint32_t>();
     size_t copied = 0;
-    uint32_t blocks, threads;
     int slot = 0;
     for (size_t r0 = 0; r0 < dm.rows; slot ^= 1) {
         // as many rows as fit the slot: at most chunk_rows, at most chunk_nnz non-zeros (a row
@@ -257,10 +276,7 @@ static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm,
               "streaming the constraint shape");
         check(cudaEventRecord(d->staged[slot], d->copy), "streaming the constraint shape");
         check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the constraint shape");
-        grid_for(gpu, r1 - r0, blocks, threads);
-        spmv<<<blocks, threads, 0, s>>>(v + r0, d_starts, d_cols, d_coeffs, sh->table.as<scalar_t>(), sh->one_index,
-                                        sh->minus_one_index, wit->buf.as<scalar_t>(), r1 - r0, base);
-        check(cudaGetLastError(), "a, b, c");
+        queue_spmv(gpu, s, v + r0, d_starts, d_cols, d_coeffs, sh, wit->buf.as<scalar_t>(), r1 - r0, base);
         check(cudaEventRecord(d->consumed[slot], s), "streaming the constraint shape");
         copied += (r1 - r0 + 1) * sizeof(uint64_t) + 2 * nnz * sizeof(uint32_t);
         r0 = r1;
@@ -292,7 +308,6 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
     if (!c_room)
         d->c.ensure(m * sizeof(scalar_t), "allocating a, b, c");
     scalar_t* abc[3] = {d->a.as<scalar_t>(), d->b.as<scalar_t>(), c_room ? c_room : d->c.as<scalar_t>()};
-    grid_for(gpu, sh->rows, blocks, threads);
     for (int i = 0; i < (seven ? 3 : 2); i++) {
         scalar_t* v = abc[i];
         if (m > sh->rows)
@@ -302,10 +317,8 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
             copied += spmv_streamed(d, sh, dm, v, wit, s);
             continue;
         }
-        spmv<<<blocks, threads, 0, s>>>(v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(),
-                                        sh->table.as<scalar_t>(), sh->one_index, sh->minus_one_index,
-                                        wit->buf.as<scalar_t>(), sh->rows, 0);
-        check(cudaGetLastError(), "a, b, c");
+        queue_spmv(gpu, s, v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(), sh,
+                   wit->buf.as<scalar_t>(), sh->rows, 0);
     }
     scalar_t *a = abc[0], *b = abc[1], *c = abc[2];
     uint32_t lg = (uint32_t)sh->lg_domain;
