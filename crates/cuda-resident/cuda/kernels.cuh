@@ -160,13 +160,13 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
     }
 }
 
-// SNARKFLOW_SPMV=warps multiplies with a warp per 32 rows (`spmv_warps`), else a thread per row
-// (`spmv`): opt-in until a device has shown the same proofs and its time with it
+// SNARKFLOW_SPMV=rows multiplies with a thread per row (`spmv`) instead of a warp per 32 rows
+// (`spmv_warps`), for measuring (docs/benchmarks.md, "SpMV with a warp per 32 rows")
 static bool spmv_by_rows()
 {
     static const bool on = [] {
         const char* v = getenv("SNARKFLOW_SPMV");
-        return !(v && std::string(v) == "warps");
+        return v && std::string(v) == "rows";
     }();
     return on;
 }
