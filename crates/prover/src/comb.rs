@@ -3,7 +3,7 @@
 //! no doublings (32 with byte digits, 16 with 16-bit digits) instead of ~256 doublings and ~50
 //! additions with wNAF. Parameter generation is almost all such products.
 
-use blstrs::{Fp, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -49,7 +49,7 @@ impl Digits {
 /// k·base is the sum of one entry per non-zero digit of k. (A macro rather than a generic:
 /// blstrs' mixed addition impls do not resolve through the `group` traits' associated types.)
 macro_rules! comb {
-    ($name:ident, $proj:ty, $affine:ty) => {
+    ($name:ident, $proj:ty, $affine:ty, $field:ty) => {
         pub(crate) struct $name {
             digits: Digits,
             pub(crate) table: Vec<$affine>,
@@ -83,7 +83,8 @@ macro_rules! comb {
                 $name { digits, table: rows.concat() }
             }
 
-            pub(crate) fn mul(&self, k: &Fr) -> $proj {
+            #[cfg(test)]
+            fn mul(&self, k: &Fr) -> $proj {
                 let repr = k.to_repr();
                 let mut acc = <$proj>::identity();
                 let entries = self.digits.entries();
@@ -96,8 +97,64 @@ macro_rules! comb {
                 acc
             }
 
-            /// k·base for every k of `ks`, affine: projective sums normalised together.
-            #[allow(dead_code)] // G1 takes the batch-affine path (`products`); kept to check it
+            /// k·base for every k of `ks`, affine, with the partial sums kept affine: the
+            /// additions of one digit position across the batch share one field inversion
+            /// (Montgomery's trick), so an addition is ~6 field multiplications where a mixed
+            /// projective one is ~11, and nothing is normalised at the end. The points are the
+            /// same as `products_projective`'s (affine coordinates are unique).
+            pub(crate) fn products(&self, ks: &[Fr]) -> Vec<$affine> {
+                let (entries, width) = (self.digits.entries(), self.digits.bytes());
+                let reprs: Vec<_> = ks.iter().map(|k| k.to_repr()).collect();
+                // each point's partial sum, affine; None while it is the identity
+                let mut acc: Vec<Option<($field, $field)>> = vec![None; ks.len()];
+                let mut pending: Vec<(usize, usize)> = Vec::with_capacity(ks.len());
+                let mut dx: Vec<$field> = Vec::with_capacity(ks.len());
+                for w in 0..self.digits.windows() {
+                    pending.clear();
+                    dx.clear();
+                    for (i, repr) in reprs.iter().enumerate() {
+                        let d = repr.as_ref()[w * width..(w + 1) * width]
+                            .iter()
+                            .rev()
+                            .fold(0usize, |d, &b| d << 8 | b as usize);
+                        if d == 0 {
+                            continue;
+                        }
+                        let t = &self.table[w * entries + d - 1];
+                        match acc[i] {
+                            None => acc[i] = Some((t.x(), t.y())),
+                            Some((x, y)) if x == t.x() => {
+                                // the sum is ±t: a doubling or the identity (never for canonical
+                                // scalars: a partial sum and the next entry add up to less than r)
+                                let sum = <$proj>::from(<$affine>::from_raw_unchecked(x, y, false)) + t;
+                                acc[i] = (!bool::from(sum.is_identity())).then(|| {
+                                    let a = sum.to_affine();
+                                    (a.x(), a.y())
+                                });
+                            }
+                            Some((x, _)) => {
+                                pending.push((i, w * entries + d - 1));
+                                dx.push(t.x() - x);
+                            }
+                        }
+                    }
+                    invert_all(&mut dx);
+                    for (&(i, e), inv) in pending.iter().zip(&dx) {
+                        let t = &self.table[e];
+                        let (x, y) = acc[i].expect("a pending sum has started");
+                        let lambda = (t.y() - y) * inv;
+                        let x3 = lambda.square() - x - t.x();
+                        acc[i] = Some((x3, lambda * (x - x3) - y));
+                    }
+                }
+                acc.into_iter()
+                    .map(|a| a.map_or_else(<$affine>::identity, |(x, y)| <$affine>::from_raw_unchecked(x, y, false)))
+                    .collect()
+            }
+
+            /// k·base for every k of `ks`, affine: projective sums normalised together (what
+            /// `products` replaced; the tests compare the two).
+            #[cfg(test)]
             fn products_projective(&self, ks: &[Fr]) -> Vec<$affine> {
                 let points: Vec<$proj> = ks.iter().map(|k| self.mul(k)).collect();
                 let mut affine = vec![<$affine>::identity(); points.len()];
@@ -135,73 +192,13 @@ macro_rules! comb {
     };
 }
 
-comb!(CombG1, G1Projective, G1Affine);
-comb!(CombG2, G2Projective, G2Affine);
-
-impl CombG2 {
-    fn products(&self, ks: &[Fr]) -> Vec<G2Affine> {
-        self.products_projective(ks)
-    }
-}
-
-impl CombG1 {
-    /// k·base for every k of `ks`, affine, with the partial sums kept affine: the additions of
-    /// one digit position across the batch share one field inversion (Montgomery's trick), so
-    /// an addition is ~6 field multiplications where a mixed projective one is ~11, and nothing
-    /// is normalised at the end. The points are the same as `products_projective`'s (affine
-    /// coordinates are unique).
-    fn products(&self, ks: &[Fr]) -> Vec<G1Affine> {
-        let (entries, width) = (self.digits.entries(), self.digits.bytes());
-        let reprs: Vec<_> = ks.iter().map(|k| k.to_repr()).collect();
-        // each point's partial sum, affine; None while it is the identity
-        let mut acc: Vec<Option<(Fp, Fp)>> = vec![None; ks.len()];
-        let mut pending: Vec<(usize, usize)> = Vec::with_capacity(ks.len());
-        let mut dx: Vec<Fp> = Vec::with_capacity(ks.len());
-        for w in 0..self.digits.windows() {
-            pending.clear();
-            dx.clear();
-            for (i, repr) in reprs.iter().enumerate() {
-                let d =
-                    repr.as_ref()[w * width..(w + 1) * width].iter().rev().fold(0usize, |d, &b| d << 8 | b as usize);
-                if d == 0 {
-                    continue;
-                }
-                let t = &self.table[w * entries + d - 1];
-                match acc[i] {
-                    None => acc[i] = Some((t.x(), t.y())),
-                    Some((x, y)) if x == t.x() => {
-                        // the sum is ±t: a doubling or the identity (random scalars never get here)
-                        let sum = G1Projective::from(G1Affine::from_raw_unchecked(x, y, false)) + t;
-                        acc[i] = (!bool::from(sum.is_identity())).then(|| {
-                            let a = sum.to_affine();
-                            (a.x(), a.y())
-                        });
-                    }
-                    Some((x, _)) => {
-                        pending.push((i, w * entries + d - 1));
-                        dx.push(t.x() - x);
-                    }
-                }
-            }
-            invert_all(&mut dx);
-            for (&(i, e), inv) in pending.iter().zip(&dx) {
-                let t = &self.table[e];
-                let (x, y) = acc[i].expect("a pending sum has started");
-                let lambda = (t.y() - y) * inv;
-                let x3 = lambda.square() - x - t.x();
-                acc[i] = Some((x3, lambda * (x - x3) - y));
-            }
-        }
-        acc.into_iter()
-            .map(|a| a.map_or_else(G1Affine::identity, |(x, y)| G1Affine::from_raw_unchecked(x, y, false)))
-            .collect()
-    }
-}
+comb!(CombG1, G1Projective, G1Affine, Fp);
+comb!(CombG2, G2Projective, G2Affine, Fp2);
 
 /// Every element replaced by its inverse (none may be zero), with one field inversion.
-fn invert_all(v: &mut [Fp]) {
+fn invert_all<F: Field>(v: &mut [F]) {
     let mut prefix = Vec::with_capacity(v.len());
-    let mut running = Fp::ONE;
+    let mut running = F::ONE;
     for x in v.iter() {
         prefix.push(running);
         running *= x;
@@ -220,17 +217,22 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
-    fn batch_affine_products_equal_the_projective_ones() {
+    fn batch_affine_products_equal_the_projective_ones_in_g1_and_g2() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
         let mut ks: Vec<Fr> = (0..300).map(|_| Fr::random(&mut rng)).collect();
         ks.extend([Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(256), Fr::from(65_536), Fr::from(u64::MAX)]);
         let base = G1Projective::generator() * Fr::from(7);
+        let base2 = G2Projective::generator() * Fr::from(5);
         for digits in [Digits::Bits8, Digits::Bits16] {
             let comb = CombG1::new(base, digits);
             let batch = comb.products(&ks);
             assert_eq!(batch, comb.products_projective(&ks), "{digits:?}");
             assert_eq!(batch[300], G1Affine::identity());
             assert_eq!(G1Projective::from(batch[305]), base * Fr::from(u64::MAX));
+            let comb2 = CombG2::new(base2, digits);
+            let batch2 = comb2.products(&ks[290..]);
+            assert_eq!(batch2, comb2.products_projective(&ks[290..]), "G2 {digits:?}");
+            assert_eq!(G2Projective::from(batch2[12]), base2 * -Fr::ONE);
         }
     }
 }

@@ -15,9 +15,8 @@ use std::io::Write;
 
 use bellperson::groth16::{Parameters, VerifyingKey};
 use bellperson::{Circuit, SynthesisError};
-use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use ff::Field;
-use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
@@ -235,8 +234,7 @@ impl Qap {
 fn verifying_key(t: &ToxicWaste, qap: &Qap, g1: &CombG1, num_inputs: usize) -> VerifyingKey<Bls12> {
     let (g1a, g2a) = (t.g1.to_affine(), t.g2.to_affine());
     let ic_scalars: Vec<Fr> = (0..num_inputs).map(|i| qap.ext(t, i)).collect();
-    let mut ic = vec![G1Affine::identity(); num_inputs];
-    G1Projective::batch_normalize(&ic_scalars.iter().map(|k| g1.mul(k)).collect::<Vec<_>>(), &mut ic);
+    let ic = g1.products(&ic_scalars);
     VerifyingKey::<Bls12> {
         alpha_g1: (g1a * t.alpha).to_affine(),
         beta_g1: (g1a * t.beta).to_affine(),
