@@ -85,25 +85,7 @@ static void upload(dbuf& dst, const void* src, size_t bytes, const char* what, s
         check(cudaMemcpyAsync(dst.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
 }
 
-// v[r] = row r of a matrix times w, rows [0, rows) of a CSR whose non-zeros start at `base`
-static void queue_spmv(const gpu_t& gpu, stream_t& s, scalar_t* v, const uint64_t* starts, const uint32_t* cols,
-                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t rows, uint64_t base)
-{
-    uint32_t blocks, threads;
-    if (spmv_by_rows()) {
-        grid_for(gpu, rows, blocks, threads);
-        spmv<<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
-                                        sh->minus_one_index, w, rows, base);
-    } else {
-        // a warp per 32 rows
-        // 32 threads per group of 32 rows (grid_for's blocks are of SPMV_WARPS warps)
-        static_assert(SPMV_WARPS * WARP_SZ == 256, "grid_for makes blocks of 256 threads");
-        grid_for(gpu, (rows + WARP_SZ - 1) / WARP_SZ * WARP_SZ, blocks, threads);
-        spmv_warps<<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
-                                                           sh->one_index, sh->minus_one_index, w, rows, base);
-    }
-    check(cudaGetLastError(), "a, b, c");
-}
+#include "spmv.cuh"
 
 static size_t point_bytes(uint32_t section) { return section == SEC_B2 ? sizeof(g2_mem_t) : sizeof(g1_mem_t); }
 

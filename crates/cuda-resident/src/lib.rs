@@ -16,7 +16,7 @@
 //!   includes `device_types.cuh` (errors, device buffers and the types handed out; it includes
 //!   `msm_one_pass.cuh`, our one-pass MSM driver over sppark's digit and sort kernels, for H and
 //!   the tails, which includes `msm_segments.cuh`, the bucket accumulation in equal segments),
-//!   `kernels.cuh` (our
+//!   `spmv.cuh` (a, b = A·w, B·w: a warp per 32 rows), `kernels.cuh` (our
 //!   kernels), `resident_data.cuh` (the witness, parameter and shape entry points),
 //!   `queries.cuh` (a query's MSMs beside the NTTs, with the split of its 0/1 scalars) and
 //!   `fixed_base.cuh` (random parameters on the device).

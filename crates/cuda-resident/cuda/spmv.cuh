@@ -1,0 +1,143 @@
+// a, b = A·w, B·w (included once, by resident.cu, after its helpers): the kernels and the call
+// that queues one matrix's product on a stream.
+
+// out[r] = Σ_k coeff(k) · w[col(k)] over row r; cols and coeffs hold the non-zeros from `base`
+// on (a chunk of rows streamed from the host starts past 0)
+__global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
+                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows,
+                     uint64_t base)
+{
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
+        scalar_t acc;
+        acc.zero();
+        uint64_t end = row_starts[r + 1];
+        for (uint64_t k = row_starts[r]; k < end; k++) {
+            uint32_t ci = coeffs[k - base];
+            scalar_t v = w[cols[k - base]];
+            if (ci == one)
+                acc += v;
+            else if (ci == minus_one)
+                acc -= v;
+            else
+                acc += v * table[ci];
+        }
+        out[r] = acc;
+    }
+}
+
+// The same product with a warp per 32 rows: the warp walks the rows' non-zeros 32 at a time
+// (columns and coefficients read coalesced), a lane a term, and a segmented sum across the warp
+// adds each row's terms; a row's sums over the chunks gather in shared memory. A thread per row
+// (`spmv`) leaves a warp's lanes idle while its longest row runs (the A matrix's rows run from
+// one term to hundreds) and reads the non-zeros of 32 rows from 32 places.
+static const uint32_t SPMV_WARPS = 8;   // warps per block
+
+// lane `src`'s value of v (every lane of the warp takes part)
+__device__ __forceinline__ scalar_t shfl_scalar(const scalar_t& v, uint32_t src)
+{
+    scalar_t r;
+    const uint32_t* from = reinterpret_cast<const uint32_t*>(&v);
+    uint32_t* to = reinterpret_cast<uint32_t*>(&r);
+    #pragma unroll
+    for (size_t i = 0; i < sizeof(scalar_t) / sizeof(uint32_t); i++)
+        to[i] = __shfl_sync(0xffffffff, from[i], src);
+    return r;
+}
+
+__launch_bounds__(SPMV_WARPS * WARP_SZ) __global__
+void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
+                const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows, uint64_t base)
+{
+    // per warp: where its 32 rows start (and the end), and their sums so far
+    __shared__ uint64_t bounds[SPMV_WARPS][WARP_SZ + 1];
+    __shared__ uint64_t sums_raw[SPMV_WARPS][WARP_SZ][sizeof(scalar_t) / 8];
+    const uint32_t lane = threadIdx.x % WARP_SZ, me = threadIdx.x / WARP_SZ;
+    uint64_t* bound = bounds[me];
+    scalar_t* sums = reinterpret_cast<scalar_t*>(&sums_raw[me][0][0]);
+    const size_t warps = (size_t)gridDim.x * blockDim.x / WARP_SZ;
+    for (size_t group = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP_SZ; group * WARP_SZ < rows;
+         group += warps) {
+        const size_t r0 = group * WARP_SZ;
+        const uint32_t nrows = (uint32_t)min((size_t)WARP_SZ, rows - r0);
+        // lanes past the last row hold the end, so that no entry lands in them
+        bound[lane] = row_starts[r0 + min(lane, nrows)];
+        if (lane == 0)
+            bound[WARP_SZ] = row_starts[r0 + nrows];
+        sums[lane].zero();
+        __syncwarp();
+        const uint64_t end = bound[WARP_SZ];
+        for (uint64_t k0 = bound[0]; k0 < end; k0 += WARP_SZ) {
+            const uint64_t k = k0 + lane;
+            scalar_t term;
+            term.zero();
+            uint32_t row = WARP_SZ;   // past the end: a segment of its own, adding nothing
+            if (k < end) {
+                uint32_t ci = coeffs[k - base];
+                scalar_t v = w[cols[k - base]];
+                if (ci == one)
+                    term = v;
+                else if (ci == minus_one)
+                    term -= v;
+                else
+                    term = v * table[ci];
+                // the last row starting at or before k (an empty row starts where the next does)
+                uint32_t lo = 0, hi = WARP_SZ - 1;
+                while (lo < hi) {
+                    uint32_t mid = (lo + hi + 1) / 2;
+                    if (bound[mid] <= k)
+                        lo = mid;
+                    else
+                        hi = mid - 1;
+                }
+                row = lo;
+            }
+            // inclusive sums over each run of lanes with the same row (the rows rise with the lanes)
+            #pragma unroll
+            for (uint32_t d = 1; d < WARP_SZ; d <<= 1) {
+                scalar_t other = shfl_scalar(term, lane >= d ? lane - d : lane);
+                uint32_t other_row = __shfl_sync(0xffffffff, row, lane >= d ? lane - d : lane);
+                if (lane >= d && other_row == row)
+                    term += other;
+            }
+            // the last lane of a row's run holds the run's sum
+            uint32_t next_row = __shfl_sync(0xffffffff, row, lane + 1 < WARP_SZ ? lane + 1 : lane);
+            if (row < WARP_SZ && (lane == WARP_SZ - 1 || next_row != row))
+                sums[row] += term;
+            __syncwarp();
+        }
+        if (lane < nrows)
+            out[r0 + lane] = sums[lane];
+        __syncwarp();
+    }
+}
+
+// SNARKFLOW_SPMV=rows multiplies with a thread per row (`spmv`) instead of a warp per 32 rows
+// (`spmv_warps`), for measuring (docs/benchmarks.md, "SpMV with a warp per 32 rows")
+static bool spmv_by_rows()
+{
+    static const bool on = [] {
+        const char* v = getenv("SNARKFLOW_SPMV");
+        return v && std::string(v) == "rows";
+    }();
+    return on;
+}
+
+// v[r] = row r of a matrix times w, rows [0, rows) of a CSR whose non-zeros start at `base`
+static void queue_spmv(const gpu_t& gpu, stream_t& s, scalar_t* v, const uint64_t* starts, const uint32_t* cols,
+                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t rows, uint64_t base)
+{
+    uint32_t blocks, threads;
+    if (spmv_by_rows()) {
+        grid_for(gpu, rows, blocks, threads);
+        spmv<<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
+                                        sh->minus_one_index, w, rows, base);
+    } else {
+        // a warp per 32 rows
+        // 32 threads per group of 32 rows (grid_for's blocks are of SPMV_WARPS warps)
+        static_assert(SPMV_WARPS * WARP_SZ == 256, "grid_for makes blocks of 256 threads");
+        grid_for(gpu, (rows + WARP_SZ - 1) / WARP_SZ * WARP_SZ, blocks, threads);
+        spmv_warps<<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
+                                                           sh->one_index, sh->minus_one_index, w, rows, base);
+    }
+    check(cudaGetLastError(), "a, b, c");
+}
