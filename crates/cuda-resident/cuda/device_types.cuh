@@ -30,6 +30,14 @@ template<typename F> static RustError guarded(F f)
     }
 }
 
+// whether environment variable `name` is set to `value` (the measuring switches below and in
+// the other files: each read once per process into a static)
+static bool env_is(const char* name, const char* value)
+{
+    const char* v = getenv(name);
+    return v && std::string(v) == value;
+}
+
 // SNARKFLOW_RESIDENT_TRACE=1 prints each step of a prove to stderr (for debugging the device
 // code; the timings come back to the caller either way)
 static bool tracing_on()

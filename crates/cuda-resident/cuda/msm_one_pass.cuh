@@ -40,10 +40,7 @@ static const uint32_t SORT_ROWS = 4;
 // sppark's msm_t: for measuring (docs/benchmarks.md, "Buckets added in equal segments")
 static bool sppark_accumulate()
 {
-    static const bool on = [] {
-        const char* v = getenv("SNARKFLOW_ACCUMULATE");
-        return v && std::string(v) == "sppark";
-    }();
+    static const bool on = env_is("SNARKFLOW_ACCUMULATE", "sppark");
     return on;
 }
 
@@ -297,14 +294,22 @@ static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work&
     check(cudaMemcpy(runs.data(), w.runs.ptr, runs.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
     check(cudaMemcpy(ones.data(), w.ones.ptr, ones.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
     std::vector<point> wins(p.nwins);
-    std::vector<std::thread> threads;
-    for (uint32_t y = 0; y < p.nwins; y++)
-        threads.emplace_back([&, y] {
-            uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
-            wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
-        });
-    for (auto& t : threads)
-        t.join();
+    auto window = [&](uint32_t y) {
+        uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
+        wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
+    };
+    // a thread a window where the windows have thousands of runs (H: 2,048 each at 2^27 points);
+    // a tail MSM's few runs cost less than starting the threads
+    if (p.runs_per_row >= 256) {
+        std::vector<std::thread> threads;
+        for (uint32_t y = 0; y < p.nwins; y++)
+            threads.emplace_back(window, y);
+        for (auto& t : threads)
+            t.join();
+    } else {
+        for (uint32_t y = 0; y < p.nwins; y++)
+            window(y);
+    }
     out = wins[p.nwins - 1];
     for (uint32_t y = p.nwins - 1; y-- > 0;) {
         for (uint32_t i = 0; i < p.wbits; i++)

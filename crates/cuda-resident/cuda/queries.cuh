@@ -131,10 +131,7 @@ static void sum_ones_mapped(const gpu_t& gpu, sf_device* d, ones_sum_t& o, const
 // for the one-pass MSMs, which the H MSM uses beside the tails)
 static bool sppark_tails()
 {
-    static const bool on = [] {
-        const char* v = getenv("SNARKFLOW_TAIL_MSM");
-        return (v && std::string(v) == "sppark") || sppark_accumulate();
-    }();
+    static const bool on = env_is("SNARKFLOW_TAIL_MSM", "sppark") || sppark_accumulate();
     return on;
 }
 

@@ -115,10 +115,7 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
 // (`spmv_warps`), for measuring (docs/benchmarks.md, "SpMV with a warp per 32 rows")
 static bool spmv_by_rows()
 {
-    static const bool on = [] {
-        const char* v = getenv("SNARKFLOW_SPMV");
-        return v && std::string(v) == "rows";
-    }();
+    static const bool on = env_is("SNARKFLOW_SPMV", "rows");
     return on;
 }
 

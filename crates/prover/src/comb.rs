@@ -43,6 +43,12 @@ impl Digits {
     fn entries(self) -> usize {
         (1 << (8 * self.bytes())) - 1
     }
+
+    /// Digit `w` of a scalar's little-endian bytes.
+    fn digit(self, repr: &[u8], w: usize) -> usize {
+        let width = self.bytes();
+        repr[w * width..(w + 1) * width].iter().rev().fold(0, |d, &byte| d << 8 | byte as usize)
+    }
 }
 
 /// A comb table: d·2^(bits·w)·base for every window w and non-zero digit d, affine, so that
@@ -88,8 +94,8 @@ macro_rules! comb {
                 let repr = k.to_repr();
                 let mut acc = <$proj>::identity();
                 let entries = self.digits.entries();
-                for (w, digit) in repr.as_ref().chunks_exact(self.digits.bytes()).enumerate() {
-                    let d = digit.iter().rev().fold(0usize, |d, &byte| d << 8 | byte as usize);
+                for w in 0..self.digits.windows() {
+                    let d = self.digits.digit(repr.as_ref(), w);
                     if d != 0 {
                         acc += &self.table[w * entries + d - 1];
                     }
@@ -103,7 +109,7 @@ macro_rules! comb {
             /// projective one is ~11, and nothing is normalised at the end. The points are the
             /// same as `products_projective`'s (affine coordinates are unique).
             pub(crate) fn products(&self, ks: &[Fr]) -> Vec<$affine> {
-                let (entries, width) = (self.digits.entries(), self.digits.bytes());
+                let entries = self.digits.entries();
                 let reprs: Vec<_> = ks.iter().map(|k| k.to_repr()).collect();
                 // each point's partial sum, affine; None while it is the identity
                 let mut acc: Vec<Option<($field, $field)>> = vec![None; ks.len()];
@@ -113,10 +119,7 @@ macro_rules! comb {
                     pending.clear();
                     dx.clear();
                     for (i, repr) in reprs.iter().enumerate() {
-                        let d = repr.as_ref()[w * width..(w + 1) * width]
-                            .iter()
-                            .rev()
-                            .fold(0usize, |d, &b| d << 8 | b as usize);
+                        let d = self.digits.digit(repr.as_ref(), w);
                         if d == 0 {
                             continue;
                         }
