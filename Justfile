@@ -107,13 +107,13 @@ demo: up demo-job
 
 # the test suite's fast tier (needs nats-server on PATH) and validate docker-compose.yml
 test:
-    cargo test --workspace
+    cargo test --workspace --tests
     bash deploy/scripts/validate-compose.sh
 
 # the slow tier, which CI runs after the fast one: chaos, the three-node NATS cluster, the CPU
 # PoRep proofs beyond the one the fast tier keeps (tests marked `#[ignore = "slow tier: …"]`)
 test-slow:
-    cargo test --workspace -- --ignored
+    cargo test --workspace --tests -- --ignored
 
 # the chaos suite: random SIGKILLs and restarts of every service and of NATS cluster nodes
 # while jobs of every kind run; asserts 0 lost, 0 objects left, every done proof verified
