@@ -105,6 +105,10 @@ demo-porep:
 # up, one proved job, and leave the stack running (`just down` stops it)
 demo: up demo-job
 
+# regenerate cuzk's gRPC code (crates/proto/src/generated) after changing its .proto
+proto:
+    cargo run -p snarkflow-proto-gen
+
 # the test suite's fast tier (needs nats-server on PATH) and validate docker-compose.yml
 test:
     cargo test --workspace --tests

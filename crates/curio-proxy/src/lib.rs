@@ -32,11 +32,8 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity
 use tonic::{Code, Request, Response, Status};
 use tracing::{info, warn};
 
-/// The messages and services generated from the gateway's `proto/cuzk/v1/proving.proto`.
-#[allow(unreachable_pub, clippy::all)]
-pub mod pb {
-    tonic::include_proto!("cuzk.v1");
-}
+/// The messages and services generated from `crates/proto/proto/cuzk/v1/proving.proto`.
+pub use snarkflow_proto::cuzk_v1 as pb;
 
 use pb::proving_engine_client::ProvingEngineClient;
 use pb::proving_engine_server::{ProvingEngine, ProvingEngineServer};

@@ -251,12 +251,9 @@ pub fn filecoin_env() {
     snarkflow_filecoin::check_parameter_dir(&params_dir()).expect("filecoin-proofs parameter directory");
 }
 
-/// A client of cuzk's gRPC interface, generated from the gateway's `.proto` by this crate's
-/// own build (client side only), as Curio's is from cuzk's.
-#[allow(unreachable_pub, clippy::all)]
-pub mod cuzk {
-    tonic::include_proto!("cuzk.v1");
-}
+/// A client of cuzk's gRPC interface, generated from the `.proto` (crates/proto) as Curio's is
+/// from cuzk's: the tests call through it as an outside client would.
+pub use snarkflow_proto::cuzk_v1 as cuzk;
 
 /// A `cuzk.v1.ProvingEngine` client with Curio's message limits.
 pub type CuzkClient = cuzk::proving_engine_client::ProvingEngineClient<tonic::transport::Channel>;

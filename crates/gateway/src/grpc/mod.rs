@@ -28,15 +28,9 @@ use tracing::info;
 use crate::auth::Caller;
 use crate::{ApiError, AppState};
 
-/// The messages and service generated from `proto/cuzk/v1/proving.proto`.
-#[allow(unreachable_pub, clippy::all)]
-pub mod pb {
-    tonic::include_proto!("cuzk.v1");
-}
-
-/// The interface's encoded protobuf descriptors, served by gRPC server reflection (so
-/// `grpcurl -plaintext -unix .state/cuzk.sock list` works, as Curio's docs ask operators to check).
-const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cuzk_descriptor.bin"));
+/// The messages and service generated from `crates/proto/proto/cuzk/v1/proving.proto`.
+pub use snarkflow_proto::cuzk_v1 as pb;
+use snarkflow_proto::FILE_DESCRIPTOR_SET;
 
 /// Largest message either way: Curio's client limit (a 32 GiB C1 envelope is ~51 MB).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024 * 1024;
