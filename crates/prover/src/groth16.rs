@@ -3,17 +3,28 @@
 use std::ops::{AddAssign, Mul};
 use std::sync::Arc;
 
-use bellperson::gpu::{GpuError, LockedFftKernel, LockedMultiexpKernel};
-use bellperson::groth16::{self, ParameterSource, Parameters, PreparedVerifyingKey, Proof};
+#[cfg(feature = "cuda")]
+use bellperson::gpu::LockedMultiexpKernel;
+use bellperson::gpu::{GpuError, LockedFftKernel};
+#[cfg(feature = "cuda")]
+use bellperson::groth16::ParameterSource;
+use bellperson::groth16::{self, Parameters, PreparedVerifyingKey, Proof};
 use bellperson::SynthesisError;
-use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
+#[cfg(feature = "cuda")]
+use blstrs::{G1Affine, G2Affine};
+#[cfg(feature = "cuda")]
 use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity, QueryDensity, SourceBuilder};
-use ec_gpu_gen::threadpool::{Waiter, Worker};
+#[cfg(feature = "cuda")]
+use ec_gpu_gen::threadpool::Waiter;
+use ec_gpu_gen::threadpool::Worker;
 use ec_gpu_gen::EcError;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve};
 use rayon::prelude::*;
-use snarkflow_synthesis::{Density, SynthesizedPartition};
+#[cfg(feature = "cuda")]
+use snarkflow_synthesis::Density;
+use snarkflow_synthesis::SynthesizedPartition;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
@@ -44,6 +55,7 @@ impl ProveError {
     }
 }
 
+#[cfg(feature = "cuda")]
 fn tracker(d: &Density) -> Arc<DensityTracker> {
     let mut t = DensityTracker::new();
     for _ in 0..d.len() {
@@ -154,8 +166,9 @@ fn quotient(worker: &Worker, mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> 
     Ok(reprs(a))
 }
 
-/// One multi-exponentiation: with the `cuda` feature on the GPU, failing (never falling back
-/// to the CPU) if the kernel cannot run; else bellperson's CPU multiexp.
+/// One multi-exponentiation on the GPU (the `cuda` feature), failing (never falling back to
+/// the CPU) if the kernel cannot run. Without the feature, `cpu_msm` takes the queries.
+#[cfg(feature = "cuda")]
 fn multiexp<Q, D, G, S>(
     worker: &Worker,
     bases: S,
@@ -169,17 +182,12 @@ where
     G: PrimeCurveAffine<Scalar = Fr> + bellperson::gpu::GpuName,
     S: SourceBuilder<G>,
 {
-    #[cfg(feature = "cuda")]
-    {
-        let sum = kern.with(|k: &mut bellperson::gpu::CpuGpuMultiexpKernel<G>| {
-            let exps = density.as_ref().generate_exps::<Fr>(exponents.clone());
-            let (bases, skip) = bases.clone().get();
-            Ok(k.multiexp(worker, bases, exps, skip)?)
-        })?;
-        Ok(Waiter::done(Ok(sum)))
-    }
-    #[cfg(not(feature = "cuda"))]
-    Ok(bellperson::multiexp::multiexp(worker, bases, density, exponents, kern))
+    let sum = kern.with(|k: &mut bellperson::gpu::CpuGpuMultiexpKernel<G>| {
+        let exps = density.as_ref().generate_exps::<Fr>(exponents.clone());
+        let (bases, skip) = bases.clone().get();
+        Ok(k.multiexp(worker, bases, exps, skip)?)
+    })?;
+    Ok(Waiter::done(Ok(sum)))
 }
 
 /// Prove `partition` with the blinding factors `r` and `s`.
@@ -198,42 +206,49 @@ pub fn prove(
     }
     let worker = Worker::new();
     let p = partition;
+    #[cfg(feature = "cuda")]
     let n = p.a.len();
-    let (a_aux, b_inp, b_aux) = (tracker(&p.a_aux_density), tracker(&p.b_input_density), tracker(&p.b_aux_density));
-    let num_inputs = p.input_assignment.len();
-    let num_aux = p.aux_assignment.len();
     let h_exps = quotient(&worker, p.a, p.b, p.c)?;
     let inputs = reprs(p.input_assignment);
     let aux = reprs(p.aux_assignment);
 
-    let source = &params;
-    let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
-    let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1)?;
-    let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1)?;
-    let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
-    let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1)?;
-    let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1)?;
-    let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
-    let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1)?;
-    let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1)?;
-    // With the `cuda` feature the kernel holds the GPU lock; the G2 kernel cannot be taken
-    // until it is released.
-    #[allow(clippy::drop_non_drop)]
-    drop(g1);
-    let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
-    let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
-    let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2)?;
-    let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2)?;
-    #[allow(clippy::drop_non_drop)]
-    drop(g2);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let d = crate::cpu_msm::Densities { a_aux: &p.a_aux_density, b_inp: &p.b_input_density, b_aux: &p.b_aux_density };
+        Ok(assemble(vk, crate::cpu_msm::query_sums(params, &h_exps, &inputs, &aux, &d), r, s))
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let (a_aux, b_inp, b_aux) = (tracker(&p.a_aux_density), tracker(&p.b_input_density), tracker(&p.b_aux_density));
+        let (num_inputs, num_aux) = (inputs.len(), aux.len());
+        let source = &params;
+        let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
+        let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1)?;
+        let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1)?;
+        let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
+        let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1)?;
+        let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1)?;
+        let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
+        let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1)?;
+        let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1)?;
+        // the kernel holds the GPU lock; the G2 kernel cannot be taken until it is released
+        #[allow(clippy::drop_non_drop)]
+        drop(g1);
+        let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
+        let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
+        let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2)?;
+        let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2)?;
+        #[allow(clippy::drop_non_drop)]
+        drop(g2);
 
-    let mut a = a_inputs.wait()?;
-    a.add_assign(&a_aux_sum.wait()?);
-    let mut b_g1 = b1_inputs.wait()?;
-    b_g1.add_assign(&b1_aux.wait()?);
-    let mut b_g2 = b2_inputs.wait()?;
-    b_g2.add_assign(&b2_aux.wait()?);
-    Ok(assemble(vk, QuerySums { h: h.wait()?, l: l.wait()?, a, b_g1, b_g2 }, r, s))
+        let mut a = a_inputs.wait()?;
+        a.add_assign(&a_aux_sum.wait()?);
+        let mut b_g1 = b1_inputs.wait()?;
+        b_g1.add_assign(&b1_aux.wait()?);
+        let mut b_g2 = b2_inputs.wait()?;
+        b_g2.add_assign(&b2_aux.wait()?);
+        Ok(assemble(vk, QuerySums { h: h.wait()?, l: l.wait()?, a, b_g1, b_g2 }, r, s))
+    }
 }
 
 /// The five query sums of one partition: Σ h_i·H_i, Σ w_j·L_j over aux, and Σ w_k·A_k,
