@@ -10,14 +10,7 @@ use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective};
 use group::Group;
 use snarkflow_synthesis::Density;
 
-use crate::groth16::QuerySums;
-
-/// Which variables the A and B queries have points for (the rest are skipped).
-pub(crate) struct Densities<'a> {
-    pub(crate) a_aux: &'a Density,
-    pub(crate) b_inp: &'a Density,
-    pub(crate) b_aux: &'a Density,
-}
+use crate::groth16::{Densities, ProveError, QuerySums};
 
 /// The five query sums of a partition: H over the quotient's coefficients, L over the aux
 /// assignment, A and B (G1 and G2) over the inputs and the aux values their density keeps,
@@ -28,18 +21,18 @@ pub(crate) fn query_sums(
     inputs: &[[u8; 32]],
     aux: &[[u8; 32]],
     d: &Densities<'_>,
-) -> QuerySums {
+) -> Result<QuerySums, ProveError> {
     let ni = inputs.len();
     let b_inp = kept(inputs, Some(d.b_inp));
     let (a_aux, b_aux) = (kept(aux, Some(d.a_aux)), kept(aux, Some(d.b_aux)));
     let nb = d.b_inp.popcount();
-    QuerySums {
-        h: g1(&params.h, &kept(h, None)),
-        l: g1(&params.l, &kept(aux, None)),
-        a: g1(&params.a, &kept(inputs, None)) + g1(&params.a[ni..], &a_aux),
-        b_g1: g1(&params.b_g1, &b_inp) + g1(&params.b_g1[nb..], &b_aux),
-        b_g2: g2(&params.b_g2, &b_inp) + g2(&params.b_g2[nb..], &b_aux),
-    }
+    Ok(QuerySums {
+        h: g1("H", &params.h, &kept(h, None))?,
+        l: g1("L", &params.l, &kept(aux, None))?,
+        a: g1("A", &params.a, &kept(inputs, None))? + g1("A", params.a.get(ni..).unwrap_or_default(), &a_aux)?,
+        b_g1: g1("B", &params.b_g1, &b_inp)? + g1("B", params.b_g1.get(nb..).unwrap_or_default(), &b_aux)?,
+        b_g2: g2(&params.b_g2, &b_inp)? + g2(params.b_g2.get(nb..).unwrap_or_default(), &b_aux)?,
+    })
 }
 
 /// The scalars a query multiplies, little-endian and concatenated as blst reads them: those
@@ -51,28 +44,61 @@ fn kept(scalars: &[[u8; 32]], density: Option<&Density>) -> Vec<u8> {
     }
 }
 
-/// Σ k_i·P_i over the first scalars.len() / 32 points (the identity for none).
-fn g1(points: &[G1Affine], scalars: &[u8]) -> G1Projective {
+/// Σ k_i·P_i over the first scalars.len() / 32 points (the identity for none); an error, not a
+/// panic, where the query has fewer points (the partition was checked against the parameters
+/// before, so this is a bug's guard).
+fn g1(query: &str, points: &[G1Affine], scalars: &[u8]) -> Result<G1Projective, ProveError> {
     let n = scalars.len() / 32;
     if n == 0 {
-        return G1Projective::identity();
+        return Ok(G1Projective::identity());
     }
-    let raw: Vec<blst_p1_affine> = points[..n].iter().map(|p| *p.as_ref()).collect();
+    let points = points.get(..n).ok_or_else(|| too_few(query, points.len(), n))?;
+    let raw: Vec<blst_p1_affine> = points.iter().map(|p| *p.as_ref()).collect();
     let sum: blst_p1 = raw.mult(scalars, 255);
     let mut out = G1Projective::identity();
     *out.as_mut() = sum;
-    out
+    Ok(out)
 }
 
-/// As [`g1`], in G2.
-fn g2(points: &[G2Affine], scalars: &[u8]) -> G2Projective {
+/// As [`g1`], for the B query in G2.
+fn g2(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, ProveError> {
     let n = scalars.len() / 32;
     if n == 0 {
-        return G2Projective::identity();
+        return Ok(G2Projective::identity());
     }
-    let raw: Vec<blst_p2_affine> = points[..n].iter().map(|p| *p.as_ref()).collect();
+    let points = points.get(..n).ok_or_else(|| too_few("B in G2", points.len(), n))?;
+    let raw: Vec<blst_p2_affine> = points.iter().map(|p| *p.as_ref()).collect();
     let sum: blst_p2 = raw.mult(scalars, 255);
     let mut out = G2Projective::identity();
     *out.as_mut() = sum;
-    out
+    Ok(out)
+}
+
+fn too_few(query: &str, points: usize, scalars: usize) -> ProveError {
+    ProveError::Mismatch(format!("the {query} query has {points} points for {scalars} scalars"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::groth16::generate_random_parameters;
+    use rand::SeedableRng;
+    use snarkflow_circuits::DenseChain;
+    use snarkflow_synthesis::synthesize;
+
+    #[test]
+    fn a_query_with_fewer_points_than_scalars_is_an_error_naming_it() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let mut params = generate_random_parameters::<Bls12, _, _>(DenseChain::blank(16), &mut rng).unwrap();
+        let id = snarkflow_circuits::circuit("dense-chain-c16").circuit_id();
+        let p = synthesize(DenseChain::with_witness(16, 1, 0), &id, 0).unwrap();
+        let reprs = |v: &[blstrs::Scalar]| v.iter().map(ff::PrimeField::to_repr).collect::<Vec<[u8; 32]>>();
+        let (inputs, aux) = (reprs(&p.input_assignment), reprs(&p.aux_assignment));
+        let d = Densities { a_aux: &p.a_aux_density, b_inp: &p.b_input_density, b_aux: &p.b_aux_density };
+        let h = vec![[1u8; 32]; params.h.len()];
+        assert!(query_sums(&params, &h, &inputs, &aux, &d).is_ok());
+        params.l = std::sync::Arc::new(params.l[..aux.len() - 1].to_vec());
+        let err = query_sums(&params, &h, &inputs, &aux, &d).unwrap_err();
+        assert!(matches!(&err, ProveError::Mismatch(m) if m.contains("the L query has")), "{err}");
+    }
 }

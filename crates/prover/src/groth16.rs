@@ -22,9 +22,7 @@ use ec_gpu_gen::EcError;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve};
 use rayon::prelude::*;
-#[cfg(feature = "cuda")]
-use snarkflow_synthesis::Density;
-use snarkflow_synthesis::SynthesizedPartition;
+use snarkflow_synthesis::{Density, SynthesizedPartition};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
@@ -212,43 +210,60 @@ pub fn prove(
     let inputs = reprs(p.input_assignment);
     let aux = reprs(p.aux_assignment);
 
+    let d = Densities { a_aux: &p.a_aux_density, b_inp: &p.b_input_density, b_aux: &p.b_aux_density };
     #[cfg(not(feature = "cuda"))]
-    {
-        let d = crate::cpu_msm::Densities { a_aux: &p.a_aux_density, b_inp: &p.b_input_density, b_aux: &p.b_aux_density };
-        Ok(assemble(vk, crate::cpu_msm::query_sums(params, &h_exps, &inputs, &aux, &d), r, s))
-    }
+    let sums = crate::cpu_msm::query_sums(params, &h_exps, &inputs, &aux, &d)?;
     #[cfg(feature = "cuda")]
-    {
-        let (a_aux, b_inp, b_aux) = (tracker(&p.a_aux_density), tracker(&p.b_input_density), tracker(&p.b_aux_density));
-        let (num_inputs, num_aux) = (inputs.len(), aux.len());
-        let source = &params;
-        let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
-        let h = multiexp(&worker, source.get_h(n)?, FullDensity, h_exps, &mut g1)?;
-        let l = multiexp(&worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1)?;
-        let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
-        let a_inputs = multiexp(&worker, a_inp_src, FullDensity, inputs.clone(), &mut g1)?;
-        let a_aux_sum = multiexp(&worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1)?;
-        let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
-        let b1_inputs = multiexp(&worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1)?;
-        let b1_aux = multiexp(&worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1)?;
-        // the kernel holds the GPU lock; the G2 kernel cannot be taken until it is released
-        #[allow(clippy::drop_non_drop)]
-        drop(g1);
-        let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
-        let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
-        let b2_inputs = multiexp(&worker, b2_inp_src, b_inp, inputs, &mut g2)?;
-        let b2_aux = multiexp(&worker, b2_aux_src, b_aux, aux, &mut g2)?;
-        #[allow(clippy::drop_non_drop)]
-        drop(g2);
+    let sums = gpu_query_sums(&worker, params, n, h_exps, inputs, aux, &d)?;
+    Ok(assemble(vk, sums, r, s))
+}
 
-        let mut a = a_inputs.wait()?;
-        a.add_assign(&a_aux_sum.wait()?);
-        let mut b_g1 = b1_inputs.wait()?;
-        b_g1.add_assign(&b1_aux.wait()?);
-        let mut b_g2 = b2_inputs.wait()?;
-        b_g2.add_assign(&b2_aux.wait()?);
-        Ok(assemble(vk, QuerySums { h: h.wait()?, l: l.wait()?, a, b_g1, b_g2 }, r, s))
-    }
+/// Which variables the A and B queries have points for (the rest are skipped).
+pub(crate) struct Densities<'a> {
+    pub(crate) a_aux: &'a Density,
+    pub(crate) b_inp: &'a Density,
+    pub(crate) b_aux: &'a Density,
+}
+
+/// The five query sums on the GPU with ec-gpu-gen's kernels, as bellperson's prover takes them.
+#[cfg(feature = "cuda")]
+fn gpu_query_sums(
+    worker: &Worker,
+    source: &Parameters<Bls12>,
+    n: usize,
+    h_exps: Arc<Vec<[u8; 32]>>,
+    inputs: Arc<Vec<[u8; 32]>>,
+    aux: Arc<Vec<[u8; 32]>>,
+    d: &Densities<'_>,
+) -> Result<QuerySums, ProveError> {
+    let (a_aux, b_inp, b_aux) = (tracker(d.a_aux), tracker(d.b_inp), tracker(d.b_aux));
+    let (num_inputs, num_aux) = (inputs.len(), aux.len());
+    let mut g1 = LockedMultiexpKernel::<G1Affine>::new(false);
+    let h = multiexp(worker, source.get_h(n)?, FullDensity, h_exps, &mut g1)?;
+    let l = multiexp(worker, source.get_l(num_aux)?, FullDensity, aux.clone(), &mut g1)?;
+    let (a_inp_src, a_aux_src) = source.get_a(num_inputs, a_aux.get_total_density())?;
+    let a_inputs = multiexp(worker, a_inp_src, FullDensity, inputs.clone(), &mut g1)?;
+    let a_aux_sum = multiexp(worker, a_aux_src, a_aux.clone(), aux.clone(), &mut g1)?;
+    let (b1_inp_src, b1_aux_src) = source.get_b_g1(b_inp.get_total_density(), b_aux.get_total_density())?;
+    let b1_inputs = multiexp(worker, b1_inp_src, b_inp.clone(), inputs.clone(), &mut g1)?;
+    let b1_aux = multiexp(worker, b1_aux_src, b_aux.clone(), aux.clone(), &mut g1)?;
+    // the kernel holds the GPU lock; the G2 kernel cannot be taken until it is released
+    #[allow(clippy::drop_non_drop)]
+    drop(g1);
+    let mut g2 = LockedMultiexpKernel::<G2Affine>::new(false);
+    let (b2_inp_src, b2_aux_src) = source.get_b_g2(b_inp.get_total_density(), b_aux.get_total_density())?;
+    let b2_inputs = multiexp(worker, b2_inp_src, b_inp, inputs, &mut g2)?;
+    let b2_aux = multiexp(worker, b2_aux_src, b_aux, aux, &mut g2)?;
+    #[allow(clippy::drop_non_drop)]
+    drop(g2);
+
+    let mut a = a_inputs.wait()?;
+    a.add_assign(&a_aux_sum.wait()?);
+    let mut b_g1 = b1_inputs.wait()?;
+    b_g1.add_assign(&b1_aux.wait()?);
+    let mut b_g2 = b2_inputs.wait()?;
+    b_g2.add_assign(&b2_aux.wait()?);
+    Ok(QuerySums { h: h.wait()?, l: l.wait()?, a, b_g1, b_g2 })
 }
 
 /// The five query sums of one partition: Σ h_i·H_i, Σ w_j·L_j over aux, and Σ w_k·A_k,
