@@ -16,8 +16,7 @@ use blstrs::{G1Affine, G2Affine};
 #[cfg(feature = "cuda")]
 use ec_gpu_gen::multiexp_cpu::{DensityTracker, FullDensity, QueryDensity, SourceBuilder};
 #[cfg(feature = "cuda")]
-use ec_gpu_gen::threadpool::Waiter;
-use ec_gpu_gen::threadpool::Worker;
+use ec_gpu_gen::threadpool::{Waiter, Worker};
 use ec_gpu_gen::EcError;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve};
@@ -74,9 +73,8 @@ fn reprs(v: Vec<Fr>) -> Arc<Vec<[u8; 32]>> {
 
 /// Radix-2 FFTs of several vectors of the same length, in place: on the GPU with the `cuda`
 /// feature (an error if the kernel cannot run: never a silent CPU fallback), else on the
-/// CPU exactly as bellperson does.
+/// CPU (`fft_cpu.rs`: the same transform as bellperson's).
 fn fft_many(
-    #[cfg_attr(feature = "cuda", allow(unused_variables))] worker: &Worker,
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))] kern: &mut LockedFftKernel<Fr>,
     coeffs: &mut [&mut [Fr]],
     omega: Fr,
@@ -88,15 +86,8 @@ fn fft_many(
         kern.with(|k: &mut ec_gpu_gen::fft::FftKernel<Fr>| Ok(k.radix_fft_many(coeffs, &omegas, &log_ns)?))?;
     }
     #[cfg(not(feature = "cuda"))]
-    {
-        let log_cpus = worker.log_num_threads();
-        for a in coeffs.iter_mut() {
-            if log_n <= log_cpus {
-                ec_gpu_gen::fft_cpu::serial_fft::<Fr>(a, &omega, log_n);
-            } else {
-                ec_gpu_gen::fft_cpu::parallel_fft::<Fr>(a, worker, &omega, log_n, log_cpus);
-            }
-        }
+    for a in coeffs.iter_mut() {
+        crate::fft_cpu::fft(a, omega, log_n);
     }
     Ok(())
 }
@@ -120,7 +111,7 @@ fn scale(v: &mut [Fr], by: Fr) {
 /// Coefficients of h(X) = (a(X)·b(X) − c(X)) / Z(X), as the H query's exponents: the
 /// evaluation-domain steps of bellperson's prover (iFFT, coset FFT, pointwise a·b − c,
 /// division by Z on the coset, inverse coset FFT).
-fn quotient(worker: &Worker, mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
+fn quotient(mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> Result<Arc<Vec<[u8; 32]>>, ProveError> {
     let mut kern = LockedFftKernel::<Fr>::new(false);
     let mut m = 1usize;
     let mut log_n = 0u32;
@@ -142,12 +133,12 @@ fn quotient(worker: &Worker, mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> 
         v.resize(m, Fr::ZERO);
     }
     // to coefficients, then to evaluations on the coset g·H
-    fft_many(worker, &mut kern, &mut [&mut a, &mut b, &mut c], omega_inv, log_n)?;
+    fft_many(&mut kern, &mut [&mut a, &mut b, &mut c], omega_inv, log_n)?;
     for v in [&mut a, &mut b, &mut c] {
         scale(v, m_inv);
         distribute_powers(v, g);
     }
-    fft_many(worker, &mut kern, &mut [&mut a, &mut b, &mut c], omega, log_n)?;
+    fft_many(&mut kern, &mut [&mut a, &mut b, &mut c], omega, log_n)?;
     a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
         *a *= b;
         *a -= c;
@@ -156,7 +147,7 @@ fn quotient(worker: &Worker, mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> 
     // Z(X) = X^m − 1 is the constant g^m − 1 on the coset
     let z_inv = (g.pow_vartime([m as u64]) - Fr::ONE).invert().unwrap();
     scale(&mut a, z_inv);
-    fft_many(worker, &mut kern, &mut [&mut a], omega_inv, log_n)?;
+    fft_many(&mut kern, &mut [&mut a], omega_inv, log_n)?;
     scale(&mut a, m_inv);
     distribute_powers(&mut a, g.invert().unwrap());
     // deg h ≤ n − 2: the top coefficient is zero and the H query has n − 1 bases
@@ -202,11 +193,10 @@ pub fn prove(
     if partition.input_assignment.len() != vk.ic.len() {
         return Err(ProveError::InputCount { got: partition.input_assignment.len(), expected: vk.ic.len() });
     }
-    let worker = Worker::new();
     let p = partition;
     #[cfg(feature = "cuda")]
     let n = p.a.len();
-    let h_exps = quotient(&worker, p.a, p.b, p.c)?;
+    let h_exps = quotient(p.a, p.b, p.c)?;
     let inputs = reprs(p.input_assignment);
     let aux = reprs(p.aux_assignment);
 
@@ -214,7 +204,7 @@ pub fn prove(
     #[cfg(not(feature = "cuda"))]
     let sums = crate::cpu_msm::query_sums(params, &h_exps, &inputs, &aux, &d)?;
     #[cfg(feature = "cuda")]
-    let sums = gpu_query_sums(&worker, params, n, h_exps, inputs, aux, &d)?;
+    let sums = gpu_query_sums(&Worker::new(), params, n, h_exps, inputs, aux, &d)?;
     Ok(assemble(vk, sums, r, s))
 }
 

@@ -12,7 +12,7 @@
 //! - `groth16.rs`: [`prove`] and [`verify`], step for step as bellperson's prover. With the
 //!   `cuda` feature it runs on bellperson's ec-gpu-gen kernels, where a kernel failure is an
 //!   error (never a silent CPU fallback); without it the multi-scalar multiplications are
-//!   `cpu_msm.rs`'s (blst's Pippenger), the FFTs bellperson's CPU ones.
+//!   `cpu_msm.rs`'s (blst's Pippenger) and the FFTs `fft_cpu.rs`'s.
 //! - `supraseal.rs` (feature `cuda-supraseal`): supraseal-c2's prover, the parameter file
 //!   loaded once as its SRS.
 //! - `resident.rs` (feature `cuda-resident`): the resident prover's host half. It streams a
@@ -42,11 +42,13 @@
 
 pub mod backend;
 mod comb;
-#[cfg(not(feature = "cuda"))]
-mod cpu_msm;
 pub mod compact_witness;
 pub mod compat;
+#[cfg(not(feature = "cuda"))]
+mod cpu_msm;
 pub mod device;
+#[cfg(not(feature = "cuda"))]
+mod fft_cpu;
 mod groth16;
 mod lagrange;
 mod loaded;
