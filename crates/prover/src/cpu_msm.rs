@@ -53,8 +53,10 @@ fn g1(query: &str, points: &[G1Affine], scalars: &[u8]) -> Result<G1Projective, 
         return Ok(G1Projective::identity());
     }
     let points = points.get(..n).ok_or_else(|| too_few(query, points.len(), n))?;
+    let started = std::time::Instant::now();
     let raw: Vec<blst_p1_affine> = points.iter().map(|p| *p.as_ref()).collect();
     let sum: blst_p1 = raw.mult(scalars, 255);
+    tracing::debug!(query, points = n, seconds = started.elapsed().as_secs_f64(), "CPU MSM");
     let mut out = G1Projective::identity();
     *out.as_mut() = sum;
     Ok(out)
@@ -67,8 +69,10 @@ fn g2(points: &[G2Affine], scalars: &[u8]) -> Result<G2Projective, ProveError> {
         return Ok(G2Projective::identity());
     }
     let points = points.get(..n).ok_or_else(|| too_few("B in G2", points.len(), n))?;
+    let started = std::time::Instant::now();
     let raw: Vec<blst_p2_affine> = points.iter().map(|p| *p.as_ref()).collect();
     let sum: blst_p2 = raw.mult(scalars, 255);
+    tracing::debug!(query = "B in G2", points = n, seconds = started.elapsed().as_secs_f64(), "CPU MSM");
     let mut out = G2Projective::identity();
     *out.as_mut() = sum;
     Ok(out)
