@@ -1,8 +1,9 @@
-//! The CPU prover's multi-scalar multiplications, with blst's Pippenger (affine bucket
-//! additions sharing inversions, its own thread per core) instead of ec-gpu-gen's CPU multiexp,
-//! which shifts every scalar once per window and checks every point for infinity: on the 2 KiB
-//! PoRep (2.7 M constraints) the queries took ~100 of a proof's ~110 CPU-s that way. Same sums,
-//! so the same proof bytes (the tests compare with bellperson's prover).
+//! The CPU prover's multi-scalar multiplications, with blst's Pippenger (buckets in XYZZ
+//! coordinates, points added to them mixed, on blst's own thread per core) instead of
+//! ec-gpu-gen's CPU multiexp, which shifts every scalar once per window and checks every point
+//! for infinity: `perf` put 18 % of the 2 KiB PoRep test's CPU time in those two alone, and that
+//! proof went from 53.4 to 34.8 s. Same sums, so the same proof bytes (the tests compare with
+//! bellperson's prover).
 
 use bellperson::groth16::Parameters;
 use blst::{blst_p1, blst_p1_affine, blst_p2, blst_p2_affine, MultiPoint};
