@@ -24,25 +24,22 @@ pub(crate) fn query_sums(
     d: &Densities<'_>,
 ) -> Result<QuerySums, ProveError> {
     let ni = inputs.len();
-    let b_inp = kept(inputs, Some(d.b_inp));
-    let (a_aux, b_aux) = (kept(aux, Some(d.a_aux)), kept(aux, Some(d.b_aux)));
+    let b_inp = kept(inputs, d.b_inp);
+    let (a_aux, b_aux) = (kept(aux, d.a_aux), kept(aux, d.b_aux));
     let nb = d.b_inp.popcount();
     Ok(QuerySums {
-        h: g1("H", &params.h, &kept(h, None))?,
-        l: g1("L", &params.l, &kept(aux, None))?,
-        a: g1("A", &params.a, &kept(inputs, None))? + g1("A", params.a.get(ni..).unwrap_or_default(), &a_aux)?,
+        h: g1("H", &params.h, h.as_flattened())?,
+        l: g1("L", &params.l, aux.as_flattened())?,
+        a: g1("A", &params.a, inputs.as_flattened())? + g1("A", params.a.get(ni..).unwrap_or_default(), &a_aux)?,
         b_g1: g1("B", &params.b_g1, &b_inp)? + g1("B", params.b_g1.get(nb..).unwrap_or_default(), &b_aux)?,
         b_g2: g2(&params.b_g2, &b_inp)? + g2(params.b_g2.get(nb..).unwrap_or_default(), &b_aux)?,
     })
 }
 
-/// The scalars a query multiplies, little-endian and concatenated as blst reads them: those
-/// whose variable the density has, or all of them.
-fn kept(scalars: &[[u8; 32]], density: Option<&Density>) -> Vec<u8> {
-    match density {
-        None => scalars.as_flattened().to_vec(),
-        Some(d) => scalars.iter().zip(d.iter()).filter(|(_, set)| *set).flat_map(|(s, _)| *s).collect(),
-    }
+/// The scalars of the variables the density has, little-endian and concatenated as blst reads
+/// them (a query over every variable takes the scalars as they are, uncopied).
+fn kept(scalars: &[[u8; 32]], density: &Density) -> Vec<u8> {
+    scalars.iter().zip(density.iter()).filter(|(_, set)| *set).flat_map(|(s, _)| *s).collect()
 }
 
 /// Σ k_i·P_i over the first scalars.len() / 32 points (the identity for none); an error, not a

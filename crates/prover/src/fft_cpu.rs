@@ -58,17 +58,10 @@ fn butterflies(lo: &mut [Fr], hi: &mut [Fr], tw: &[Fr]) {
     }
 }
 
-/// ω^0 … ω^(count−1), in parallel pieces.
+/// ω^0 … ω^(count−1).
 fn powers(omega: Fr, count: usize) -> Vec<Fr> {
-    const PIECE: usize = 1 << 14;
-    let mut out = vec![Fr::ZERO; count];
-    out.par_chunks_mut(PIECE).enumerate().for_each(|(i, piece)| {
-        let mut w = omega.pow_vartime([(i * PIECE) as u64]);
-        for x in piece {
-            *x = w;
-            w *= omega;
-        }
-    });
+    let mut out = vec![Fr::ONE; count];
+    crate::groth16::distribute_powers(&mut out, omega);
     out
 }
 

@@ -92,8 +92,8 @@ fn fft_many(
     Ok(())
 }
 
-/// v_i ← v_i · g^i
-fn distribute_powers(v: &mut [Fr], g: Fr) {
+/// v_i ← v_i · g^i, in parallel pieces
+pub(crate) fn distribute_powers(v: &mut [Fr], g: Fr) {
     const CHUNK: usize = 1 << 14;
     v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
         let mut u = g.pow_vartime([(i * CHUNK) as u64]);
