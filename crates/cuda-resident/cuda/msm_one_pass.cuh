@@ -34,6 +34,7 @@ static const uint32_t RUN = 1u << RUN_BITS;
 static const uint32_t SORT_ROWS = 4;
 
 #include "msm_segments.cuh"
+#include "msm_affine.cuh"
 
 // SNARKFLOW_ACCUMULATE=sppark adds the buckets up with sppark's `accumulate` (a thread a
 // bucket) instead of in equal segments (msm_segments.cuh), and sends the tail MSMs back to
@@ -42,6 +43,36 @@ static bool sppark_accumulate()
 {
     static const bool on = env_is("SNARKFLOW_ACCUMULATE", "sppark");
     return on;
+}
+
+// SNARKFLOW_ACCUMULATE=affine adds the G1 MSMs' segments in affine coordinates, K at a time
+// with one inversion (msm_affine.cuh); G2 keeps XYZZ. Opt-in until measured on a device.
+static bool affine_accumulate()
+{
+    static const bool on = env_is("SNARKFLOW_ACCUMULATE", "affine");
+    return on;
+}
+
+// Queue the segments' accumulation in affine coordinates where the bucket type has it (G1):
+// false, with nothing queued, for the others.
+template<class bucket, class mem>
+static bool queue_affine(stream_t&, typename bucket::mem_t*, typename bucket::mem_t*, uint32_t, uint32_t, uint32_t,
+                         uint32_t, const mem*, const vec2d_t<uint32_t>&, const vec2d_t<uint32_t>&)
+{
+    return false;
+}
+
+template<>
+bool queue_affine<bucket_t, g1_mem_t>(stream_t& s, bucket_t::mem_t* buckets, bucket_t::mem_t* heads, uint32_t nwins,
+                                      uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const g1_mem_t* points,
+                                      const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
+{
+    if (!affine_accumulate())
+        return false;
+    const size_t threads = ((size_t)nwins * segs + AFFINE_K - 1) / AFFINE_K;
+    accumulate_affine<AFFINE_K><<<(uint32_t)((threads + 127) / 128), 128, 0, s>>>(buckets, heads, nwins, row_bits,
+                                                                                 seg_bits, segs, points, digits, hist);
+    return true;
 }
 
 // One thread per run of RUN buckets starting at x0: out[2g] = Σ_k B_{x0+k}·#{j ∈ [x0, x0+k] :
@@ -238,8 +269,11 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
         const uint32_t segs = (uint32_t)((p.stride + ((size_t)1 << seg_bits) - 1) >> seg_bits);
         const uint32_t deg = bucket::degree;
         size_t threads = (size_t)nwins * segs * deg;
-        accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
+        if (!queue_affine<bucket, mem>(s, w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits,
+                                       segs, points, digits, hist))
+            accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+                w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits,
+                hist);
         check(cudaGetLastError(), "adding up the MSM buckets");
         threads = ((size_t)nwins << row_bits) * deg;
         join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
