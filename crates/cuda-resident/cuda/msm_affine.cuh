@@ -24,7 +24,16 @@
 // The inversion (sppark's `reciprocal`) works on pairs of neighbouring lanes, so every thread
 // of a warp runs every step, with or without work of its own.
 
-static const uint32_t AFFINE_K = 32;
+// K, the segments a thread walks together: SNARKFLOW_AFFINE_K=16|32|64 (default 32), for measuring
+static uint32_t affine_k()
+{
+    static const uint32_t k = [] {
+        const char* v = getenv("SNARKFLOW_AFFINE_K");
+        uint32_t want = v ? (uint32_t)atoi(v) : 32;
+        return want == 16 || want == 64 ? want : 32u;
+    }();
+    return k;
+}
 
 // op codes of one segment's step
 static const uint8_t AFF_NONE = 0, AFF_ADD = 1, AFF_DBL = 2;

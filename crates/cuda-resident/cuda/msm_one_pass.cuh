@@ -69,9 +69,11 @@ bool queue_affine<bucket_t, g1_mem_t>(stream_t& s, bucket_t::mem_t* buckets, buc
 {
     if (!affine_accumulate())
         return false;
-    const size_t threads = ((size_t)nwins * segs + AFFINE_K - 1) / AFFINE_K;
-    accumulate_affine<AFFINE_K><<<(uint32_t)((threads + 127) / 128), 128, 0, s>>>(buckets, heads, nwins, row_bits,
-                                                                                 seg_bits, segs, points, digits, hist);
+    const uint32_t k = affine_k();
+    const size_t threads = ((size_t)nwins * segs + k - 1) / k;
+    const uint32_t blocks = (uint32_t)((threads + 127) / 128);
+    auto kernel = k == 16 ? accumulate_affine<16> : k == 64 ? accumulate_affine<64> : accumulate_affine<32>;
+    kernel<<<blocks, 128, 0, s>>>(buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
     return true;
 }
 
