@@ -12,6 +12,8 @@
 #   bash deploy/scripts/release.sh            # cpu: cargo build --release, then package
 #   bash deploy/scripts/release.sh --gpu      # cpu, cuda13, cuda12 (long: three GPU builds)
 #   FROM=target/debug bash deploy/scripts/release.sh   # package already built binaries (CI)
+#   GPU_PREBUILT=1 bash deploy/scripts/release.sh --gpu # package target/gpu and target/gpu-cuda12
+#                                                       # as built (e.g. one architecture, for a test)
 #
 # The Debian packages install the service binaries in /usr/lib/snarkflow (their names are too
 # generic for /usr/bin), `snarkflow` in /usr/bin, the units in /lib/systemd/system (pointing at
@@ -110,8 +112,10 @@ EOF
 stage_tree "$stage/snarkflow-$version-cpu" "$cpu_bin" "$cpu_bin"
 package cpu
 if [ "$gpu" = 1 ]; then
-    SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
-    SNARKFLOW_CUDA_TOOLKIT=12 SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
+    if [ "${GPU_PREBUILT:-0}" != 1 ]; then
+        SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
+        SNARKFLOW_CUDA_TOOLKIT=12 SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
+    fi
     for t in 13 12; do
         g="$stage/gpu$t" && mkdir -p "$g"
         dir=target/gpu && [ "$t" = 13 ] || dir=target/gpu-cuda12
