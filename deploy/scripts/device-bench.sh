@@ -272,3 +272,30 @@ cmd_32gib_hop() {
     cat "$out/hop.txt"
     tail -5 "$out/hop.err"
 }
+
+# The GPU Debian packages (release.sh --gpu, carried in dist/), each installed as an operator
+# installs it (dpkg -i: its users, directories, units), its `snarkflow doctor` probing the
+# device as a gpu-worker does at start (this build's kernels against the device and driver, then
+# a proof verified on it), its gpu-worker's start-up check, then removed; a host without dpkg
+# unpacks them instead. DEBS names the packages (default every GPU one in dist/).
+cmd_packages() {
+    describe_host
+    local deb name root=""
+    for deb in ${DEBS:-dist/snarkflow-cuda1*_amd64.deb}; do
+        [ -f "$deb" ] || die "no $deb: carry the packages (release.sh --gpu) in dist/"
+        name=$(dpkg-deb -f "$deb" Package)
+        echo "== $name $(dpkg-deb -f "$deb" Version), $(du -m "$deb" | cut -f1) MB"
+        if command -v dpkg >/dev/null && [ "$(id -u)" = 0 ]; then
+            dpkg -i "$deb" >"$out/$name-install.log" 2>&1 || { tail -5 "$out/$name-install.log"; continue; }
+            echo "installed: $(dpkg -L "$name" | grep -c /) paths; users: $(getent passwd snarkflow-gpu | cut -d: -f1)"
+        else
+            root=/tmp/pkg-$name && rm -rf "$root" && dpkg-deb -x "$deb" "$root" && echo "unpacked into $root"
+        fi
+        "$root/usr/bin/snarkflow" --version
+        SNARKFLOW_PARAMS_DIR=/tmp/pkg-params timeout 300 "$root/usr/bin/snarkflow" doctor --no-nats \
+            >"$out/$name-doctor.txt" 2>&1
+        echo "doctor exit $?: $(grep -E '^(ok|FAIL) +device' "$out/$name-doctor.txt" | cut -c1-300)"
+        timeout 20 "$root/usr/lib/snarkflow/gpu-worker" --help >/dev/null 2>&1 && echo "gpu-worker --help ok"
+        [ -z "$root" ] && dpkg -r "$name" >/dev/null 2>&1 && echo "removed"
+    done
+}

@@ -88,6 +88,9 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       run      there (the default): JOBS jobs over SECS s, every process killed
                       JOBS=500 SECS=300 PARAMS=target/soak-params BINS=soak.tar.xz RUST_LOG
 
+  packages            the GPU .debs in dist/ (release.sh --gpu) installed, `snarkflow doctor`
+                      probing the device with each, removed. DEBS (default dist/snarkflow-cuda1*)
+
   help                this list
 EOF
 }
@@ -109,6 +112,7 @@ bench-hop) cmd_bench_hop ;;
 32gib) cmd_32gib "$@" ;;
 pipeline) cmd_pipeline ;;
 soak) cmd_soak "$@" ;;
+packages) cmd_packages ;;
 *)
     echo "unknown subcommand: $sub" >&2
     usage >&2
