@@ -96,11 +96,14 @@ fn encode_piece(values: impl Iterator<Item = Fr>, len: usize) -> EncodedPiece {
     let mut piece = EncodedPiece { tags: vec![0u8; len.div_ceil(4)], ..Default::default() };
     for (i, v) in values.enumerate() {
         // zero and one are told apart in Montgomery form (a compare); only the few other values
-        // pay for the conversion to their canonical bytes
-        let tag = if bool::from(v.is_zero()) {
-            TAG_ZERO
-        } else if v == Fr::ONE {
-            TAG_ONE
+        // pay for the conversion to their canonical bytes. Whether a bit is 0 or 1 is as good as
+        // random, so it picks the tag without a branch; the branch is on "0 or 1 at all", which
+        // ~99 % of a PoRep partition's values are.
+        // (plain compares: `is_zero` is constant-time, a quarter of the encoding's time in
+        // subtle's optimisation barriers)
+        let (zero, one) = (v == Fr::ZERO, v == Fr::ONE);
+        let tag = if zero | one {
+            TAG_ZERO + one as u8 * (TAG_ONE - TAG_ZERO)
         } else {
             let repr = v.to_repr();
             if repr[8..].iter().all(|b| *b == 0) {
