@@ -39,8 +39,8 @@ mod shape;
 mod witness;
 
 pub use compact::{
-    compact_shape_hash, decode_compact, decode_compact_for, encode_compact, CompactError, WitnessShape, COMPACT_MAGIC,
-    COMPACT_VERSION,
+    compact_shape_hash, decode_compact, decode_compact_for, encode_compact, CompactError, CompactParts, WitnessShape,
+    COMPACT_MAGIC, COMPACT_VERSION,
 };
 pub use density::Density;
 pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
