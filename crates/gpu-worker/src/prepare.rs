@@ -5,9 +5,11 @@
 
 use std::time::Instant;
 
-use snarkflow_prover::{LoadedParams, StagedWitness};
+use snarkflow_prover::{LoadedParams, StageWireError, StagedWitness};
 use snarkflow_runtime::{partition_span, Failure};
-use snarkflow_synthesis::{decode_compact_for, CompactError, PartitionWitness, SynthesizedPartition, WitnessShape};
+use snarkflow_synthesis::{
+    decode_compact_for, CompactError, CompactParts, PartitionWitness, SynthesizedPartition, WitnessShape,
+};
 use snarkflow_wire::{PartitionEncoding, ProveTask};
 
 use crate::shapes::ShapeStore;
@@ -115,23 +117,42 @@ pub(crate) fn prepare(
         }
         PartitionEncoding::CompactWitness if resident_shape.is_some() => {
             let expected = resident_shape.expect("checked by the guard");
-            let witness = partition_span!("deserialize", task, worker, bytes)
-                .in_scope(|| rebuild.pool.install(|| decode_compact_for(&payload, &expected)))
+            let wire = partition_span!("deserialize", task, worker, bytes)
+                .in_scope(|| CompactParts::parse_for(&payload, &expected))
                 .map_err(|e| compact_failure(e, task))?;
-            drop(payload);
+            // the public inputs, for verifying the proof; the rest goes to the device undecoded
+            let inputs = wire.first(wire.inputs as usize).map_err(|e| compact_failure(e, task))?;
             let deserialize_s = started.elapsed().as_secs_f64();
-            let (mut witness, started) = (witness, Instant::now());
-            let staged = partition_span!("upload", task, worker)
-                .in_scope(|| loaded.stage(&witness))
-                .map_err(|e| Failure::Transient(format!("uploading the witness to the device: {e}")))?
-                .ok_or_else(|| Failure::Permanent("a resident key that stages no witness".into()))?;
-            // on the device now: the host keeps only what verifying the proof needs
-            witness.aux = Vec::new();
-            Prepared {
-                input: ProverInput::Staged { witness, staged },
-                deserialize_s,
-                rebuild_s: started.elapsed().as_secs_f64(),
-            }
+            let started = Instant::now();
+            let staged = partition_span!("upload", task, worker, from_wire = true)
+                .in_scope(|| rebuild.pool.install(|| loaded.stage_wire(&wire)))
+                .map_err(|e| match e {
+                    StageWireError::Wire(e) => compact_failure(e, task),
+                    StageWireError::Stage(e) => Failure::Transient(format!("uploading the witness to the device: {e}")),
+                })?;
+            let (circuit_id, partition) = (wire.circuit_id.clone(), wire.partition);
+            let (witness, staged, deserialize_s, upload_s) = match staged {
+                Some(staged) => {
+                    let witness = PartitionWitness { circuit_id, partition, inputs, aux: Vec::new() };
+                    (witness, staged, deserialize_s, started.elapsed().as_secs_f64())
+                }
+                None => {
+                    // sent whole (a dense witness, or SNARKFLOW_WHOLE_WITNESS=1): decoded first
+                    let mut witness = partition_span!("deserialize", task, worker, bytes)
+                        .in_scope(|| rebuild.pool.install(|| wire.decode()))
+                        .map_err(|e| compact_failure(e, task))?;
+                    let (decoded_s, started) = (started.elapsed().as_secs_f64(), Instant::now());
+                    let staged = partition_span!("upload", task, worker)
+                        .in_scope(|| loaded.stage(&witness))
+                        .map_err(|e| Failure::Transient(format!("uploading the witness to the device: {e}")))?
+                        .ok_or_else(|| Failure::Permanent("a resident key that stages no witness".into()))?;
+                    // on the device now: the host keeps only what verifying the proof needs
+                    witness.aux = Vec::new();
+                    (witness, staged, deserialize_s + decoded_s, started.elapsed().as_secs_f64())
+                }
+            };
+            drop(payload);
+            Prepared { input: ProverInput::Staged { witness, staged }, deserialize_s, rebuild_s: upload_s }
         }
         PartitionEncoding::CompactWitness => {
             let shape = shapes.get(&task.circuit).map_err(|e| Failure::Permanent(e.to_string()))?;

@@ -44,13 +44,19 @@ pub struct Classified {
 impl Classified {
     /// Whether sending the compact form pays: at most half the values are neither 0 nor 1.
     pub fn worth_it(&self) -> bool {
-        self.others <= self.len / 2
+        compact_pays(self.others, self.len)
     }
 
     /// Class words in the compact form.
     pub fn words(&self) -> usize {
         self.classes.len()
     }
+}
+
+/// Whether sending a witness of `len` values, `others` of them neither 0 nor 1, in the compact
+/// form pays: at most half the values are neither.
+pub fn compact_pays(others: usize, len: usize) -> bool {
+    others <= len / 2
 }
 
 /// Value `i` of `[inputs | aux]`.
@@ -139,6 +145,55 @@ pub fn fill(classified: &Classified, inputs: &[Fr], aux: &[Fr], word_others: &mu
         });
 }
 
+/// The class words and `word_others` straight from the compact wire form's tags
+/// (`snarkflow_synthesis::CompactParts::tags`): the same order and packing as class words, a
+/// value's tag 0 zero, 1 one, 2 small, 3 raw; a tag with its high bit set is "neither", so a
+/// word is its 8 tag bytes with the low bit cleared wherever the high one is set. With the
+/// wire's values that are neither in `others` (`CompactParts::others_into`), the witness is
+/// staged without ever being decoded (4.2 GB at 32 GiB). Returns how many values are neither.
+pub fn classes_from_tags(tags: &[u8], classes: &mut [u64], word_others: &mut [u32]) -> usize {
+    assert_eq!(classes.len(), tags.len().div_ceil(8), "one class word per 8 tag bytes");
+    assert_eq!(word_others.len(), classes.len(), "one offset per class word");
+    const HIGH: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+    let word = |w: usize| {
+        let mut bytes = [0u8; 8];
+        let at = &tags[8 * w..(8 * w + 8).min(tags.len())];
+        bytes[..at.len()].copy_from_slice(at);
+        let tags = u64::from_le_bytes(bytes);
+        tags & !((tags & HIGH) >> 1)
+    };
+    // the words a task fills, their counts summed first so each task knows its first offset
+    let counts: Vec<usize> = classes
+        .par_chunks_mut(CHUNK_WORDS)
+        .enumerate()
+        .map(|(c, out)| {
+            let mut n = 0;
+            for (k, class) in out.iter_mut().enumerate() {
+                *class = word(c * CHUNK_WORDS + k);
+                n += (*class & HIGH).count_ones() as usize;
+            }
+            n
+        })
+        .collect();
+    let mut bases = Vec::with_capacity(counts.len());
+    let mut total = 0usize;
+    for n in &counts {
+        bases.push(total);
+        total += n;
+    }
+    assert!(total <= u32::MAX as usize, "offsets are 32-bit");
+    word_others.par_chunks_mut(CHUNK_WORDS).zip(classes.par_chunks(CHUNK_WORDS)).zip(bases).for_each(
+        |((offsets, words), base)| {
+            let mut at = base;
+            for (offset, class) in offsets.iter_mut().zip(words) {
+                *offset = at as u32;
+                at += (class & HIGH).count_ones() as usize;
+            }
+        },
+    );
+    total
+}
+
 /// The witness of `len` values from its compact form, by the device kernel's rule: value `i`
 /// of a word is `others[word_others[w] + (neither-values below i in the word)]`.
 pub fn expand(classes: &[u64], word_others: &[u32], others: &[Fr], len: usize) -> Vec<Fr> {
@@ -193,6 +248,33 @@ mod tests {
         let c = round_trip(&inputs, &aux);
         assert!(c.worth_it());
         assert!(c.others > 0 && c.others < c.len / 50);
+    }
+
+    #[test]
+    fn the_wire_tags_give_the_same_compact_form_as_classifying_the_decoded_witness() {
+        use snarkflow_synthesis::{encode_compact, CompactParts, PartitionWitness};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for (ni, na) in [(1, 0), (1, 30), (37, 3 * CHUNK_WORDS * PER_WORD + 1001), (5, 2 * CHUNK_WORDS * PER_WORD - 5)]
+        {
+            let mut values = bits_and_tails(ni + na, 7, &mut rng);
+            // small values are "neither" too, as are 2 and p − 1
+            values.iter_mut().step_by(11).for_each(|v| *v = Fr::from(rng.gen::<u64>()));
+            values[ni + na - 1] = -Fr::ONE;
+            let aux = values.split_off(ni);
+            let c = classify(&values, &aux);
+            let (mut word_others, mut others) = (vec![0u32; c.words()], vec![Fr::ZERO; c.others]);
+            fill(&c, &values, &aux, &mut word_others, &mut others);
+
+            let w = PartitionWitness { circuit_id: "t".into(), partition: 0, inputs: values, aux };
+            let bytes = encode_compact(&w, [0; 32]);
+            let wire = CompactParts::parse(&bytes).unwrap();
+            let (mut classes, mut offsets) = (vec![u64::MAX; c.words()], vec![u32::MAX; c.words()]);
+            assert_eq!(classes_from_tags(wire.tags, &mut classes, &mut offsets), c.others);
+            let mut from_wire = vec![Fr::ZERO; wire.others()];
+            wire.others_into(&mut from_wire).unwrap();
+            assert!(classes == c.classes, "{ni} + {na}");
+            assert!(offsets == word_others && from_wire == others, "{ni} + {na}");
+        }
     }
 
     #[test]

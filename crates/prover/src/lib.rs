@@ -63,7 +63,7 @@ mod self_test;
 pub mod supraseal;
 
 pub use groth16::{prove, prove_with_rng, verify, ProveError};
-pub use loaded::StagedWitness;
+pub use loaded::{StageWireError, StagedWitness};
 pub use param_file::{read_sections, FileSections};
 pub use paramgen::{
     generate_from_shape, generate_random, write_from_shape, write_from_shape_on, ParamDevice, ToxicWaste,

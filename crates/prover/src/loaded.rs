@@ -28,6 +28,16 @@ pub(crate) enum ProvingKey {
     Resident(crate::resident::ResidentKey),
 }
 
+/// Why [`LoadedParams::stage_wire`] failed: the payload (permanent: it fails the same way on
+/// any worker) or the staging itself.
+#[derive(Debug, thiserror::Error)]
+pub enum StageWireError {
+    #[error("undecodable compact witness: {0}")]
+    Wire(#[from] snarkflow_synthesis::CompactError),
+    #[error(transparent)]
+    Stage(#[from] crate::ProveError),
+}
+
 /// A partition's witness already in device memory ([`LoadedParams::stage`]); only the resident
 /// backend makes these.
 pub struct StagedWitness {
@@ -83,6 +93,29 @@ impl LoadedParams {
             return key.stage(&witness.inputs, &witness.aux).map(|inner| Some(StagedWitness { inner }));
         }
         let _ = witness;
+        Ok(None)
+    }
+
+    /// [`LoadedParams::stage`] for a witness still in the compact wire form, decoding only what
+    /// the device needs: its values that are neither 0 nor 1 (and the caller the public
+    /// inputs). `Ok(None)` where that does not apply — another backend, or a witness better
+    /// sent whole (`ResidentKey::sends_compact`): decode it and [`LoadedParams::stage`] it.
+    pub fn stage_wire(
+        &self,
+        wire: &snarkflow_synthesis::CompactParts<'_>,
+    ) -> Result<Option<StagedWitness>, StageWireError> {
+        #[cfg(feature = "cuda-resident")]
+        if let ProvingKey::Resident(key) = &self.key {
+            let others = wire.others();
+            if !key.sends_compact(others) {
+                return Ok(None);
+            }
+            let mut values = vec![<Fr as ff::Field>::ZERO; others];
+            wire.others_into(&mut values)?;
+            let inner = key.stage_tags(wire.tags, &values)?;
+            return Ok(Some(StagedWitness { inner }));
+        }
+        let _ = wire;
         Ok(None)
     }
 

@@ -250,11 +250,8 @@ impl ResidentKey {
         let n = self.witness_len();
         let classified = compact_witness::classify(inputs, aux);
         let compact = CompactLayout { len: n, others: classified.others };
-        let whole_bytes = n * std::mem::size_of::<Fr>();
-        let send_compact = classified.worth_it() && !whole_witness_forced();
-        let bytes = if send_compact { compact.bytes() } else { whole_bytes };
-        // rounded up, so the pooled buffers of partitions a few values apart are reused
-        let mut pinned = self.take_pinned(bytes.next_multiple_of(PINNED_ROUNDING).min(whole_bytes.max(bytes)))?;
+        let send_compact = self.sends_compact(classified.others);
+        let mut pinned = self.take_pinned_for(send_compact.then_some(&compact))?;
         if send_compact {
             let parts = pinned.compact_mut(&compact).expect("taken with room for the compact form");
             parts.classes.copy_from_slice(&classified.classes);
@@ -267,6 +264,62 @@ impl ResidentKey {
                 .zip(aux.par_chunks(1 << 16))
                 .for_each(|(d, s)| d.copy_from_slice(s));
         }
+        self.upload_pinned(pinned, send_compact.then_some(compact), started)
+    }
+
+    /// Whether a witness with `others` values that are neither 0 nor 1 crosses in the compact
+    /// form (unless `SNARKFLOW_WHOLE_WITNESS=1`).
+    pub fn sends_compact(&self, others: usize) -> bool {
+        compact_witness::compact_pays(others, self.witness_len()) && !whole_witness_forced()
+    }
+
+    /// [`ResidentKey::stage`] for a witness still in the compact wire form, never decoded (4.2 GB
+    /// at 32 GiB): its class words straight from the wire's `tags`, and `others`, its values
+    /// that are neither 0 nor 1 in order (`snarkflow_synthesis::CompactParts::others_into`).
+    /// Only for a witness [`ResidentKey::sends_compact`] accepts.
+    pub fn stage_tags(&self, tags: &[u8], others: &[Fr]) -> Result<StagedWitness, ProveError> {
+        let n = self.witness_len();
+        if tags.len() != n.div_ceil(4) || !self.sends_compact(others.len()) {
+            return Err(ProveError::Mismatch(format!(
+                "{} tag bytes with {} values neither 0 nor 1 for a witness of {n} values sent compact",
+                tags.len(),
+                others.len()
+            )));
+        }
+        let started = Instant::now();
+        let compact = CompactLayout { len: n, others: others.len() };
+        let mut pinned = self.take_pinned_for(Some(&compact))?;
+        let parts = pinned.compact_mut(&compact).expect("taken with room for the compact form");
+        let counted = compact_witness::classes_from_tags(tags, parts.classes, parts.word_others);
+        parts.others.par_chunks_mut(1 << 16).zip(others.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+        if counted != others.len() {
+            self.give_back_pinned(pinned);
+            return Err(ProveError::Mismatch(format!(
+                "the tags count {counted} values neither 0 nor 1, {} were given",
+                others.len()
+            )));
+        }
+        self.upload_pinned(pinned, Some(compact), started)
+    }
+
+    /// A pinned buffer with room for the compact form `compact`, or the whole witness.
+    fn take_pinned_for(&self, compact: Option<&CompactLayout>) -> Result<PinnedBuffer, ProveError> {
+        let whole_bytes = self.witness_len() * std::mem::size_of::<Fr>();
+        let bytes = compact.map_or(whole_bytes, |c| c.bytes());
+        // rounded up, so the pooled buffers of partitions a few values apart are reused
+        self.take_pinned(bytes.next_multiple_of(PINNED_ROUNDING).min(whole_bytes.max(bytes)))
+    }
+
+    /// Upload the witness written into `pinned` (in the compact form `compact`, else whole) to a
+    /// device witness buffer, and give `pinned` back to the pool.
+    fn upload_pinned(
+        &self,
+        mut pinned: PinnedBuffer,
+        compact: Option<CompactLayout>,
+        started: Instant,
+    ) -> Result<StagedWitness, ProveError> {
+        let n = self.witness_len();
+        let bytes = compact.as_ref().map_or(n * std::mem::size_of::<Fr>(), |c| c.bytes());
         let written = Instant::now();
         // held by a StagedWitness from here, so a failed upload returns the buffer to the pool
         let mut staged = StagedWitness {
@@ -277,10 +330,9 @@ impl ResidentKey {
         };
         let buffer_taken = Instant::now();
         let witness = staged.witness.as_mut().expect("just taken");
-        let uploaded = if send_compact {
-            witness.upload_compact(&pinned, &compact, &Fr::ONE)
-        } else {
-            witness.upload(&pinned.as_fr_mut()[..n])
+        let uploaded = match &compact {
+            Some(layout) => witness.upload_compact(&pinned, layout, &Fr::ONE),
+            None => witness.upload(&pinned.as_fr_mut()[..n]),
         };
         let uploaded_at = Instant::now();
         self.give_back_pinned(pinned);
@@ -289,7 +341,7 @@ impl ResidentKey {
         // where a staging's time goes, for plans with one device witness buffer (the wait is
         // the partition before on the device)
         tracing::debug!(
-            compact = send_compact,
+            compact = compact.is_some(),
             bytes,
             host_ms = (written - started).as_secs_f64() * 1e3,
             buffer_wait_ms = (buffer_taken - written).as_secs_f64() * 1e3,
