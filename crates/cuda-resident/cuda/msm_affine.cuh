@@ -6,7 +6,7 @@
 // multiplications and one inversion. An inversion is ~30 multiplications on the device, but K
 // of them cost one inversion and 3(K − 1) multiplications (Montgomery's trick: invert the
 // product of the K denominators, then peel each inverse off with two multiplications), so at
-// K = 32 an addition is ~6–7 multiplications.
+// K = 32 an addition is ~6–7 multiplications against XYZZ's ~10.
 //
 // The K additions must be independent. A thread here takes K segments of the same layout as
 // accumulate_segments (2^seg_bits consecutive sorted entries of one window each, so its heads
@@ -22,7 +22,15 @@
 // has no point of order 2) and Q = −P (the sum becomes ∞, no inversion).
 //
 // The inversion (sppark's `reciprocal`) works on pairs of neighbouring lanes, so every thread
-// of a warp runs every step, with or without work of its own.
+// of a warp runs every step, with or without work of its own: no early return or break may go
+// into this kernel.
+//
+// Cost to know before making it a default: the running sums are local memory, ~5.6 KB a
+// thread at K = 32, which the driver reserves for every thread the device could hold (~1.5 GB
+// on 132 SMs; ~3 GB at K = 64) — a launch on a card with less free than that fails (a hard
+// error, not the one-pass driver's fallback). An addition costs 5M + 1S + (2M + an inversion)/K
+// against XYZZ's 8M + 2S, and moves ~350–400 B of local memory against ~100 B: whether it pays
+// is the device's to say (not yet measured).
 
 // K, the segments a thread walks together: SNARKFLOW_AFFINE_K=16|32|64 (default 32), for measuring
 static uint32_t affine_k()
