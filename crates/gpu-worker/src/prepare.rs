@@ -125,7 +125,7 @@ pub(crate) fn prepare(
             let deserialize_s = started.elapsed().as_secs_f64();
             let started = Instant::now();
             let staged = partition_span!("upload", task, worker, from_wire = true)
-                .in_scope(|| rebuild.pool.install(|| loaded.stage_wire(&wire)))
+                .in_scope(|| loaded.stage_wire(&wire))
                 .map_err(|e| match e {
                     StageWireError::Wire(e) => compact_failure(e, task),
                     StageWireError::Stage(e) => Failure::Transient(format!("uploading the witness to the device: {e}")),
