@@ -239,7 +239,14 @@ impl Bus {
             if subject.strip_prefix(&prefix).is_none_or(|nuid| owned.contains(nuid)) {
                 continue;
             }
-            let newest = stream.get_last_raw_message_by_subject(&subject).await.map_err(nats_err(OP))?;
+            // purged since the listing (by another sweeper, or this one's last pass): not stray
+            let newest = match stream.get_last_raw_message_by_subject(&subject).await {
+                Ok(newest) => newest,
+                Err(e) if e.kind() == async_nats::jetstream::stream::LastRawMessageErrorKind::NoMessageFound => {
+                    continue
+                }
+                Err(e) => return Err(nats_err(OP)(e)),
+            };
             let written_ms = (newest.time.unix_timestamp_nanos() / 1_000_000).max(0) as u64;
             stray.push(StrayChunks { subject, written_ms });
         }
