@@ -42,16 +42,7 @@ pub(super) fn decode_values(
     pieces.into_par_iter().enumerate().try_for_each(|(p, (first, out))| {
         let (mut s, mut r) = starts[p];
         for (k, v) in out.iter_mut().enumerate() {
-            *v = match tag(first + k) {
-                TAG_ZERO => Fr::ZERO,
-                TAG_ONE => Fr::ONE,
-                TAG_SMALL => Fr::from(varint(smalls, &mut s)?),
-                _ => {
-                    let repr: [u8; 32] = raws[r..r + 32].try_into().expect("32 bytes");
-                    r += 32;
-                    Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
-                }
-            };
+            *v = value(tag(first + k), smalls, raws, &mut s, &mut r)?;
         }
         debug_assert_eq!((s, r), starts[p + 1], "piece {p} ends where the next begins");
         Ok(())
@@ -100,20 +91,6 @@ fn stream_starts(counts: &[(usize, usize)], smalls: &[u8], raws: &[u8]) -> Resul
         return Err(malformed(if raws_end > raws.len() { "raw values truncated" } else { "trailing bytes" }));
     }
     Ok(starts)
-}
-
-/// The varint at `smalls[*at]`, `at` moved past it.
-fn varint(smalls: &[u8], at: &mut usize) -> Result<u64, CompactError> {
-    let (mut x, mut shift) = (0u64, 0u32);
-    loop {
-        let byte = smalls[*at];
-        *at += 1;
-        x |= u64::from(byte & 0x7f).checked_shl(shift).ok_or_else(|| malformed("varint too long"))?;
-        shift += 7;
-        if byte & 0x80 == 0 {
-            return Ok(x);
-        }
-    }
 }
 
 /// `n` zero field elements, the pages written by all threads (a 32 GiB partition's aux
@@ -224,7 +201,7 @@ impl<'a> CompactParts<'a> {
             return Err(malformed("fewer values than asked for"));
         }
         let (mut s, mut r) = (0usize, 0usize);
-        (0..k).map(|i| self.value(tag_of(self.tags, i), &mut s, &mut r)).collect()
+        (0..k).map(|i| value(tag_of(self.tags, i), self.smalls, self.raws, &mut s, &mut r)).collect()
     }
 
     /// The values that are neither 0 nor 1, in witness order, into `out` (exactly
@@ -239,7 +216,7 @@ impl<'a> CompactParts<'a> {
                     return Err(malformed("a tag past the last value"));
                 }
                 let slot = out.get_mut(at).ok_or_else(|| malformed("more values than counted"))?;
-                *slot = self.value((byte >> (2 * j)) & 3, &mut s, &mut r)?;
+                *slot = value((byte >> (2 * j)) & 3, self.smalls, self.raws, &mut s, &mut r)?;
                 at += 1;
                 high &= high - 1;
             }
@@ -252,25 +229,21 @@ impl<'a> CompactParts<'a> {
         }
         Ok(())
     }
+}
 
-    /// The value of tag `tag`, reading the small and raw streams at `s` and `r`.
-    fn value(&self, tag: u8, s: &mut usize, r: &mut usize) -> Result<Fr, CompactError> {
-        Ok(match tag {
-            TAG_ZERO => Fr::ZERO,
-            TAG_ONE => Fr::ONE,
-            TAG_SMALL => Fr::from(checked_varint(self.smalls, s)?),
-            _ => {
-                let repr: [u8; 32] = self
-                    .raws
-                    .get(*r..*r + 32)
-                    .ok_or_else(|| malformed("raw values truncated"))?
-                    .try_into()
-                    .expect("32");
-                *r += 32;
-                Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
-            }
-        })
-    }
+/// The value of tag `tag`, reading the small and raw streams at `s` and `r` (moved past it).
+fn value(tag: u8, smalls: &[u8], raws: &[u8], s: &mut usize, r: &mut usize) -> Result<Fr, CompactError> {
+    Ok(match tag {
+        TAG_ZERO => Fr::ZERO,
+        TAG_ONE => Fr::ONE,
+        TAG_SMALL => Fr::from(varint(smalls, s)?),
+        _ => {
+            let repr: [u8; 32] =
+                raws.get(*r..*r + 32).ok_or_else(|| malformed("raw values truncated"))?.try_into().expect("32");
+            *r += 32;
+            Option::from(Fr::from_repr(repr)).ok_or_else(|| malformed("non-canonical field element"))?
+        }
+    })
 }
 
 fn tag_of(tags: &[u8], i: usize) -> u8 {
@@ -278,7 +251,7 @@ fn tag_of(tags: &[u8], i: usize) -> u8 {
 }
 
 /// The varint at `smalls[*at]`, `at` moved past it; one that runs off the end is an error.
-fn checked_varint(smalls: &[u8], at: &mut usize) -> Result<u64, CompactError> {
+fn varint(smalls: &[u8], at: &mut usize) -> Result<u64, CompactError> {
     let (mut x, mut shift) = (0u64, 0u32);
     loop {
         let byte = *smalls.get(*at).ok_or_else(|| malformed("small values truncated"))?;
