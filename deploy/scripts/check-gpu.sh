@@ -77,6 +77,12 @@ readiness() {
     done
 }
 
+# GPU_CHECK_PRUNE=1 (CI): a toolkit's target dir is removed once its checks are done, so the
+# two GPU builds never hold disk together (stop 51's CI ran out of disk in the second)
+prune() {
+    if [ "${GPU_CHECK_PRUNE:-0}" = 1 ]; then rm -rf "$CARGO_TARGET_DIR"; fi
+}
+
 # a subshell per toolkit: cuda-env.sh puts its nvcc first on PATH; a target dir per toolkit,
 # since sppark's and ec-gpu-gen's build scripts do not rerun when only the toolkit changes
 (
@@ -84,9 +90,11 @@ readiness() {
     source deploy/scripts/cuda-env.sh
     clippy
     readiness
+    prune
 )
 (
     export SNARKFLOW_CUDA_TOOLKIT=12 SNARKFLOW_CUDA_ARCHS=86 CARGO_TARGET_DIR="$target_dir-cuda12"
     source deploy/scripts/cuda-env.sh
     readiness
+    prune
 )
