@@ -32,7 +32,7 @@ pub struct AppState {
     /// Room in the job ledger: new jobs wait while the jobs in flight need it.
     pub ledger_room: LedgerRoom,
     /// Request bodies parsed and validated at once, on blocking threads (a 32 GiB C1 is tens of
-    /// MB of JSON and seconds of checks): one per core, and one more for small requests.
+    /// MB of JSON and seconds of checks): one per core, and one more for critical requests.
     pub validations: ValidationSlots,
 }
 
@@ -41,32 +41,34 @@ pub fn validation_slots() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
-/// A request this small (a PoSt's vanilla proofs, a test job) may take the slot kept for small
-/// requests: a WinningPoSt is never parsed after a queue of 32 GiB C1 outputs.
+/// A request at most this large whose kind is critical may take the slot kept for critical
+/// work: a WinningPoSt (a 32 GiB one's vanilla proofs are ~0.2 MB of JSON) is never validated
+/// after a queue of 32 GiB C1 outputs. Larger bodies are not read for their kind before a slot.
 pub const SMALL_REQUEST_BYTES: usize = 1 << 20;
 
-/// The validation slots: `general` for any request, one more kept for requests of at most
-/// [`SMALL_REQUEST_BYTES`].
+/// The validation slots: `general` for any request, one more kept for critical ones (the kinds
+/// [`crate::jobs::quota_exempt`] names: WinningPoSt), so that neither large bodies nor a flood
+/// of small ones from any tenant hold every slot while a block's proof waits.
 #[derive(Clone)]
 pub struct ValidationSlots {
     general: Arc<Semaphore>,
-    small: Arc<Semaphore>,
+    critical: Arc<Semaphore>,
 }
 
 impl ValidationSlots {
     pub fn new(general: usize) -> ValidationSlots {
-        ValidationSlots { general: Arc::new(Semaphore::new(general.max(1))), small: Arc::new(Semaphore::new(1)) }
+        ValidationSlots { general: Arc::new(Semaphore::new(general.max(1))), critical: Arc::new(Semaphore::new(1)) }
     }
 
-    /// A slot for validating a request of `bytes`: a general one, or for a small request
-    /// whichever comes first of a general one and the small one.
-    pub async fn acquire(&self, bytes: usize) -> SemaphorePermit<'_> {
+    /// A slot for validating a request: a general one, or for a critical request whichever
+    /// comes first of a general one and the critical one.
+    pub async fn acquire(&self, critical: bool) -> SemaphorePermit<'_> {
         let general = self.general.acquire();
-        let permit = if bytes <= SMALL_REQUEST_BYTES {
+        let permit = if critical {
             tokio::select! {
                 biased;
                 p = general => p,
-                p = self.small.acquire() => p,
+                p = self.critical.acquire() => p,
             }
         } else {
             general.await
@@ -74,14 +76,14 @@ impl ValidationSlots {
         permit.expect("the validation semaphores are never closed")
     }
 
-    /// Run `check` on a blocking thread in a slot for a request of `bytes` (parsing and
-    /// checking a C1 output is seconds of CPU, kept off the async executor and bounded).
+    /// Run `check` on a blocking thread in a slot (parsing and checking a C1 output is seconds
+    /// of CPU, kept off the async executor and bounded).
     pub(crate) async fn run<T: Send + 'static>(
         &self,
-        bytes: usize,
+        critical: bool,
         check: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _slot = self.acquire(bytes).await;
+        let _slot = self.acquire(critical).await;
         tokio::task::spawn_blocking(check)
             .await
             .map_err(|e| ApiError::Internal(anyhow::anyhow!("validation panicked: {e}")))?
@@ -131,15 +133,15 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_small_request_is_validated_while_large_ones_hold_every_general_slot() {
+    async fn a_critical_request_is_validated_while_others_hold_every_general_slot() {
         let slots = ValidationSlots::new(1);
-        let held = slots.acquire(50 << 20).await;
+        let held = slots.acquire(false).await;
         let wait = Duration::from_millis(200);
-        let small = tokio::time::timeout(wait, slots.acquire(4 << 10)).await.expect("the small slot");
-        assert!(tokio::time::timeout(wait, slots.acquire(50 << 20)).await.is_err(), "a large one waits");
-        assert!(tokio::time::timeout(wait, slots.acquire(4 << 10)).await.is_err(), "one small slot, taken");
+        assert!(tokio::time::timeout(wait, slots.acquire(false)).await.is_err(), "another request waits");
+        let critical = tokio::time::timeout(wait, slots.acquire(true)).await.expect("the critical slot");
+        assert!(tokio::time::timeout(wait, slots.acquire(true)).await.is_err(), "one critical slot, taken");
         drop(held);
-        let large = tokio::time::timeout(wait, slots.acquire(50 << 20)).await.expect("the general slot, freed");
-        drop((small, large));
+        let general = tokio::time::timeout(wait, slots.acquire(false)).await.expect("the general slot, freed");
+        drop((critical, general));
     }
 }

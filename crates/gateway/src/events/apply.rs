@@ -45,22 +45,65 @@ fn bounded(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-fn bounded_synth(stats: &snarkflow_wire::SynthStats) -> snarkflow_wire::SynthStats {
-    let mut s = stats.clone();
-    s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
-    s.encoding = s.encoding.map(|e| bounded(&e, MAX_LABEL_BYTES));
-    s
+/// Largest constraint count a partition's stats may claim: 2^32, sixteen times a 64 GiB PoRep
+/// partition (~260 M). The backlog multiplies it by partitions; an unbounded one overflows.
+const MAX_CONSTRAINTS: u64 = 1 << 32;
+/// Largest byte count a partition's stats may claim (a 64 GiB partition is ~10 GB on the wire).
+const MAX_STAT_BYTES: u64 = 1 << 40;
+/// Longest stage a partition's stats may claim, in seconds: a week.
+const MAX_STAGE_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A stage's seconds as a worker reported them, within 0 ..= a week (negative, NaN: 0).
+fn seconds(v: f64) -> f64 {
+    if v.is_nan() {
+        0.0
+    } else {
+        v.clamp(0.0, MAX_STAGE_SECONDS)
+    }
 }
 
-fn bounded_prove(stats: &snarkflow_wire::ProveStats) -> snarkflow_wire::ProveStats {
-    let mut s = stats.clone();
-    s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
-    s.backend = bounded(&s.backend, MAX_LABEL_BYTES);
-    s
+/// `event` with what its worker wrote bounded, before it reaches a record or a metric: texts
+/// cut (error messages to 2 KiB, names to 128 B), counts and seconds within what a real
+/// partition can have, the time no later than `now_ms` (a worker's clock ahead of ours, or a
+/// forged time, would end a job in the future).
+pub(crate) fn bounded_event(mut event: JobEvent, now_ms: u64) -> JobEvent {
+    event.at_ms = event.at_ms.min(now_ms);
+    match &mut event.body {
+        JobEventBody::SynthesisStarted { worker } | JobEventBody::ProvingStarted { worker } => {
+            *worker = bounded(worker, MAX_LABEL_BYTES);
+        }
+        JobEventBody::PartitionSynthesized { stats: s } => {
+            s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
+            s.encoding = s.encoding.as_deref().map(|e| bounded(e, MAX_LABEL_BYTES));
+            s.constraints = s.constraints.min(MAX_CONSTRAINTS);
+            s.bytes = s.bytes.min(MAX_STAT_BYTES);
+            for v in [&mut s.synthesize_s, &mut s.serialize_s, &mut s.store_s] {
+                *v = seconds(*v);
+            }
+        }
+        JobEventBody::PartitionProved { stats: s, .. } => {
+            s.worker = bounded(&s.worker, MAX_LABEL_BYTES);
+            s.backend = bounded(&s.backend, MAX_LABEL_BYTES);
+            s.bytes_fetched = s.bytes_fetched.min(MAX_STAT_BYTES);
+            for v in [
+                &mut s.queue_wait_s,
+                &mut s.fetch_s,
+                &mut s.deserialize_s,
+                &mut s.rebuild_s,
+                &mut s.prove_s,
+                &mut s.verify_s,
+            ] {
+                *v = seconds(*v);
+            }
+        }
+        JobEventBody::PartitionFailed { message, .. } => *message = bounded(message, MAX_ERROR_BYTES),
+    }
+    event
 }
 
-/// Apply one event; returns whether the record changed. Idempotent and order-insensitive:
-/// a redelivered or reordered event leaves the same record. Terminal jobs do not change.
+/// Apply one event (bounded by [`bounded_event`] when it was received); returns whether the
+/// record changed. Idempotent and order-insensitive: a redelivered or reordered event leaves
+/// the same record. Terminal jobs do not change.
 pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
     if record.state.is_terminal() {
         return false;
@@ -75,7 +118,7 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         JobEventBody::SynthesisStarted { .. } => started = true,
         JobEventBody::PartitionSynthesized { stats } => {
             part.synthesized = true;
-            part.synth = Some(bounded_synth(stats));
+            part.synth = Some(stats.clone());
         }
         JobEventBody::ProvingStarted { .. } => part.synthesized = true,
         JobEventBody::PartitionProved { .. } if part.proof_hex.is_some() => {
@@ -97,7 +140,7 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         JobEventBody::PartitionProved { proof_hex, stats } => {
             part.synthesized = true;
             part.proof_hex = Some(proof_hex.clone());
-            part.prove = Some(bounded_prove(stats));
+            part.prove = Some(stats.clone());
         }
         JobEventBody::PartitionFailed { .. } if part.proof_hex.is_some() => {
             // a redelivered attempt of a partition already proved (its worker reported the
@@ -106,7 +149,6 @@ pub(crate) fn apply(record: &mut JobRecord, event: &JobEvent) -> bool {
         }
         JobEventBody::PartitionFailed { stage, message } => {
             record.state = JobState::Failed;
-            let message = bounded(message, MAX_ERROR_BYTES);
             record.error = Some(format!("partition {} failed during {}: {message}", event.partition, stage.as_str()));
             record.finished_at_ms = Some(event.at_ms);
             return true;
@@ -127,14 +169,40 @@ pub(crate) mod tests {
     fn what_a_worker_writes_into_a_record_is_bounded() {
         let mut r = record(2);
         let huge = "é".repeat(1 << 20);
-        let stats = SynthStats { worker: huge.clone(), encoding: Some(huge.clone()), ..Default::default() };
-        assert!(apply(&mut r, &ev(0, JobEventBody::PartitionSynthesized { stats })));
+        let stats = SynthStats {
+            worker: huge.clone(),
+            encoding: Some(huge.clone()),
+            constraints: u64::MAX,
+            bytes: u64::MAX,
+            synthesize_s: -5.0,
+            serialize_s: f64::NAN,
+            store_s: 1e300,
+        };
+        let event = bounded_event(ev(0, JobEventBody::PartitionSynthesized { stats }), 1_000);
+        assert!(apply(&mut r, &event));
         let synth = r.partitions[0].synth.as_ref().unwrap();
         assert!(synth.worker.len() <= MAX_LABEL_BYTES && synth.worker.ends_with('…'), "{}", synth.worker.len());
         assert!(synth.encoding.as_ref().unwrap().len() <= MAX_LABEL_BYTES);
-        apply(&mut r, &ev(1, JobEventBody::PartitionFailed { stage: Stage::Proving, message: huge }));
+        assert_eq!((synth.constraints, synth.bytes), (MAX_CONSTRAINTS, MAX_STAT_BYTES));
+        assert_eq!((synth.synthesize_s, synth.serialize_s, synth.store_s), (0.0, 0.0, MAX_STAGE_SECONDS));
+        // the backlog of many such partitions still adds up without overflowing
+        assert!(MAX_CONSTRAINTS.checked_mul(u64::from(u32::MAX)).is_some());
+        let failed = ev(1, JobEventBody::PartitionFailed { stage: Stage::Proving, message: huge.clone() });
+        let failed = JobEvent { at_ms: u64::MAX, ..failed };
+        apply(&mut r, &bounded_event(failed, 1_000));
         let error = r.error.as_ref().unwrap();
         assert!(error.len() <= MAX_ERROR_BYTES + 64 && error.starts_with("partition 1 failed"), "{}", error.len());
+        assert_eq!(r.finished_at_ms, Some(1_000), "a time from the future is now");
+        let proved = ProveStats { worker: huge, prove_s: f64::INFINITY, bytes_fetched: u64::MAX, ..Default::default() };
+        let JobEventBody::PartitionProved { stats, .. } =
+            bounded_event(ev(0, JobEventBody::PartitionProved { proof_hex: String::new(), stats: proved }), 9).body
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (stats.prove_s, stats.bytes_fetched, stats.worker.len() <= MAX_LABEL_BYTES),
+            (MAX_STAGE_SECONDS, MAX_STAT_BYTES, true)
+        );
         // short texts are kept whole
         assert_eq!(bounded("boom", MAX_ERROR_BYTES), "boom");
     }

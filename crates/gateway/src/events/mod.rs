@@ -171,7 +171,7 @@ async fn run(parts: &EventParts, running: &AtomicBool, shutdown: &CancellationTo
             return Ok(());
         };
         let event: JobEvent = match wire::decode(&msg.payload) {
-            Ok(e) => e,
+            Ok(e) => apply::bounded_event(e, snarkflow_bus::now_ms()),
             Err(e) => {
                 warn!(error = %e, subject = %msg.subject, "dropping undecodable event");
                 let _ = msg.ack_with(AckKind::Term).await;

@@ -69,7 +69,7 @@ impl Engine {
             let job = self
                 .state
                 .validations
-                .run(prost::Message::encoded_len(&req), move || {
+                .run(request::critical(&req), move || {
                     let (registered_proof, sector_number) = (req.registered_proof, req.sector_number);
                     let job = crate::validate(request::job_request(req)?)?;
                     request::check_porep_job(registered_proof, sector_number, &job)?;

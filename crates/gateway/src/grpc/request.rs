@@ -15,6 +15,20 @@ fn invalid(msg: impl Into<String>) -> ApiError {
     ApiError::Invalid(msg.into())
 }
 
+/// Whether `req` is of a kind whose work is critical ([`crate::jobs::quota_exempt`]:
+/// WinningPoSt), read before its validation takes a slot.
+pub(super) fn critical(req: &pb::SubmitProofRequest) -> bool {
+    use snarkflow_circuits::ProofKind as _;
+    let kind = match ProofKind::try_from(req.proof_kind) {
+        Ok(ProofKind::WinningPost) => WinningPost::KIND,
+        Ok(ProofKind::WindowPostPartition) => WindowPost::KIND,
+        Ok(ProofKind::SnapDealsUpdate) => Snap::KIND,
+        Ok(ProofKind::PorepSealCommit) => Porep::KIND,
+        Ok(ProofKind::Unspecified) | Err(_) => return false,
+    };
+    crate::jobs::quota_exempt(kind)
+}
+
 /// The job request `req` makes (its byte fields moved, not copied).
 pub(super) fn job_request(req: pb::SubmitProofRequest) -> Result<JobRequest, ApiError> {
     let kind =

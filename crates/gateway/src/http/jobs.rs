@@ -32,10 +32,13 @@ impl opentelemetry::propagation::Extractor for HttpHeaders<'_> {
 }
 
 /// Parse a submit's body and validate it on a blocking thread, at most
-/// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU and
-/// ~16x the body in memory, kept off the async executor and bounded.
+/// [`AppState::validations`] at once: JSON of tens of MB and a C1 check are seconds of CPU,
+/// kept off the async executor and bounded. A small body naming a critical kind may take the
+/// slot kept for critical work.
 async fn parse_and_validate(state: &AppState, body: Bytes) -> Result<crate::ValidJob, ApiError> {
-    state.validations.run(body.len(), move || validate(JobRequest::from_json_bytes(&body)?)).await
+    let critical = body.len() <= crate::SMALL_REQUEST_BYTES
+        && JobRequest::kind_of_json(&body).is_some_and(crate::jobs::quota_exempt);
+    state.validations.run(critical, move || validate(JobRequest::from_json_bytes(&body)?)).await
 }
 
 /// `POST /v1/jobs`. The caller is authenticated from the headers before a byte of the body is

@@ -212,6 +212,18 @@ impl JobRequest {
         }
     }
 
+    /// The kind a `POST /v1/jobs` body names, if it is a JSON object naming a known one (read
+    /// without building any of its values: what the body's validation slot depends on).
+    pub fn kind_of_json(body: &[u8]) -> Option<JobKind> {
+        #[derive(serde::Deserialize)]
+        struct Kind<'a> {
+            #[serde(borrow)]
+            kind: Option<std::borrow::Cow<'a, str>>,
+        }
+        let named = serde_json::from_slice::<Kind>(body).ok()?.kind?;
+        snarkflow_circuits::kind_named(&named)
+    }
+
     /// Read a `POST /v1/jobs` body from its bytes, as [`JobRequest::from_json`] does, without
     /// building the JSON tree of an input field its kind takes as text
     /// (`snarkflow_circuits::text_fields`: PoRep's `c1_raw`, whose tree would be 16-32x the

@@ -150,3 +150,22 @@ fn errors_name_the_field() {
     assert!(err(json!({"kind": "dense-chain", "input": {"constraints": 8}, "colour": 1}))
         .contains("unknown field \"colour\""));
 }
+
+/// The kind a body names decides its validation slot, before the body is parsed for real: read
+/// without its values, and nothing for a body that is not an object naming a known kind.
+#[test]
+fn the_kind_of_a_body_is_read_without_its_values() {
+    let kind = |body: &str| JobRequest::kind_of_json(body.as_bytes()).map(|k| k.as_str().to_owned());
+    let vanilla = "A".repeat(200_000);
+    let winning =
+        format!(r#"{{"input": {{"vanilla_proofs": ["{vanilla}"], "x": [1, {{"y": null}}]}}, "kind": "winning-post"}}"#);
+    assert_eq!(kind(&winning).as_deref(), Some("winning-post"));
+    assert!(crate::jobs::quota_exempt(JobRequest::kind_of_json(winning.as_bytes()).unwrap()));
+    assert_eq!(kind(r#"{"kind": "porep-c2", "input": {}}"#).as_deref(), Some("porep-c2"));
+    assert!(!crate::jobs::quota_exempt(JobRequest::kind_of_json(br#"{"kind": "window-post"}"#).unwrap()));
+    for other in
+        [r#"{"kind": "no-such-kind"}"#, r#"{"kind": 7}"#, r#"{"input": {}}"#, "[1]", "{\"kind\": \"winning-post\""]
+    {
+        assert_eq!(kind(other), None, "{other}");
+    }
+}
