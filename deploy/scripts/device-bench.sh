@@ -34,7 +34,7 @@ cmd_resident() {
         # shellcheck disable=SC2086 # a case is an argument list
         timeout "${CASE_LIMIT:-400}" "$sf" bench resident $c >"$out/case$name.log" 2>&1
         rc=$?
-        grep -E "^(RESIDENT|PROOF|COMPARE|shape|parameters)" "$out/case$name.log" | tee -a "$out/table.txt"
+        grep -E "^(RESIDENT|LANES|PROOF|COMPARE|shape|parameters)" "$out/case$name.log" | tee -a "$out/table.txt"
         echo "exit $rc after $(seconds_since "$started") s" | tee -a "$out/table.txt"
         [ "$rc" = 0 ] || tail -5 "$out/case$name.log"
     done
@@ -105,7 +105,7 @@ cmd_resident_porep() {
         timeout "${CASE_LIMIT:-300}" "$sf" bench resident --kind porep-c2 --c1 "$fx/c1.json" --miner-id "$MINER" \
             --partitions "${PARTITIONS:-1}" --runs "${RUNS:-1}" "${cpu[@]}" --supraseal >"$out/bench-$size.log" 2>&1
         echo "exit $?" >>"$out/bench-$size.log"
-        grep -E "^(RUN|RESIDENT|PROOF|COMPARE|shape|exit)" "$out/bench-$size.log" | tee -a "$out/porep-table.txt"
+        grep -E "^(RUN|RESIDENT|LANES|PROOF|COMPARE|shape|exit)" "$out/bench-$size.log" | tee -a "$out/porep-table.txt"
     done
 }
 
@@ -222,8 +222,8 @@ cmd_resident_32gib() {
         [ "${SUPRA:-0}" = 1 ] && extra=(--supraseal)
         echo "BENCH: $(SNARKFLOW_RESIDENT_TRACE="${TRACE:-0}" measure "$out/bench.log" "$sf" bench resident --kind porep-c2 \
             --c1 "$fixture/c1.json" --miner-id "$MINER" --partitions 1 --runs "${RUNS:-3}" --no-cpu "${extra[@]}")"
-        grep -E "^(RESIDENT|PROOF|COMPARE|shape|parameters)" "$out/bench.log" | cut -c1-400
-        grep -vE "^(RESIDENT|PROOF|COMPARE)" "$out/bench.log" | tail -8
+        grep -E "^(RESIDENT|LANES|PROOF|COMPARE|shape|parameters)" "$out/bench.log" | cut -c1-400
+        grep -vE "^(RESIDENT|LANES|PROOF|COMPARE)" "$out/bench.log" | tail -8
         ;;
     kernels)
         # one run, every kernel timed alone (ncu serialises them): what the device computes,

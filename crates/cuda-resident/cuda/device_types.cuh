@@ -177,7 +177,7 @@ struct ones_sum_t {
 struct sf_device {
     int ordinal;
     const gpu_t* gpu;
-    // one prove at a time per device: the MSM objects and these buffers are shared
+    // one prove at a time per handle: the MSM objects and these buffers are shared
     std::mutex busy;
     dbuf a, b, c, scalars;
     // The 0/1 split of the L, A and B scalars (see split_t) and the sums of the L, A, B-G1 and
@@ -192,8 +192,12 @@ struct sf_device {
     stream_t* prep = nullptr;
     cudaEvent_t marks[4] = {nullptr, nullptr, nullptr, nullptr};
     // the H MSM's buffers (msm_one_pass.cuh), queued on `prep` right behind h, and the tail
-    // MSMs' (one after another on the device's own stream)
+    // MSMs' (one after another on the device's own stream, or on `tails`)
     one_pass_work h_msm, tail_msm;
+    // A second prove lane on the same GPU (sf_device_open_lane: another handle with buffers and
+    // streams of its own, proving beside the first with the same parameters and shape) queues
+    // its tail MSMs here instead of on the device's own stream, which the first lane uses.
+    stream_t* tails = nullptr;
     // recorded on `side` once the three splits are written (the sums of the ones come after)
     cudaEvent_t split_ready = nullptr;
     // What is not resident comes over on `copy`: the constraint shape in chunks of rows

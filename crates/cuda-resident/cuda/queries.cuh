@@ -10,6 +10,10 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
         return;
     }
     TRACE("%s over %zu points", what, n);
+    // one at a time in the process: sppark's MSMs share the device's streams and work counters,
+    // and two prove lanes may both fall back to them
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
     msm_t<bucket, point, affine, scalar_t> m{nullptr, n, sizeof(affine), gpu.id()};
     // Typed as affine_t (not its mem_t) so that, unwrapped, the call lands on the overload that
     // takes plain pointers: with mem_t the device-pointer template calls itself forever.
@@ -139,13 +143,20 @@ static bool sppark_tails()
 // are tuned for them; the one-pass plan pays at tens of thousands).
 static const size_t TAIL_ONE_PASS_MIN = (size_t)1 << 14;
 
+// The stream a handle's tail MSMs are queued on: the device's own, or a second lane's `tails`.
+static stream_t& tail_stream(const gpu_t& gpu, sf_device* d)
+{
+    stream_t& own = gpu;
+    return d->tails ? *d->tails : own;
+}
+
 // Σ scalars[i]·points[i], i < n, for a query's tail (gathered points and scalars, queued on the
 // device's stream): one pass with the buckets added in segments, so that a scalar repeated
 // thousands of times is not one long chain of additions; sppark's msm_t where that has no room.
 template<class bucket, class point, class affine, class mem>
 static void tail_msm(const gpu_t& gpu, sf_device* d, point& out, const mem* points, size_t n, const char* what)
 {
-    stream_t& s = gpu;
+    stream_t& s = tail_stream(gpu, d);
     const scalar_t* scalars = d->scalars.as<scalar_t>();
     if (n >= TAIL_ONE_PASS_MIN && !sppark_tails()) {
         one_pass_plan plan = one_pass_plan_for(gpu, n, 0);
@@ -168,7 +179,7 @@ template<class bucket, class point, class affine, class mem>
 static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
                        const scalar_t* w, const uint32_t* map, const char* what)
 {
-    stream_t& s = gpu;
+    stream_t& s = tail_stream(gpu, d);
     uint32_t blocks, threads;
     out.inf();
     if (sp.n == 0)

@@ -116,7 +116,9 @@ SF_FFI RustError::by_value sf_driver_version(int* out)
 
 SF_FFI void sf_device_close(sf_device* d);
 
-SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
+// A handle on device `ordinal`: its own prove buffers, streams and events. `lane`: a second
+// handle on a GPU another already proves on (its tail MSMs on a stream of their own).
+static RustError::by_value open_device(int ordinal, bool lane, sf_device** out)
 {
     return guarded([&] {
         int n = 0;
@@ -155,12 +157,30 @@ SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
         }
         try {
             d->prep = new stream_t(gpu.id());
+            if (lane)
+                d->tails = new stream_t(gpu.id());
         } catch (...) {
             sf_device_close(d);
             throw;
         }
         *out = d;
     });
+}
+
+SF_FFI RustError::by_value sf_device_open(int ordinal, sf_device** out)
+{
+    return open_device(ordinal, false, out);
+}
+
+// A second prove lane on `ordinal`: proves with the parameters, shape and witnesses of the
+// device's other handles, beside them. Refused where two MSMs of this process cannot run at
+// once: sppark's accumulate (SNARKFLOW_ACCUMULATE=sppark) has one work counter per process.
+SF_FFI RustError::by_value sf_device_open_lane(int ordinal, sf_device** out)
+{
+    if (sppark_accumulate())
+        return RustError{-1, "a second prove lane cannot use sppark's accumulate (SNARKFLOW_ACCUMULATE=sppark): "
+                                "its work counter is one per process"};
+    return open_device(ordinal, true, out);
 }
 
 SF_FFI void sf_device_close(sf_device* d)
@@ -186,6 +206,7 @@ SF_FFI void sf_device_close(sf_device* d)
             if (ev)
                 (void)cudaEventDestroy(ev);
     delete d->prep;
+    delete d->tails;
     delete d;
 }
 
@@ -398,7 +419,8 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
 {
     std::lock_guard<std::mutex> lock(d->busy);
     return guarded([&] {
-        if (srs->dev != d || sh->dev != d || wit->dev != d)
+        // any handle of the same device: a second lane proves with the first's key and shape
+        if (srs->dev->ordinal != d->ordinal || sh->dev->ordinal != d->ordinal || wit->dev->ordinal != d->ordinal)
             throw sf_error(-1, "parameters, shape and witness live on different devices");
         if (wit->len != sh->num_inputs + sh->num_aux)
             throw sf_error(-1, "witness length does not match the shape");

@@ -11,7 +11,8 @@ use crate::ffi::{self, result};
 use crate::witness::DeviceWitness;
 use crate::Error;
 
-/// One CUDA device, opened for resident proving. The device code serialises proves on it.
+/// One CUDA device, opened for resident proving (or a second prove lane on one: a handle of its
+/// own). The device code serialises proves on a handle.
 pub struct Device {
     pub(crate) raw: NonNull<ffi::SfDevice>,
     ordinal: u32,
@@ -46,6 +47,18 @@ impl Device {
         result(unsafe { ffi::sf_device_open(ordinal as i32, &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no device object".into() })?;
         Ok(Arc::new(Device { raw, ordinal }))
+    }
+
+    /// A second prove lane on the GPU `self` is: a handle with prove buffers and streams of its
+    /// own that proves with the [`Srs`], [`Shape`] and witnesses made on `self`, beside `self`'s
+    /// proves ([`msm_sums`] takes the lane). Refused where two MSMs cannot run at once in this
+    /// process (`SNARKFLOW_ACCUMULATE=sppark`).
+    pub fn open_lane(&self) -> Result<Arc<Device>, Error> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: on success `raw` is a fresh device object we own
+        result(unsafe { ffi::sf_device_open_lane(self.ordinal as i32, &mut raw) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no device object".into() })?;
+        Ok(Arc::new(Device { raw, ordinal: self.ordinal }))
     }
 
     pub fn ordinal(&self) -> u32 {
@@ -344,7 +357,8 @@ pub struct Timings {
 }
 
 /// The five MSM sums of the partition whose witness (`[inputs | aux]`) is in `witness`, against
-/// `srs` and `shape` on `device` (the device code checks that all four belong together).
+/// `srs` and `shape` on `device` or a lane of it ([`Device::open_lane`]; the device code checks
+/// that all four are on one GPU).
 pub fn msm_sums(device: &Device, srs: &Srs, shape: &Shape, witness: &DeviceWitness) -> Result<(Sums, Timings), Error> {
     let mut raw = ffi::RawSums {
         h: G1Projective::identity(),

@@ -1,10 +1,11 @@
 //! How GPU work is scheduled on this worker's one device: the device gate (one partition on
-//! the device at a time, while other slots prepare theirs; the most urgent waiting goes next), the probe before any work, the
+//! the device at a time, two with a second prove lane, while other slots prepare theirs; the
+//! most urgent waiting goes next), the probe before any work, the
 //! re-probe after a device error (no work is pulled until it passes), and the fatal-exit rule
 //! (a device still broken after [`MAX_FAILED_REPROBES`] probes ends the process, so its
 //! supervisor restarts it with a fresh CUDA context).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,19 +43,23 @@ pub(crate) struct Device {
     detail: Detail,
     device_info: IntGaugeVec,
     device_errors: IntCounter,
-    /// The partition on the device now (reported to the gateway's GetStatus).
-    current: Mutex<Option<CurrentProof>>,
+    /// The partitions on the device now, each with its holder's number (the first is reported
+    /// to the gateway's GetStatus).
+    current: Mutex<Vec<(u64, CurrentProof)>>,
+    holders: AtomicU64,
 }
 
-/// The device, held for one partition; clears [`Device`]'s current partition when dropped.
+/// A lane of the device, held for one partition; takes the partition off [`Device`]'s current
+/// ones when dropped.
 pub(crate) struct Held<'a> {
     _turn: Turn<'a>,
-    current: &'a Mutex<Option<CurrentProof>>,
+    holder: u64,
+    current: &'a Mutex<Vec<(u64, CurrentProof)>>,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        *self.current.lock().expect("current partition") = None;
+        self.current.lock().expect("current partition").retain(|(holder, _)| *holder != self.holder);
     }
 }
 
@@ -75,7 +80,7 @@ impl Device {
             .expect("metric"),
         );
         Device {
-            gate: Default::default(),
+            gate: Arc::new(Gate::new(snarkflow_prover::prove_lanes())),
             failed: Default::default(),
             state: Mutex::new((None, None)),
             reprobe: Default::default(),
@@ -84,7 +89,8 @@ impl Device {
             detail,
             device_info,
             device_errors,
-            current: Mutex::new(None),
+            current: Mutex::new(Vec::new()),
+            holders: AtomicU64::new(0),
         }
     }
 
@@ -106,7 +112,7 @@ impl Device {
     async fn probe(&self) -> anyhow::Result<DeviceReport> {
         let (gate, failed) = (self.gate.clone(), self.failed.clone());
         tokio::task::spawn_blocking(move || {
-            let _device = gate.enter(Priority::Critical);
+            let _device = gate.enter_alone(Priority::Critical);
             let report = snarkflow_prover::device::probe()?;
             failed.store(false, Ordering::SeqCst);
             Ok(report)
@@ -193,14 +199,16 @@ impl Device {
         if self.failed.load(Ordering::SeqCst) {
             return Err(Failure::Transient("the device failed and is being probed again".into()));
         }
-        *self.current.lock().expect("current partition") = Some(proof);
-        Ok(Held { _turn: turn, current: &self.current })
+        let holder = self.holders.fetch_add(1, Ordering::Relaxed);
+        self.current.lock().expect("current partition").push((holder, proof));
+        Ok(Held { _turn: turn, holder, current: &self.current })
     }
 
-    /// The last successful probe's report and the partition on the device now.
+    /// The last successful probe's report and the partition on the device now (the earliest
+    /// there, with two lanes).
     pub(crate) fn snapshot(&self) -> (Option<DeviceReport>, Option<CurrentProof>) {
         let report = self.state.lock().expect("device state").0.clone();
-        (report, self.current.lock().expect("current partition").clone())
+        (report, self.current.lock().expect("current partition").first().map(|(_, p)| p.clone()))
     }
 
     /// A device error while proving: take the worker out until a probe passes, and hand the

@@ -7,7 +7,8 @@
 //!
 //! `1 + --prefetch` runtime slots pull partitions, so the next is fetched and rebuilt while
 //! one is proved; the device gate keeps one partition on the device at a time, the most urgent
-//! waiting going next.
+//! waiting going next. With `SNARKFLOW_PROVE_LANES=2` (the resident prover; opt-in, being
+//! measured) two partitions are on the device at once and there is a slot more.
 //!
 //! Module map:
 //! - `prove.rs`: the stage ([`TaskHandler`](snarkflow_runtime::TaskHandler)): fetch (digest
@@ -28,8 +29,9 @@
 //!   (`snarkflow_prover::device::probe`: the CUDA driver's device list plus a verified
 //!   self-test proof on the real backend), not ready and pulling nothing while it fails, fatal
 //!   exit when re-probes keep failing; the partition on the device now.
-//! - `gate.rs`: the device gate: one partition on the device at a time, the most urgent prepared
-//!   one next, so a WinningPoSt does not queue behind prefetched PoRep partitions.
+//! - `gate.rs`: the device gate: one partition on the device at a time (or one per prove lane),
+//!   the most urgent prepared one next, so a WinningPoSt does not queue behind prefetched PoRep
+//!   partitions; the probe takes the whole device.
 //! - `control.rs`: answers the gateway's control requests (status, load or drop parameters).
 //! - `param_trust.rs`: a file under a name filecoin-proofs publishes is loaded only with its
 //!   published digest, unless the directory is a test cache (`--test-params`,
@@ -146,7 +148,8 @@ async fn prepare(config: Config, boot: Bootstrap) -> anyhow::Result<Option<Ready
     tokio::spawn(control::serve(bus.clone(), stage.clone(), host.clone(), shutdown.clone()));
     device.report_readiness(true, "ready");
     info!(worker = %id, backend = snarkflow_prover::backend_name(), params_dir = %params_dir.display(), "gpu-worker ready");
-    Ok(Some(Ready { bus, handler: Arc::new(stage), slots: 1 + config.prefetch }))
+    // a slot per prove lane on the device, and the prefetching ones beside them
+    Ok(Some(Ready { bus, handler: Arc::new(stage), slots: snarkflow_prover::prove_lanes() + config.prefetch }))
 }
 
 /// How often a worker whose `--preload` parameter file is missing or refused looks again.

@@ -80,3 +80,19 @@ pub use blstrs::Scalar as Fr;
 pub fn backend_name() -> &'static str {
     backend::active().name()
 }
+
+/// Whether `SNARKFLOW_PROVE_LANES=2` asks for a second prove lane (opt-in, being measured).
+pub(crate) fn second_lane_asked() -> bool {
+    std::env::var("SNARKFLOW_PROVE_LANES").is_ok_and(|v| v.trim() == "2")
+}
+
+/// Partitions this process may prove at once on its GPU: 2 where `SNARKFLOW_PROVE_LANES=2`
+/// asks for a second prove lane and the backend is the resident prover (each key still takes
+/// it only where its memory plan leaves room: `resident::ResidentKey::lanes`), else 1.
+pub fn prove_lanes() -> usize {
+    if second_lane_asked() && backend_name() == "cuda-resident" {
+        2
+    } else {
+        1
+    }
+}

@@ -437,5 +437,8 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
     Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB })
 }
 
+mod lanes;
+pub use lanes::second_lane_bytes;
+
 #[cfg(test)]
 mod tests;

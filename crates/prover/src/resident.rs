@@ -26,6 +26,7 @@ use crate::ProveError;
 
 pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 
+mod lanes;
 mod upload;
 use upload::{upload_points, upload_shape};
 
@@ -87,6 +88,8 @@ pub struct ResidentKey {
     pinned_returned: Condvar,
     /// Device witness buffers no staged partition holds.
     device_witnesses: Arc<WitnessPool>,
+    /// The handles it proves on: the device, and a second lane where asked for and room.
+    lanes: lanes::Lanes,
     plan: MemoryPlan,
     /// Its entry in [`PROVE_RESERVED`].
     key_id: u64,
@@ -180,13 +183,16 @@ impl ResidentKey {
         };
         let srs = upload_points(device, path, &sections, &placement)?;
         let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
-        let witnesses = (0..plan.witness_buffers)
+        let lane_devices = Self::lane_devices(device, &plan, dims.witness_len, prove_reserved(&reserved));
+        // a third witness buffer with two lanes: one staged while two prove
+        let witness_buffers = plan.witness_buffers + lane_devices.len() - 1;
+        let witnesses = (0..witness_buffers)
             .map(|_| DeviceWitness::new(device, plan.witness_capacity as usize))
             .collect::<Result<Vec<_>, _>>()
             .map_err(dev_err)?;
         static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let key_id = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        reserved.push((key_id, plan.prove_bytes));
+        reserved.push((key_id, plan.prove_bytes * lane_devices.len() as u64));
         drop(reserved);
         let key = ResidentKey {
             device: device.clone(),
@@ -197,11 +203,38 @@ impl ResidentKey {
             pinned: Mutex::new(PinnedPool::default()),
             pinned_returned: Condvar::new(),
             device_witnesses: Arc::new(WitnessPool { free: Mutex::new(witnesses), returned: Condvar::new() }),
+            lanes: lanes::Lanes::new(lane_devices),
             plan,
             key_id,
             shape_hash: shape.hash,
         };
         Ok((vk, key))
+    }
+
+    /// The handles a key in `plan` proves on: `device`, and its second lane where
+    /// `SNARKFLOW_PROVE_LANES=2` asks for one and the plan leaves room (the log says which).
+    fn lane_devices(device: &Arc<Device>, plan: &MemoryPlan, witness_len: u64, reserved: u64) -> Vec<Arc<Device>> {
+        let mut devices = vec![device.clone()];
+        if !crate::second_lane_asked() {
+            return devices;
+        }
+        let lane = memory_plan::second_lane_bytes(plan, witness_len, reserved).and_then(|bytes| {
+            let lane = lanes::second_lane(device)?;
+            Ok((lane, bytes))
+        });
+        match lane {
+            Ok((lane, bytes)) => {
+                tracing::info!(lane_gib = bytes as f64 / (1u64 << 30) as f64, "two prove lanes");
+                devices.push(lane);
+            }
+            Err(why) => tracing::warn!(%why, "one prove lane (SNARKFLOW_PROVE_LANES=2 asked for two)"),
+        }
+        devices
+    }
+
+    /// Partitions this key proves at once: 1, or 2 with a second lane.
+    pub fn lanes(&self) -> usize {
+        self.lanes.count()
     }
 
     /// The memory plan this key was loaded in.
@@ -360,8 +393,10 @@ impl ResidentKey {
         s: Fr,
     ) -> Result<(Proof<Bls12>, Timings), ProveError> {
         let witness = staged.witness.as_ref().expect("a staged witness holds its buffer until dropped");
+        let lane = self.lanes.take();
         let (sums, mut timings) =
-            dev::msm_sums(&self.device, &self.srs, &self.shape, witness).map_err(device_failure)?;
+            dev::msm_sums(lane.device(), &self.srs, &self.shape, witness).map_err(device_failure)?;
+        drop(lane);
         timings.upload = staged.upload_ms;
         timings.h2d_witness = staged.upload_bytes as f64;
         let sums = QuerySums { h: sums.h, l: sums.l, a: sums.a, b_g1: sums.b_g1, b_g2: sums.b_g2 };

@@ -1,10 +1,12 @@
 //! `snarkflow bench`: benchmarks that print numbers, each in its own module (`hop.rs`: `hop`
-//! and `shape`; `hammer.rs`; `stock_c2.rs`; `resident.rs`, feature `cuda-resident`).
+//! and `shape`; `hammer.rs`; `stock_c2.rs`; `resident.rs` and `resident_lanes.rs`, feature `cuda-resident`).
 
 mod hammer;
 mod hop;
 #[cfg(feature = "cuda-resident")]
 mod resident;
+#[cfg(feature = "cuda-resident")]
+mod resident_lanes;
 mod stock_c2;
 
 use std::path::PathBuf;

@@ -5,7 +5,7 @@ use super::*;
 const GIB: u64 = 1 << 30;
 
 /// A 32 GiB PoRep partition, as measured (docs/benchmarks.md, 2026-12-03).
-fn porep_32gib() -> KeyDims {
+pub(super) fn porep_32gib() -> KeyDims {
     KeyDims {
         counts: [(1 << 27) - 1, 130_169_893, 129_753_640, 33_112_282, 33_112_282],
         rows: 130_278_869,
