@@ -196,7 +196,8 @@ struct sf_device {
     one_pass_work h_msm, tail_msm;
     // A second prove lane on the same GPU (sf_device_open_lane: another handle with buffers and
     // streams of its own, proving beside the first with the same parameters and shape) queues
-    // its tail MSMs here instead of on the device's own stream, which the first lane uses.
+    // its tail MSMs here instead of on the device's own stream, and so does the first handle
+    // once a lane proves beside it (sf_device_own_tail_stream).
     stream_t* tails = nullptr;
     // recorded on `side` once the three splits are written (the sums of the ones come after)
     cudaEvent_t split_ready = nullptr;

@@ -2,6 +2,9 @@
 // and helpers): a plain MSM, the 0/1 split and the sum of the points whose scalar is 1, the
 // Pippenger MSM over the rest ("tail"), and reading the split's counts back.
 
+// held while one of sppark's MSMs runs (see msm)
+static std::mutex sppark_msm_lock;
+
 template<class bucket, class point, class affine, class mem>
 static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t* scalars, size_t n, const char* what)
 {
@@ -10,10 +13,10 @@ static void msm(const gpu_t& gpu, point& out, const mem* points, const scalar_t*
         return;
     }
     TRACE("%s over %zu points", what, n);
-    // one at a time in the process: sppark's MSMs share the device's streams and work counters,
-    // and two prove lanes may both fall back to them
-    static std::mutex one_at_a_time;
-    std::lock_guard<std::mutex> lock(one_at_a_time);
+    // one at a time (G1 and G2 alike): sppark's MSMs share the device's streams (each waits for
+    // everything queued on them) and their type's work counters, and two prove lanes may both
+    // fall back to them
+    std::lock_guard<std::mutex> lock(sppark_msm_lock);
     msm_t<bucket, point, affine, scalar_t> m{nullptr, n, sizeof(affine), gpu.id()};
     // Typed as affine_t (not its mem_t) so that, unwrapped, the call lands on the overload that
     // takes plain pointers: with mem_t the device-pointer template calls itself forever.

@@ -183,6 +183,18 @@ SF_FFI RustError::by_value sf_device_open_lane(int ordinal, sf_device** out)
     return open_device(ordinal, true, out);
 }
 
+// Queue `d`'s tail MSMs on a stream of their own from its next prove on (once a second lane
+// proves beside it, so that neither lane's tails wait behind the other's on the device's own).
+SF_FFI RustError::by_value sf_device_own_tail_stream(sf_device* d)
+{
+    std::lock_guard<std::mutex> lock(d->busy);
+    return guarded([&] {
+        d->gpu->select();
+        if (!d->tails)
+            d->tails = new stream_t(d->gpu->id());
+    });
+}
+
 SF_FFI void sf_device_close(sf_device* d)
 {
     if (!d) return;

@@ -61,6 +61,13 @@ impl Device {
         Ok(Arc::new(Device { raw, ordinal: self.ordinal }))
     }
 
+    /// Queue this handle's tail MSMs on a stream of their own from its next prove on (done for
+    /// the first handle once a second lane proves beside it; waits for a prove on it to end).
+    pub fn own_tail_stream(&self) -> Result<(), Error> {
+        // SAFETY: the handle is live; the device code takes its lock
+        result(unsafe { ffi::sf_device_own_tail_stream(self.raw.as_ptr()) })
+    }
+
     pub fn ordinal(&self) -> u32 {
         self.ordinal
     }

@@ -59,6 +59,7 @@ extern "C" {
     pub(crate) fn sf_driver_version(out: *mut i32) -> sppark::Error;
     pub(crate) fn sf_device_open(ordinal: i32, out: *mut *mut SfDevice) -> sppark::Error;
     pub(crate) fn sf_device_open_lane(ordinal: i32, out: *mut *mut SfDevice) -> sppark::Error;
+    pub(crate) fn sf_device_own_tail_stream(d: *mut SfDevice) -> sppark::Error;
     pub(crate) fn sf_device_close(d: *mut SfDevice);
     pub(crate) fn sf_device_memory(d: *mut SfDevice, free: *mut usize, total: *mut usize) -> sppark::Error;
     pub(crate) fn sf_device_release_workspace(d: *mut SfDevice);

@@ -191,11 +191,13 @@ impl Device {
         Ok(())
     }
 
-    /// Take the device for one partition, after any more urgent one waiting; `Err` when it
+    /// Take a lane of the device for one partition (`lanes`: those its key proves on; a key
+    /// with fewer than the gate's takes the whole device, so that nothing admitted beside it
+    /// waits for it inside the prover), after any more urgent one waiting; `Err` when it
     /// failed while this slot prepared (a slot already waiting for work when the device failed
     /// must not use it).
-    pub(crate) fn acquire(&self, priority: Priority, proof: CurrentProof) -> Result<Held<'_>, Failure> {
-        let turn = self.gate.enter(priority);
+    pub(crate) fn acquire(&self, priority: Priority, proof: CurrentProof, lanes: usize) -> Result<Held<'_>, Failure> {
+        let turn = if lanes < 2 { self.gate.enter_alone(priority) } else { self.gate.enter(priority) };
         if self.failed.load(Ordering::SeqCst) {
             return Err(Failure::Transient("the device failed and is being probed again".into()));
         }

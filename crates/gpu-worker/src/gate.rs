@@ -143,10 +143,11 @@ mod tests {
         // the whole device waits for the second holder
         let (g, alone) = (gate.clone(), Arc::new(std::sync::atomic::AtomicBool::new(false)));
         let a = alone.clone();
+        let (release, released) = std::sync::mpsc::channel::<()>();
         let probe = std::thread::spawn(move || {
             let _all = g.enter_alone(Priority::Critical);
             a.store(true, std::sync::atomic::Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(50));
+            released.recv().unwrap();
         });
         std::thread::sleep(Duration::from_millis(50));
         assert!(!alone.load(std::sync::atomic::Ordering::SeqCst), "the probe beside a partition");
@@ -154,8 +155,9 @@ mod tests {
         while !alone.load(std::sync::atomic::Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        // nobody else while the probe holds the device
-        assert!(gate.state.lock().unwrap().held == 2);
+        // both lanes are the probe's until it lets go
+        assert_eq!(gate.state.lock().unwrap().held, 2);
+        release.send(()).unwrap();
         probe.join().unwrap();
         holders_at_most(Arc::try_unwrap(gate).unwrap(), 2);
     }

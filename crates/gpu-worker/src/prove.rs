@@ -163,10 +163,12 @@ impl Proving {
     ) -> Result<Proved, Failure> {
         let public_inputs = input.public_inputs().to_vec();
         let constraints = input.num_constraints(self.shapes.sizes(&task.circuit).map(|(c, _)| c as usize)) as u64;
-        // one partition on the device at a time (the next one waits here, prepared)
+        // one partition on the device at a time, or one per prove lane (the next one waits
+        // here, prepared)
         let _device = self.device.acquire(
             task.priority,
             wire::CurrentProof { job_id: task.job_id.clone(), kind: task.circuit.kind(), partition: task.partition },
+            loaded.lanes(),
         )?;
         let (label, name) = self.device.label_and_name();
         let span = partition_span!(

@@ -161,6 +161,16 @@ impl LoadedParams {
         }
     }
 
+    /// Partitions this key proves at once on the device: 2 for a resident key with a second
+    /// prove lane, else 1.
+    pub fn lanes(&self) -> usize {
+        match &self.key {
+            #[cfg(feature = "cuda-resident")]
+            ProvingKey::Resident(key) => key.lanes(),
+            _ => 1,
+        }
+    }
+
     /// The resident prover's memory plan for this key (`None` for the other provers).
     pub fn memory_plan(&self) -> Option<&crate::memory_plan::MemoryPlan> {
         match &self.key {

@@ -28,6 +28,7 @@ pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 
 mod lanes;
 mod upload;
+pub use lanes::release_workspace;
 use upload::{upload_points, upload_shape};
 
 /// The device this process proves on (ordinal 0: a gpu-worker sees one GPU through
@@ -67,13 +68,23 @@ struct WitnessPool {
 }
 
 /// The prove buffers each loaded key's plan needs (they share one set on the device, sized by
-/// the largest), by key; a later key's plan counts the largest of them. A key takes its entry
-/// out when it drops.
-static PROVE_RESERVED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+/// the largest), by key, and whether it proves on a second lane as well (the lane's set is
+/// sized by the largest such key); a later key's plan counts both. A key takes its entry out
+/// when it drops.
+static PROVE_RESERVED: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
 
-/// The largest prove buffers a loaded key needs.
-fn prove_reserved(reserved: &[(u64, u64)]) -> u64 {
-    reserved.iter().map(|&(_, bytes)| bytes).max().unwrap_or(0)
+#[derive(Debug, Clone, Copy)]
+struct Reservation {
+    key_id: u64,
+    bytes: u64,
+    two_lanes: bool,
+}
+
+/// The largest prove buffers a loaded key needs on the first lane, and on the second.
+fn prove_reserved(reserved: &[Reservation]) -> (u64, u64) {
+    let largest =
+        |two_only: bool| reserved.iter().filter(|r| r.two_lanes || !two_only).map(|r| r.bytes).max().unwrap_or(0);
+    (largest(false), largest(true))
 }
 
 /// A circuit's parameters and shape resident on one device, and the buffers witnesses pass
@@ -98,7 +109,12 @@ pub struct ResidentKey {
 
 impl Drop for ResidentKey {
     fn drop(&mut self) {
-        PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner()).retain(|&(id, _)| id != self.key_id);
+        let mut reserved = PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+        reserved.retain(|r| r.key_id != self.key_id);
+        // the second lane's buffers are nobody's once the last key proving on it is gone
+        if self.lanes.count() > 1 && !reserved.iter().any(|r| r.two_lanes) {
+            lanes::release_second(self.device.ordinal());
+        }
     }
 }
 
@@ -168,12 +184,13 @@ impl ResidentKey {
     ) -> Result<(VerifyingKey<Bls12>, ResidentKey), LoadError> {
         let (vk, sections) = read_sections(path)?;
         let dims = key_dims(&sections, shape);
-        // the free memory without the shared prove buffers (made again by the next prove):
-        // they are counted by PROVE_RESERVED instead
-        device.release_workspace();
+        // the free memory without the shared prove buffers of either lane (made again by the
+        // next prove): they are counted by PROVE_RESERVED instead
+        lanes::release_workspace(device);
         let (free, _) = device.memory().map_err(dev_err)?;
         let mut reserved = PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
-        let plan = memory_plan::choose(&dims, free, prove_reserved(&reserved), request)?;
+        let (main_reserved, lane_reserved) = prove_reserved(&reserved);
+        let plan = memory_plan::choose(&dims, free.saturating_sub(lane_reserved), main_reserved, request)?;
         let placement = Placement {
             host_sections: plan.host_sections,
             shape_on_host: plan.shape_on_host,
@@ -183,7 +200,7 @@ impl ResidentKey {
         };
         let srs = upload_points(device, path, &sections, &placement)?;
         let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
-        let lane_devices = Self::lane_devices(device, &plan, dims.witness_len, prove_reserved(&reserved));
+        let lane_devices = Self::lane_devices(device, &plan, dims.witness_len, (main_reserved, lane_reserved));
         // a third witness buffer with two lanes: one staged while two prove
         let witness_buffers = plan.witness_buffers + lane_devices.len() - 1;
         let witnesses = (0..witness_buffers)
@@ -192,7 +209,7 @@ impl ResidentKey {
             .map_err(dev_err)?;
         static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let key_id = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        reserved.push((key_id, plan.prove_bytes * lane_devices.len() as u64));
+        reserved.push(Reservation { key_id, bytes: plan.prove_bytes, two_lanes: lane_devices.len() > 1 });
         drop(reserved);
         let key = ResidentKey {
             device: device.clone(),
@@ -213,12 +230,17 @@ impl ResidentKey {
 
     /// The handles a key in `plan` proves on: `device`, and its second lane where
     /// `SNARKFLOW_PROVE_LANES=2` asks for one and the plan leaves room (the log says which).
-    fn lane_devices(device: &Arc<Device>, plan: &MemoryPlan, witness_len: u64, reserved: u64) -> Vec<Arc<Device>> {
+    fn lane_devices(
+        device: &Arc<Device>,
+        plan: &MemoryPlan,
+        witness_len: u64,
+        reserved: (u64, u64),
+    ) -> Vec<Arc<Device>> {
         let mut devices = vec![device.clone()];
         if !crate::second_lane_asked() {
             return devices;
         }
-        let lane = memory_plan::second_lane_bytes(plan, witness_len, reserved).and_then(|bytes| {
+        let lane = memory_plan::second_lane_bytes(plan, witness_len, reserved.0, reserved.1).and_then(|bytes| {
             let lane = lanes::second_lane(device)?;
             Ok((lane, bytes))
         });

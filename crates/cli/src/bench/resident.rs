@@ -326,9 +326,10 @@ pub(crate) fn run(
     let mut first: Vec<Option<Vec<u8>>> = vec![None; parts.len()];
     let settings = memory_plans.iter().map(|&p| (p, None)).chain(cards.iter().map(|&c| (PlanRequest::Auto, Some(c))));
     for (plan, card) in settings {
-        // the shared prove buffers of the key before are still allocated: free them before the
-        // ballast counts the free memory (the loader would, but only after the ballast)
-        device.release_workspace();
+        // the shared prove buffers of the key before (both lanes') are still allocated: free
+        // them before the ballast counts the free memory (the loader would, but only after the
+        // ballast)
+        snarkflow_prover::resident::release_workspace(&device);
         let _held = hold_card(card, &ballast)?;
         let (free_before, _) = device.memory().map_err(anyhow::Error::msg)?;
         let Some(key) = load_key(&device, &reference.path, &shape, plan, &id)? else {
@@ -340,10 +341,11 @@ pub(crate) fn run(
         all_good &= good;
         // the device memory this plan really used at its peak, against its estimate
         println!(
-            "USED {id} {}: {:.2} GiB of device memory at the peak, {:.2} GiB planned",
+            "USED {id} {}: {:.2} GiB of device memory at the peak, {:.2} GiB planned{}",
             key.plan().kind,
             free_before.saturating_sub(least.min(free_before)) as f64 / (1u64 << 30) as f64,
-            key.plan().device_bytes as f64 / (1u64 << 30) as f64
+            key.plan().device_bytes as f64 / (1u64 << 30) as f64,
+            if key.lanes() > 1 { " (for one lane; the peak includes the second's)" } else { "" }
         );
     }
     let (free_end, _) = device.memory().map_err(anyhow::Error::msg)?;

@@ -3,17 +3,24 @@
 
 use super::{MemoryPlan, PlanKind};
 
-/// Device bytes a second lane adds to `plan`: another set of its prove buffers and one more
-/// witness buffer (with its compact staging, about a byte a value), so that a third partition
-/// can be staged while two prove. An error saying why where the plan has no room for it
-/// (`prove_reserved`: the prove buffers other loaded keys promised, as `memory_plan::choose`
-/// counts them) or is the lean plan, whose phases share the memory of one prove.
-pub fn second_lane_bytes(plan: &MemoryPlan, witness_len: u64, prove_reserved: u64) -> Result<u64, String> {
+/// Device bytes a second lane adds to `plan` (chosen for a device with `plan.free_bytes` free
+/// once the lane buffers other keys hold, `lane_reserved`, are set aside): its own set of prove
+/// buffers where this key's are larger than those, and one more witness buffer (with its
+/// compact staging, about a byte a value), so that a third partition can be staged while two
+/// prove. An error saying why where the plan has no room for it (`main_reserved`: the prove
+/// buffers other loaded keys promised on the first lane, as `memory_plan::choose` counts them)
+/// or is the lean plan, whose phases share the memory of one prove.
+pub fn second_lane_bytes(
+    plan: &MemoryPlan,
+    witness_len: u64,
+    main_reserved: u64,
+    lane_reserved: u64,
+) -> Result<u64, String> {
     if plan.kind == PlanKind::Lean {
         return Err("the lean plan proves one partition at a time".into());
     }
-    let lane = plan.prove_bytes + plan.witness_capacity * 32 + witness_len;
-    let one_lane = plan.device_bytes - plan.prove_bytes + plan.prove_bytes.max(prove_reserved);
+    let lane = plan.prove_bytes.saturating_sub(lane_reserved) + plan.witness_capacity * 32 + witness_len;
+    let one_lane = plan.device_bytes - plan.prove_bytes + plan.prove_bytes.max(main_reserved);
     let needed = one_lane + lane;
     // the planner's margin on the whole, and a GiB for what the estimates miss
     let needed = needed + needed / 128 + (1 << 30);
@@ -36,16 +43,19 @@ mod tests {
         let dims = porep_32gib();
         let h200 = memory_plan::choose(&dims, 139 * GIB, 0, PlanRequest::Auto).unwrap();
         assert_eq!(h200.kind, PlanKind::Resident);
-        let lane = second_lane_bytes(&h200, dims.witness_len, 0).expect("room on an H200");
+        let lane = second_lane_bytes(&h200, dims.witness_len, 0, 0).expect("room on an H200");
         // another a, b, c (12 GiB at 2^27) and MSM workspace, and one more witness buffer
         assert!(lane > h200.prove_bytes && lane < h200.prove_bytes + 5 * GIB, "{lane}");
         let card = memory_plan::choose(&dims, 79 * GIB, 0, PlanRequest::Auto).unwrap();
-        let why = second_lane_bytes(&card, dims.witness_len, 0).unwrap_err();
+        let why = second_lane_bytes(&card, dims.witness_len, 0, 0).unwrap_err();
         assert!(why.starts_with("two lanes need"), "{why}");
         // the prove buffers another key promised count as well
-        let nearly = second_lane_bytes(&h200, dims.witness_len, 60 * GIB);
+        let nearly = second_lane_bytes(&h200, dims.witness_len, 60 * GIB, 0);
         assert!(nearly.is_err(), "{nearly:?}");
+        // lane buffers another key already holds are only grown, not made again
+        let held = second_lane_bytes(&h200, dims.witness_len, 0, h200.prove_bytes).unwrap();
+        assert_eq!(held, lane - h200.prove_bytes);
         let lean = memory_plan::choose(&dims, 139 * GIB, 0, PlanRequest::Only(PlanKind::Lean)).unwrap();
-        assert!(second_lane_bytes(&lean, dims.witness_len, 0).is_err());
+        assert!(second_lane_bytes(&lean, dims.witness_len, 0, 0).is_err());
     }
 }

@@ -5,69 +5,96 @@
 //! other's H MSM instead of after it. Each lane computes exactly what one prove computes alone,
 //! so the proofs are the same bytes (the bench's `LANES` line checks it on the device). Whether
 //! a plan has room for a second lane: `memory_plan::second_lane_bytes`.
+//!
+//! The handles are the process's, not a key's: which are proving is kept per handle, so a key
+//! with one lane and a key with two never wait for the device's first handle while the second
+//! is idle.
 
 use std::sync::{Arc, Condvar, Mutex};
 
 use snarkflow_cuda_resident::Device;
 
-/// The second lane on `device`'s GPU, opened once per process and shared by every key that
-/// proves in two lanes.
+/// The second lanes opened, by device ordinal: one per GPU, shared by every key proving in two.
+static SECOND: Mutex<Vec<(u32, Arc<Device>)>> = Mutex::new(Vec::new());
+
+/// The handles proving now (by address), and the signal that one has finished.
+static BUSY: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static FREED: Condvar = Condvar::new();
+
+/// The second lane on `device`'s GPU, opened on first use. Opening it also moves the first
+/// handle's tail MSMs to a stream of their own, so that neither lane's waits on the other's.
 pub(super) fn second_lane(device: &Arc<Device>) -> Result<Arc<Device>, String> {
-    static LANE: Mutex<Vec<(u32, Arc<Device>)>> = Mutex::new(Vec::new());
-    let mut lanes = LANE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut lanes = SECOND.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, lane)) = lanes.iter().find(|(ordinal, _)| *ordinal == device.ordinal()) {
         return Ok(lane.clone());
     }
     let lane = device.open_lane().map_err(|e| e.to_string())?;
+    device.own_tail_stream().map_err(|e| e.to_string())?;
     lanes.push((device.ordinal(), lane.clone()));
     Ok(lane)
 }
 
-/// The handles a key proves on, and which of them a prove holds now.
-pub(super) struct Lanes {
-    devices: Vec<Arc<Device>>,
-    busy: Mutex<Vec<bool>>,
-    freed: Condvar,
+/// Free the prove buffers of `device` and of its second lane, if one is open (each waits for a
+/// prove on it to end; the next prove makes them again).
+pub fn release_workspace(device: &Device) {
+    device.release_workspace();
+    let lane = SECOND.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(o, _)| *o == device.ordinal()).cloned();
+    if let Some((_, lane)) = lane {
+        lane.release_workspace();
+    }
 }
 
-/// A lane held for one prove; free again when dropped.
+/// Free the second lane's prove buffers on `ordinal`'s GPU (when no loaded key proves on it).
+pub(super) fn release_second(ordinal: u32) {
+    let lane = SECOND.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(o, _)| *o == ordinal).cloned();
+    if let Some((_, lane)) = lane {
+        lane.release_workspace();
+    }
+}
+
+/// The handles a key proves on: its device, and the second lane where it has one.
+pub(super) struct Lanes {
+    devices: Vec<Arc<Device>>,
+}
+
+/// A handle held for one prove; free again when dropped.
 pub(super) struct Lane<'a> {
-    lanes: &'a Lanes,
-    index: usize,
+    device: &'a Device,
 }
 
 impl Lane<'_> {
     pub(super) fn device(&self) -> &Device {
-        &self.lanes.devices[self.index]
+        self.device
     }
 }
 
 impl Drop for Lane<'_> {
     fn drop(&mut self) {
-        self.lanes.busy.lock().unwrap_or_else(|e| e.into_inner())[self.index] = false;
-        self.lanes.freed.notify_one();
+        let me = self.device as *const Device as usize;
+        BUSY.lock().unwrap_or_else(|e| e.into_inner()).retain(|&d| d != me);
+        FREED.notify_all();
     }
 }
 
 impl Lanes {
     pub(super) fn new(devices: Vec<Arc<Device>>) -> Lanes {
-        let busy = Mutex::new(vec![false; devices.len()]);
-        Lanes { devices, busy, freed: Condvar::new() }
+        Lanes { devices }
     }
 
     pub(super) fn count(&self) -> usize {
         self.devices.len()
     }
 
-    /// A free lane, waiting while every one proves.
+    /// One of the key's handles that no prove holds, waiting while every one proves.
     pub(super) fn take(&self) -> Lane<'_> {
-        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let mut busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if let Some(index) = busy.iter().position(|b| !b) {
-                busy[index] = true;
-                return Lane { lanes: self, index };
+            let free = self.devices.iter().find(|d| !busy.contains(&(Arc::as_ptr(d) as usize)));
+            if let Some(device) = free {
+                busy.push(Arc::as_ptr(device) as usize);
+                return Lane { device };
             }
-            busy = self.freed.wait(busy).unwrap_or_else(|e| e.into_inner());
+            busy = FREED.wait(busy).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
