@@ -80,6 +80,15 @@ struct dbuf {
         check(cudaMalloc(&ptr, want), what);
         bytes = want;
     }
+    // `ensure` with an eighth more when it must grow: for buffers sized by what each partition
+    // brings (its tails), so that a slightly larger one does not free and allocate again (a
+    // cudaFree waits for the whole device, a second prove lane's work included)
+    void ensure_grown(size_t want, const char* what)
+    {
+        if (want <= bytes && !host)
+            return;
+        ensure(want + want / 8, what);
+    }
     void ensure_host(size_t want, const char* what)
     {
         if (want <= bytes && host)

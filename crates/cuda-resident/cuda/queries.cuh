@@ -205,8 +205,8 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
     if (sp.n_tail == 0)
         return;
     // (with the points on the host, gather_points reads each tail point once over PCIe)
-    d->scalars.ensure(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
-    d->tail_points.ensure(sp.n_tail * sizeof(mem), what);
+    d->scalars.ensure_grown(sp.n_tail * sizeof(scalar_t), "allocating gathered scalars");
+    d->tail_points.ensure_grown(sp.n_tail * sizeof(mem), what);
     grid_for(gpu, sp.n_tail, blocks, threads);
     gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail(), sp.n_tail);
     if (sp.forced)   // points in mapped host memory: whole points per read
