@@ -29,6 +29,7 @@ pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 mod lanes;
 mod upload;
 pub use lanes::release_workspace;
+use lanes::{prove_reserved, Reservation, PROVE_RESERVED};
 use upload::{upload_points, upload_shape};
 
 /// The device this process proves on (ordinal 0: a gpu-worker sees one GPU through
@@ -65,26 +66,6 @@ struct PinnedPool {
 struct WitnessPool {
     free: Mutex<Vec<DeviceWitness>>,
     returned: Condvar,
-}
-
-/// The prove buffers each loaded key's plan needs (they share one set on the device, sized by
-/// the largest), by key, and whether it proves on a second lane as well (the lane's set is
-/// sized by the largest such key); a later key's plan counts both. A key takes its entry out
-/// when it drops.
-static PROVE_RESERVED: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
-
-#[derive(Debug, Clone, Copy)]
-struct Reservation {
-    key_id: u64,
-    bytes: u64,
-    two_lanes: bool,
-}
-
-/// The largest prove buffers a loaded key needs on the first lane, and on the second.
-fn prove_reserved(reserved: &[Reservation]) -> (u64, u64) {
-    let largest =
-        |two_only: bool| reserved.iter().filter(|r| r.two_lanes || !two_only).map(|r| r.bytes).max().unwrap_or(0);
-    (largest(false), largest(true))
 }
 
 /// A circuit's parameters and shape resident on one device, and the buffers witnesses pass
@@ -200,7 +181,7 @@ impl ResidentKey {
         };
         let srs = upload_points(device, path, &sections, &placement)?;
         let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
-        let lane_devices = Self::lane_devices(device, &plan, dims.witness_len, (main_reserved, lane_reserved));
+        let lane_devices = lanes::lane_devices(device, &plan, dims.witness_len, (main_reserved, lane_reserved));
         // a third witness buffer with two lanes: one staged while two prove
         let witness_buffers = plan.witness_buffers + lane_devices.len() - 1;
         let witnesses = (0..witness_buffers)
@@ -226,32 +207,6 @@ impl ResidentKey {
             shape_hash: shape.hash,
         };
         Ok((vk, key))
-    }
-
-    /// The handles a key in `plan` proves on: `device`, and its second lane where
-    /// `SNARKFLOW_PROVE_LANES=2` asks for one and the plan leaves room (the log says which).
-    fn lane_devices(
-        device: &Arc<Device>,
-        plan: &MemoryPlan,
-        witness_len: u64,
-        reserved: (u64, u64),
-    ) -> Vec<Arc<Device>> {
-        let mut devices = vec![device.clone()];
-        if !crate::second_lane_asked() {
-            return devices;
-        }
-        let lane = memory_plan::second_lane_bytes(plan, witness_len, reserved.0, reserved.1).and_then(|bytes| {
-            let lane = lanes::second_lane(device)?;
-            Ok((lane, bytes))
-        });
-        match lane {
-            Ok((lane, bytes)) => {
-                tracing::info!(lane_gib = bytes as f64 / (1u64 << 30) as f64, "two prove lanes");
-                devices.push(lane);
-            }
-            Err(why) => tracing::warn!(%why, "one prove lane (SNARKFLOW_PROVE_LANES=2 asked for two)"),
-        }
-        devices
     }
 
     /// Partitions this key proves at once: 1, or 2 with a second lane.

@@ -8,11 +8,14 @@
 //!
 //! The handles are the process's, not a key's: which are proving is kept per handle, so a key
 //! with one lane and a key with two never wait for the device's first handle while the second
-//! is idle.
+//! is idle. So are the prove buffers the loaded keys promised on each lane (`PROVE_RESERVED`),
+//! which the next key's plan counts.
 
 use std::sync::{Arc, Condvar, Mutex};
 
 use snarkflow_cuda_resident::Device;
+
+use crate::memory_plan::{self, MemoryPlan};
 
 /// The second lanes opened, by device ordinal: one per GPU, shared by every key proving in two.
 static SECOND: Mutex<Vec<(u32, Arc<Device>)>> = Mutex::new(Vec::new());
@@ -97,4 +100,50 @@ impl Lanes {
             busy = FREED.wait(busy).unwrap_or_else(|e| e.into_inner());
         }
     }
+}
+
+/// The prove buffers each loaded key's plan needs (they share one set on the device, sized by
+/// the largest), by key, and whether it proves on a second lane as well (the lane's set is
+/// sized by the largest such key); a later key's plan counts both. A key takes its entry out
+/// when it drops.
+pub(super) static PROVE_RESERVED: Mutex<Vec<Reservation>> = Mutex::new(Vec::new());
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reservation {
+    pub(super) key_id: u64,
+    pub(super) bytes: u64,
+    pub(super) two_lanes: bool,
+}
+
+/// The largest prove buffers a loaded key needs on the first lane, and on the second.
+pub(super) fn prove_reserved(reserved: &[Reservation]) -> (u64, u64) {
+    let largest =
+        |two_only: bool| reserved.iter().filter(|r| r.two_lanes || !two_only).map(|r| r.bytes).max().unwrap_or(0);
+    (largest(false), largest(true))
+}
+
+/// The handles a key in `plan` proves on: `device`, and its second lane where
+/// `SNARKFLOW_PROVE_LANES=2` asks for one and the plan leaves room (the log says which).
+pub(super) fn lane_devices(
+    device: &Arc<Device>,
+    plan: &MemoryPlan,
+    witness_len: u64,
+    reserved: (u64, u64),
+) -> Vec<Arc<Device>> {
+    let mut devices = vec![device.clone()];
+    if !crate::second_lane_asked() {
+        return devices;
+    }
+    let lane = memory_plan::second_lane_bytes(plan, witness_len, reserved.0, reserved.1).and_then(|bytes| {
+        let lane = second_lane(device)?;
+        Ok((lane, bytes))
+    });
+    match lane {
+        Ok((lane, bytes)) => {
+            tracing::info!(lane_gib = bytes as f64 / (1u64 << 30) as f64, "two prove lanes");
+            devices.push(lane);
+        }
+        Err(why) => tracing::warn!(%why, "one prove lane (SNARKFLOW_PROVE_LANES=2 asked for two)"),
+    }
+    devices
 }
