@@ -41,18 +41,20 @@ pub(super) fn second_lane(device: &Arc<Device>) -> Result<Arc<Device>, String> {
 /// prove on it to end; the next prove makes them again).
 pub fn release_workspace(device: &Device) {
     device.release_workspace();
-    let lane = SECOND.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(o, _)| *o == device.ordinal()).cloned();
-    if let Some((_, lane)) = lane {
-        lane.release_workspace();
-    }
+    release_second(device.ordinal());
 }
 
 /// Free the second lane's prove buffers on `ordinal`'s GPU (when no loaded key proves on it).
 pub(super) fn release_second(ordinal: u32) {
-    let lane = SECOND.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(o, _)| *o == ordinal).cloned();
-    if let Some((_, lane)) = lane {
+    // the lane out of the lock first: freeing waits for a prove on it to end
+    if let Some(lane) = opened(ordinal) {
         lane.release_workspace();
     }
+}
+
+/// The second lane opened on `ordinal`'s GPU, if any.
+fn opened(ordinal: u32) -> Option<Arc<Device>> {
+    SECOND.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(o, _)| *o == ordinal).map(|(_, lane)| lane.clone())
 }
 
 /// The handles a key proves on: its device, and the second lane where it has one.
