@@ -281,6 +281,16 @@ struct sf_csr {
     size_t nnz;
 };
 
+// A shape's repeated blocks stored once (snarkflow_synthesis::Fold): rows [head_rows,
+// head_rows + blocks·rows) are `blocks` copies of the block stored after the head, block k's
+// columns in [input_start, input_start + inputs) moved by k·inputs and those in [aux_start,
+// aux_start + aux) by k·aux; the rows after the blocks are stored after the one block. blocks = 0:
+// not folded (the matrices hold every row).
+struct sf_fold {
+    uint64_t head_rows, rows, blocks;
+    uint32_t input_start, inputs, aux_start, aux;
+};
+
 struct sf_shape_desc {
     size_t num_inputs;
     size_t num_aux;
@@ -293,6 +303,8 @@ struct sf_shape_desc {
     size_t a_gather_len;
     const uint32_t* b_gather;     // the same for the B queries
     size_t b_gather_len;
+    size_t rows;                  // constraints (the matrices store fewer when folded)
+    sf_fold fold;
 };
 
 struct dev_csr {
@@ -311,6 +323,7 @@ struct sf_shape {
     size_t host_bytes;     // mapped host bytes (the matrices, when on the host)
     bool on_host;
     size_t chunk_nnz;      // non-zeros per streamed chunk
+    sf_fold fold;          // blocks = 0: the matrices hold every row
 };
 
 struct sf_witness {

@@ -291,7 +291,7 @@ static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm,
               "streaming the constraint shape");
         check(cudaEventRecord(d->staged[slot], d->copy), "streaming the constraint shape");
         check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the constraint shape");
-        queue_spmv(gpu, s, v + r0, d_starts, d_cols, d_coeffs, sh, wit->buf.as<scalar_t>(), r1 - r0, base);
+        queue_spmv(gpu, s, v + r0, d_starts, d_cols, d_coeffs, sh, wit->buf.as<scalar_t>(), r1 - r0, base, sf_fold{});
         check(cudaEventRecord(d->consumed[slot], s), "streaming the constraint shape");
         copied += (r1 - r0 + 1) * sizeof(uint64_t) + 2 * nnz * sizeof(uint32_t);
         r0 = r1;
@@ -333,7 +333,7 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
             continue;
         }
         queue_spmv(gpu, s, v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(), sh,
-                   wit->buf.as<scalar_t>(), sh->rows, 0);
+                   wit->buf.as<scalar_t>(), dm.rows, 0, sh->fold);
     }
     scalar_t *a = abc[0], *b = abc[1], *c = abc[2];
     uint32_t lg = (uint32_t)sh->lg_domain;

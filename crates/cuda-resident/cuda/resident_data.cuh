@@ -231,9 +231,16 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
         sh->host_bytes = 0;
         sh->num_inputs = desc->num_inputs;
         sh->num_aux = desc->num_aux;
-        sh->rows = desc->m[0].rows;
+        sh->rows = desc->rows;
+        sh->fold = desc->fold;
+        const sf_fold& f = sh->fold;
+        const size_t stored = f.blocks ? sh->rows - (f.blocks - 1) * f.rows : sh->rows;
+        if (f.blocks && (f.rows == 0 || f.head_rows + f.blocks * f.rows > sh->rows))
+            throw sf_error(-1, "the shape's fold is past its rows");
+        if (f.blocks && sh->on_host)
+            throw sf_error(-1, "a folded shape is kept on the device");
         for (int i = 0; i < 3; i++)
-            if (desc->m[i].rows != sh->rows)
+            if (desc->m[i].rows != stored)
                 throw sf_error(-1, "the three matrices must have as many rows");
         size_t lg = 0;
         while (((size_t)1 << lg) < sh->rows) lg++;

@@ -1,19 +1,96 @@
 // a, b = A·w, B·w (included once, by resident.cu, after its helpers): the kernels and the call
-// that queues one matrix's product on a stream.
+// that queues one matrix's product on a stream. A folded matrix (sf_fold) stores a repeated
+// block once: its rows are made `blocks` times, the columns shifted to each block's variables.
+
+// Rows of one product: the stored rows and how they unfold into the rows of the result, in
+// groups of 32 (a warp's) that never straddle the head, a block or the rows after the blocks.
+struct spmv_layout {
+    sf_fold f;          // blocks = 0: not folded, every row stored
+    uint64_t head;      // stored rows before the block (all of them when not folded)
+    uint64_t stored;    // rows stored
+    uint64_t out_rows;  // rows of the result
+    uint64_t head_groups, block_groups, groups;
+};
+
+static spmv_layout layout_for(const sf_fold& f, uint64_t stored)
+{
+    spmv_layout l{};
+    l.f = f;
+    l.stored = stored;
+    l.head = f.blocks ? f.head_rows : stored;
+    l.out_rows = f.blocks ? stored + (f.blocks - 1) * f.rows : stored;
+    l.head_groups = (l.head + WARP_SZ - 1) / WARP_SZ;
+    l.block_groups = f.blocks ? (f.rows + WARP_SZ - 1) / WARP_SZ : 0;
+    uint64_t tail = f.blocks ? stored - l.head - f.rows : 0;
+    l.groups = l.head_groups + f.blocks * l.block_groups + (tail + WARP_SZ - 1) / WARP_SZ;
+    return l;
+}
+
+// block k's column for the stored block's column c (k = 0 outside the blocks)
+__device__ __forceinline__ uint32_t fold_col(const sf_fold& f, uint32_t c, uint32_t k)
+{
+    if (k == 0)
+        return c;
+    if (c - f.input_start < f.inputs)
+        return c + k * f.inputs;
+    if (c - f.aux_start < f.aux)
+        return c + k * f.aux;
+    return c;
+}
+
+// group g of 32 rows: its first stored row, its first row of the result, how many rows, its block
+__device__ __forceinline__ void fold_group(const spmv_layout& l, uint64_t g, uint64_t& stored, uint64_t& out,
+                                           uint32_t& n, uint32_t& k)
+{
+    const sf_fold& f = l.f;
+    uint64_t end;
+    k = 0;
+    if (g < l.head_groups) {
+        stored = out = g * WARP_SZ;
+        end = l.head;
+    } else if (g < l.head_groups + f.blocks * l.block_groups) {
+        uint64_t q = g - l.head_groups, kb = q / l.block_groups, j = (q - kb * l.block_groups) * WARP_SZ;
+        k = (uint32_t)kb;
+        stored = l.head + j;
+        out = l.head + kb * f.rows + j;
+        end = l.head + f.rows;
+    } else {
+        uint64_t j = (g - l.head_groups - f.blocks * l.block_groups) * WARP_SZ;
+        stored = l.head + f.rows + j;
+        out = l.head + f.blocks * f.rows + j;
+        end = l.stored;
+    }
+    n = (uint32_t)min((uint64_t)WARP_SZ, end - stored);
+}
+
+// where row r of the result is stored, and its block (snarkflow_synthesis::Fold::stored_row)
+__device__ __forceinline__ uint64_t fold_row(const sf_fold& f, uint64_t r, uint32_t& k)
+{
+    k = 0;
+    if (f.blocks == 0 || r < f.head_rows)
+        return r;
+    if (r < f.head_rows + f.blocks * f.rows) {
+        k = (uint32_t)((r - f.head_rows) / f.rows);
+        return r - (uint64_t)k * f.rows;
+    }
+    return r - (f.blocks - 1) * f.rows;
+}
 
 // out[r] = Σ_k coeff(k) · w[col(k)] over row r; cols and coeffs hold the non-zeros from `base`
 // on (a chunk of rows streamed from the host starts past 0)
 __global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
-                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows,
+                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, const spmv_layout l,
                      uint64_t base)
 {
-    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
+    for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < l.out_rows; r += (size_t)gridDim.x * blockDim.x) {
         scalar_t acc;
         acc.zero();
-        uint64_t end = row_starts[r + 1];
-        for (uint64_t k = row_starts[r]; k < end; k++) {
+        uint32_t blk;
+        uint64_t at = fold_row(l.f, r, blk);
+        uint64_t end = row_starts[at + 1];
+        for (uint64_t k = row_starts[at]; k < end; k++) {
             uint32_t ci = coeffs[k - base];
-            scalar_t v = w[cols[k - base]];
+            scalar_t v = w[fold_col(l.f, cols[k - base], blk)];
             if (ci == one)
                 acc += v;
             else if (ci == minus_one)
@@ -46,7 +123,8 @@ __device__ __forceinline__ scalar_t shfl_scalar(const scalar_t& v, uint32_t src)
 
 __launch_bounds__(SPMV_WARPS * WARP_SZ) __global__
 void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
-                const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, size_t rows, uint64_t base)
+                const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, const spmv_layout l,
+                uint64_t base)
 {
     // per warp: where its 32 rows start (and the end), and their sums so far
     __shared__ uint64_t bounds[SPMV_WARPS][WARP_SZ + 1];
@@ -55,10 +133,11 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
     uint64_t* bound = bounds[me];
     scalar_t* sums = reinterpret_cast<scalar_t*>(&sums_raw[me][0][0]);
     const size_t warps = (size_t)gridDim.x * blockDim.x / WARP_SZ;
-    for (size_t group = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP_SZ; group * WARP_SZ < rows;
+    for (size_t group = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP_SZ; group < l.groups;
          group += warps) {
-        const size_t r0 = group * WARP_SZ;
-        const uint32_t nrows = (uint32_t)min((size_t)WARP_SZ, rows - r0);
+        uint64_t r0, out0;
+        uint32_t nrows, blk;
+        fold_group(l, group, r0, out0, nrows, blk);
         // lanes past the last row hold the end, so that no entry lands in them
         bound[lane] = row_starts[r0 + min(lane, nrows)];
         if (lane == 0)
@@ -73,7 +152,7 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
             uint32_t row = WARP_SZ;   // past the end: a segment of its own, adding nothing
             if (k < end) {
                 uint32_t ci = coeffs[k - base];
-                scalar_t v = w[cols[k - base]];
+                scalar_t v = w[fold_col(l.f, cols[k - base], blk)];
                 if (ci == one)
                     term = v;
                 else if (ci == minus_one)
@@ -106,7 +185,7 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
             __syncwarp();
         }
         if (lane < nrows)
-            out[r0 + lane] = sums[lane];
+            out[out0 + lane] = sums[lane];
         __syncwarp();
     }
 }
@@ -119,22 +198,24 @@ static bool spmv_by_rows()
     return on;
 }
 
-// v[r] = row r of a matrix times w, rows [0, rows) of a CSR whose non-zeros start at `base`
+// v[r] = row r of a matrix times w, for the `stored` rows of a CSR whose non-zeros start at
+// `base`, unfolded by `fold` (blocks = 0: v has the stored rows)
 static void queue_spmv(const gpu_t& gpu, stream_t& s, scalar_t* v, const uint64_t* starts, const uint32_t* cols,
-                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t rows, uint64_t base)
+                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t stored, uint64_t base,
+                       const sf_fold& fold)
 {
+    const spmv_layout l = layout_for(fold, stored);
     uint32_t blocks, threads;
     if (spmv_by_rows()) {
-        grid_for(gpu, rows, blocks, threads);
+        grid_for(gpu, l.out_rows, blocks, threads);
         spmv<<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
-                                        sh->minus_one_index, w, rows, base);
+                                        sh->minus_one_index, w, l, base);
     } else {
-        // a warp per 32 rows
         // 32 threads per group of 32 rows (grid_for's blocks are of SPMV_WARPS warps)
         static_assert(SPMV_WARPS * WARP_SZ == 256, "grid_for makes blocks of 256 threads");
-        grid_for(gpu, (rows + WARP_SZ - 1) / WARP_SZ * WARP_SZ, blocks, threads);
+        grid_for(gpu, l.groups * WARP_SZ, blocks, threads);
         spmv_warps<<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
-                                                           sh->one_index, sh->minus_one_index, w, rows, base);
+                                                           sh->one_index, sh->minus_one_index, w, l, base);
     }
     check(cudaGetLastError(), "a, b, c");
 }

@@ -232,11 +232,49 @@ pub struct Csr<'a> {
     pub coeffs: &'a [u32],
 }
 
+/// A shape's repeated blocks stored once (`snarkflow_synthesis::Fold`, `sf_fold`): rows
+/// `[head_rows, head_rows + blocks·rows)` are copies of the block stored after the head, block
+/// `k`'s columns in `[input_start, input_start + inputs)` moved by `k·inputs` and those in
+/// `[aux_start, aux_start + aux)` by `k·aux`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct RowFold {
+    pub head_rows: u64,
+    pub rows: u64,
+    pub blocks: u64,
+    pub input_start: u32,
+    pub inputs: u32,
+    pub aux_start: u32,
+    pub aux: u32,
+}
+
+impl RowFold {
+    /// Rows the matrices store for `rows` constraints.
+    pub fn stored_rows(&self, rows: usize) -> Option<usize> {
+        let repeated = self.blocks.checked_sub(1)?.checked_mul(self.rows)?;
+        rows.checked_sub(usize::try_from(repeated).ok()?)
+    }
+
+    /// Whether the fold lies within `rows` constraints over a witness of `width` values.
+    fn fits(&self, rows: usize, width: usize) -> bool {
+        let end = |start: u64, per: u64| per.checked_mul(self.blocks).and_then(|b| b.checked_add(start));
+        self.blocks >= 1
+            && self.rows >= 1
+            && end(self.head_rows, self.rows).is_some_and(|e| e <= rows as u64)
+            && end(self.input_start.into(), self.inputs.into()).is_some_and(|e| e <= width as u64)
+            && end(self.aux_start.into(), self.aux.into()).is_some_and(|e| e <= width as u64)
+    }
+}
+
 /// What the device needs of a constraint shape.
 #[derive(Debug, Clone, Copy)]
 pub struct ShapeDesc<'a> {
     pub num_inputs: usize,
     pub num_aux: usize,
+    /// Constraints: the matrices' rows, or (folded) the rows they unfold to.
+    pub rows: usize,
+    /// The matrices hold the head, one block and the rows after the blocks.
+    pub fold: Option<RowFold>,
     pub matrices: [Csr<'a>; 3],
     pub table: &'a [Fr],
     /// Witness indices whose A-query point exists, in the order of the points.
@@ -257,13 +295,22 @@ unsafe impl Sync for Shape {}
 
 impl Shape {
     pub fn upload(device: &Arc<Device>, desc: &ShapeDesc<'_>, placement: &Placement) -> Result<Shape, Error> {
-        let rows = desc.matrices[0].row_starts.len().saturating_sub(1);
+        let malformed = |message: &str| Error { code: -1, message: message.into() };
+        let width = desc.num_inputs + desc.num_aux;
+        let rows = match desc.fold {
+            Some(f) if f.fits(desc.rows, width) && !placement.shape_on_host => {
+                f.stored_rows(desc.rows).ok_or_else(|| malformed("the shape's fold is past its rows"))?
+            }
+            Some(_) => {
+                return Err(malformed("the shape's fold is past its rows or columns, or its matrices on the host"))
+            }
+            None => desc.rows,
+        };
         for m in &desc.matrices {
             let nnz = m.row_starts.last().copied().unwrap_or(0) as usize;
             if m.row_starts.len() != rows + 1 || m.cols.len() != nnz || m.coeffs.len() != nnz {
                 return Err(Error { code: -1, message: "malformed constraint matrix".into() });
             }
-            let width = desc.num_inputs + desc.num_aux;
             if m.cols.iter().any(|&c| c as usize >= width) || m.coeffs.iter().any(|&k| k as usize >= desc.table.len()) {
                 return Err(Error {
                     code: -1,
@@ -271,7 +318,6 @@ impl Shape {
                 });
             }
         }
-        let width = desc.num_inputs + desc.num_aux;
         if desc.a_gather.iter().chain(desc.b_gather).any(|&i| i as usize >= width) {
             return Err(Error { code: -1, message: "density gather indexes past the witness".into() });
         }
@@ -295,6 +341,8 @@ impl Shape {
             a_gather_len: desc.a_gather.len(),
             b_gather: desc.b_gather.as_ptr(),
             b_gather_len: desc.b_gather.len(),
+            rows: desc.rows,
+            fold: desc.fold.unwrap_or_default(),
         };
         let mut raw = std::ptr::null_mut();
         let place = placement.raw();

@@ -5,6 +5,8 @@ use std::ffi::c_void;
 
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 
+use crate::device::RowFold;
+
 pub(crate) enum SfDevice {}
 pub(crate) enum SfSrs {}
 pub(crate) enum SfShape {}
@@ -32,6 +34,8 @@ pub(crate) struct RawShapeDesc {
     pub a_gather_len: usize,
     pub b_gather: *const u32,
     pub b_gather_len: usize,
+    pub rows: usize,
+    pub fold: RowFold,
 }
 
 /// Where a key's parts live (`sf_placement`).

@@ -48,7 +48,9 @@ pub const PTX_ARCH: &str = env!("SNARKFLOW_CUDA_PTX_ARCH");
 pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
 
 #[cfg(feature = "cuda")]
-pub use device::{driver_version, msm_sums, Csr, Device, Placement, Section, Shape, ShapeDesc, Srs, Sums, Timings};
+pub use device::{
+    driver_version, msm_sums, Csr, Device, Placement, RowFold, Section, Shape, ShapeDesc, Srs, Sums, Timings,
+};
 #[cfg(feature = "cuda")]
 pub use fixed_base::{fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, COMB_ENTRIES};
 #[cfg(feature = "cuda")]

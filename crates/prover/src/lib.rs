@@ -86,6 +86,13 @@ pub(crate) fn second_lane_asked() -> bool {
     std::env::var("SNARKFLOW_PROVE_LANES").is_ok_and(|v| v.trim() == "2")
 }
 
+/// Whether the resident prover stores a shape's repeated blocks once on the device
+/// (`SNARKFLOW_FOLD_SHAPE=1`; opt-in until measured on a device).
+#[cfg(feature = "cuda-resident")]
+pub(crate) fn fold_shapes() -> bool {
+    std::env::var("SNARKFLOW_FOLD_SHAPE").is_ok_and(|v| v.trim() == "1")
+}
+
 /// Partitions this process may prove at once on its GPU: 2 where `SNARKFLOW_PROVE_LANES=2`
 /// asks for a second prove lane and the backend is the resident prover (each key still takes
 /// it only where its memory plan leaves room: `resident::ResidentKey::lanes`), else 1.

@@ -103,6 +103,16 @@ pub struct KeyDims {
     pub table_len: u64,
     /// `[inputs | aux]`.
     pub witness_len: u64,
+    /// What the device stores of A and B when the shape's repeated blocks are stored once
+    /// (`snarkflow_synthesis::Fold`): then the matrices stay on the device in every plan.
+    pub folded: Option<FoldDims>,
+}
+
+/// A folded shape's A and B as the device stores them: the head, one block, the rows after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoldDims {
+    pub rows: u64,
+    pub nnz: [u64; 2],
 }
 
 const G1: u64 = 96;
@@ -147,9 +157,13 @@ impl KeyDims {
     }
 
     /// The matrices as the device stores them (row starts, columns, coefficient indices): A and
-    /// B only, since c = a∘b on the domain for a satisfied system.
+    /// B only, since c = a∘b on the domain for a satisfied system; one block of them if folded.
     pub fn matrix_bytes(&self) -> u64 {
-        2 * (self.rows + 1) * 8 + (self.nnz[0] + self.nnz[1]) * 8
+        let (rows, nnz) = match self.folded {
+            Some(f) => (f.rows, f.nnz),
+            None => (self.rows, [self.nnz[0], self.nnz[1]]),
+        };
+        2 * (rows + 1) * 8 + (nnz[0] + nnz[1]) * 8
     }
 
     /// What stays on the device in every plan: the coefficient table and the A/B gather lists.
@@ -278,7 +292,8 @@ impl MemoryPlan {
             PlanKind::PartlyResident => [false, true, true, true, true],
             PlanKind::Streamed | PlanKind::Lean => [true; 5],
         };
-        let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean);
+        // folded matrices are smaller than the two chunks streaming them would take
+        let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean) && dims.folded.is_none();
         let lean = kind == PlanKind::Lean;
         let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
         let points_on_host: u64 = (0..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();

@@ -145,10 +145,15 @@ pub enum LoadError {
 
 /// The sizes of the circuit whose parameter sections are `sections` and shape `shape`.
 pub fn key_dims(sections: &FileSections, shape: &ConstraintShape) -> KeyDims {
+    let folded = upload::device_fold(shape).map(|f| memory_plan::FoldDims {
+        rows: f.stored_rows(shape.num_constraints()) as u64,
+        nnz: [f.stored_nnz(&shape.a) as u64, f.stored_nnz(&shape.b) as u64],
+    });
     KeyDims {
         counts: sections.counts.map(|c| c as u64),
         rows: shape.num_constraints() as u64,
         nnz: [shape.a.nnz() as u64, shape.b.nnz() as u64, shape.c.nnz() as u64],
+        folded,
         table_len: shape.coeff_table().len() as u64,
         witness_len: (shape.num_inputs + shape.num_aux) as u64,
     }

@@ -45,7 +45,9 @@ pub use compact::{
 pub use density::Density;
 pub use encoding::{DecodeError, ENCODING_MAGIC, ENCODING_VERSION};
 pub use recorder::{synthesize, PartitionRecorder};
-pub use shape::{record_repeated, record_shape, ConstraintShape, ShapeError, ShapeFileError, SparseMatrix};
+pub use shape::{
+    record_repeated, record_shape, ConstraintShape, Fold, FoldedMatrix, ShapeError, ShapeFileError, SparseMatrix,
+};
 pub use witness::{synthesize_witness, PartitionWitness};
 
 use bellperson::Circuit;

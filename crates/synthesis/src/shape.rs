@@ -14,8 +14,10 @@ use crate::{Density, PartitionWitness, SynthesizedPartition};
 
 mod columns;
 mod file;
+mod fold;
 mod repeat;
 pub use file::ShapeFileError;
+pub use fold::{Fold, FoldedMatrix};
 pub use repeat::record_repeated;
 
 /// Rows of a sparse matrix over the witness `[inputs | aux]`, in compressed-row form.
@@ -55,7 +57,8 @@ impl SparseMatrix {
 }
 
 /// A circuit shape: everything about its constraints that does not depend on the witness.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Two shapes are equal when their constraints are; how they were recorded (`fold`) aside.
+#[derive(Debug, Clone)]
 pub struct ConstraintShape {
     pub circuit_id: String,
     pub num_inputs: usize,
@@ -69,7 +72,24 @@ pub struct ConstraintShape {
     pub b_aux_density: Density,
     /// SHA-256 over the whole shape: two shapes with equal hashes are the same constraints.
     pub hash: [u8; 32],
+    /// Its repeated blocks, where it was recorded as copies of one block.
+    fold: Option<Fold>,
 }
+
+impl PartialEq for ConstraintShape {
+    fn eq(&self, other: &Self) -> bool {
+        self.circuit_id == other.circuit_id
+            && self.num_inputs == other.num_inputs
+            && self.num_aux == other.num_aux
+            && (&self.a, &self.b, &self.c) == (&other.a, &other.b, &other.c)
+            && self.coeff_table == other.coeff_table
+            && (&self.a_aux_density, &self.b_input_density, &self.b_aux_density)
+                == (&other.a_aux_density, &other.b_input_density, &other.b_aux_density)
+            && self.hash == other.hash
+    }
+}
+
+impl Eq for ConstraintShape {}
 
 /// Aux columns sit after the inputs, whose number is only final once synthesis ends (inputs
 /// may be allocated late); until then aux columns carry this flag and are shifted in `finish`.
@@ -168,6 +188,7 @@ impl ShapeRecorder {
             b_input_density: self.b_input_density,
             b_aux_density: self.b_aux_density,
             hash,
+            fold: None,
         }
     }
 }

@@ -217,8 +217,14 @@ fn parameters(
     println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
     let started = Instant::now();
     let shape = store.shape(spec)?;
+    let fold = shape.fold().map_or_else(String::new, |f| {
+        format!(
+            ", {} blocks of {} rows after {} (folded on the device with SNARKFLOW_FOLD_SHAPE=1)",
+            f.blocks, f.rows, f.head_rows
+        )
+    });
     println!(
-        "shape {}: {} constraints, {} inputs, {} aux, nnz {} ({:.1} s)",
+        "shape {}: {} constraints, {} inputs, {} aux, nnz {}{fold} ({:.1} s)",
         spec.circuit_id(),
         shape.num_constraints(),
         shape.num_inputs,

@@ -13,7 +13,32 @@ pub(super) fn porep_32gib() -> KeyDims {
         nnz: [300_000_000, 137_000_000, 285_388_891],
         table_len: 64,
         witness_len: 130_169_913,
+        folded: None,
     }
+}
+
+/// The same partition with its 18 challenges stored once (about an 18th of A and B: the
+/// partition's head and its input rows are a few thousand rows).
+fn porep_32gib_folded() -> KeyDims {
+    KeyDims { folded: Some(FoldDims { rows: 7_240_000, nnz: [16_700_000, 7_620_000] }), ..porep_32gib() }
+}
+
+#[test]
+fn folded_matrices_stay_on_the_device_and_free_what_the_shape_took() {
+    let (whole, folded) = (porep_32gib(), porep_32gib_folded());
+    assert!(folded.matrix_bytes() < 400_000_000, "{}", folded.matrix_bytes());
+    for free in [135, 79, 47, 23, 15] {
+        let (w, f) = (plan(free).unwrap(), choose(&folded, free * GIB, 0, PlanRequest::Auto).unwrap());
+        eprintln!("{free} GiB: {} | {}", w.summary(), f.summary());
+        assert!(!f.shape_on_host, "{}", f.summary());
+        let rank = |k: PlanKind| PlanKind::ALL.iter().position(|&x| x == k);
+        assert!(rank(f.kind) <= rank(w.kind), "never a slower plan: {} against {}", f.summary(), w.summary());
+    }
+    // the streamed plan no longer streams the matrices
+    let forced = |dims: &KeyDims| choose(dims, 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap();
+    let (w, f) = (forced(&whole), forced(&folded));
+    assert_eq!(w.pcie_bytes_max - f.pcie_bytes_max, whole.matrix_bytes());
+    assert!(f.device_bytes < w.device_bytes, "{} against {}", f.summary(), w.summary());
 }
 
 fn plan(free_gib: u64) -> Result<MemoryPlan, NoPlan> {
@@ -120,6 +145,7 @@ fn prove_buffers_are_shared_and_sized_by_the_largest_circuit() {
         nnz: [9_000_000, 6_000_000, 4_000_000],
         table_len: 16,
         witness_len: 3_000_020,
+        folded: None,
     };
     let alone = choose(&small, 135 * GIB, 0, PlanRequest::Auto).unwrap();
     // loaded after the 32 GiB key: the free memory no longer holds that key's points, shape

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 
-use snarkflow_cuda_resident::{self as dev, Csr, PinnedBuffer, Section, ShapeDesc};
-use snarkflow_synthesis::ConstraintShape;
+use snarkflow_cuda_resident::{self as dev, Csr, PinnedBuffer, RowFold, Section, ShapeDesc};
+use snarkflow_synthesis::{ConstraintShape, Fold, FoldedMatrix};
 
 use super::{dev_err, Device, FileSections, Placement};
 
@@ -66,6 +66,12 @@ pub(super) fn upload_points(
     Ok(srs)
 }
 
+/// The fold the device stores `shape` with: its own, where folding is on
+/// ([`fold_shapes`](crate::fold_shapes)).
+pub(super) fn device_fold(shape: &ConstraintShape) -> Option<&Fold> {
+    shape.fold().filter(|_| crate::fold_shapes())
+}
+
 /// The shape's matrices and the gather lists of the A and B queries: the variables each
 /// query has points for, in the order the parameter file stores them.
 pub(super) fn upload_shape(
@@ -84,10 +90,29 @@ pub(super) fn upload_shape(
     fn csr(m: &snarkflow_synthesis::SparseMatrix) -> Csr<'_> {
         Csr { row_starts: m.row_starts(), cols: m.cols(), coeffs: m.coeffs() }
     }
+    fn folded_csr(m: &FoldedMatrix) -> Csr<'_> {
+        Csr { row_starts: &m.row_starts, cols: &m.cols, coeffs: &m.coeffs }
+    }
+    let fold = device_fold(shape).filter(|_| !placement.shape_on_host);
+    let folded: Option<[FoldedMatrix; 3]> = fold.map(|f| [f.fold(&shape.a), f.fold(&shape.b), f.fold(&shape.c)]);
+    let matrices = match &folded {
+        Some([a, b, c]) => [folded_csr(a), folded_csr(b), folded_csr(c)],
+        None => [csr(&shape.a), csr(&shape.b), csr(&shape.c)],
+    };
     let desc = ShapeDesc {
         num_inputs: shape.num_inputs,
         num_aux: shape.num_aux,
-        matrices: [csr(&shape.a), csr(&shape.b), csr(&shape.c)],
+        rows: shape.num_constraints(),
+        fold: fold.map(|f| RowFold {
+            head_rows: f.head_rows,
+            rows: f.rows,
+            blocks: f.blocks,
+            input_start: f.input_start,
+            inputs: f.inputs,
+            aux_start: f.aux_start,
+            aux: f.aux,
+        }),
+        matrices,
         table: shape.coeff_table(),
         a_gather: &a_gather,
         b_gather: &b_gather,

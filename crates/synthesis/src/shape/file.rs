@@ -1,11 +1,13 @@
 //! The shape's file form, for a cache next to the parameters: magic `SFCS`, version (u16 LE),
-//! bincode. Everything stored is either covered by the shape hash (re-checked on read) or
-//! range-checked; the densities are re-derived from the matrices rather than stored.
+//! bincode of the shape, then (version 2) of its fold. Everything stored is either covered by
+//! the shape hash (re-checked on read), range-checked or checked against the matrices (the
+//! fold); the densities are re-derived from the matrices rather than stored. Version 1 files
+//! (no fold) are still read.
 
 use blstrs::Scalar as Fr;
 use ff::PrimeField;
 
-use super::{shape_hash, ConstraintShape, SparseMatrix};
+use super::{shape_hash, ConstraintShape, Fold, SparseMatrix};
 use crate::Density;
 
 /// Why a shape file could not be used.
@@ -22,7 +24,9 @@ pub enum ShapeFileError {
 }
 
 const SHAPE_MAGIC: [u8; 4] = *b"SFCS";
-const SHAPE_VERSION: u16 = 1;
+const SHAPE_VERSION: u16 = 2;
+/// The version before the fold was stored.
+const SHAPE_VERSION_UNFOLDED: u16 = 1;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ShapeFile {
@@ -65,7 +69,8 @@ impl ConstraintShape {
             coeff_table: self.coeff_table.iter().map(|k| k.to_repr()).collect(),
             hash: self.hash,
         };
-        bincode::serialize_into(w, &file).map_err(|e| ShapeFileError::Malformed(e.to_string()))
+        bincode::serialize_into(&mut w, &file).map_err(|e| ShapeFileError::Malformed(e.to_string()))?;
+        bincode::serialize_into(w, &self.fold).map_err(|e| ShapeFileError::Malformed(e.to_string()))
     }
 
     /// Write the shape to `path` atomically: to a temporary name of this process, then renamed,
@@ -94,10 +99,14 @@ impl ConstraintShape {
     pub fn read_from<R: std::io::Read>(mut r: R) -> Result<ConstraintShape, ShapeFileError> {
         let mut header = [0u8; 6];
         r.read_exact(&mut header)?;
-        if header[..4] != SHAPE_MAGIC || u16::from_le_bytes([header[4], header[5]]) != SHAPE_VERSION {
+        let version = u16::from_le_bytes([header[4], header[5]]);
+        if header[..4] != SHAPE_MAGIC || !(SHAPE_VERSION_UNFOLDED..=SHAPE_VERSION).contains(&version) {
             return Err(ShapeFileError::Format);
         }
-        let f: ShapeFile = bincode::deserialize_from(r).map_err(|e| ShapeFileError::Malformed(e.to_string()))?;
+        let malformed = |e: bincode::Error| ShapeFileError::Malformed(e.to_string());
+        let f: ShapeFile = bincode::deserialize_from(&mut r).map_err(malformed)?;
+        let fold: Option<Fold> =
+            if version == SHAPE_VERSION { bincode::deserialize_from(r).map_err(malformed)? } else { None };
         let coeff_table = f
             .coeff_table
             .iter()
@@ -132,7 +141,7 @@ impl ConstraintShape {
         let input_of = |c: usize| (c < num_inputs).then_some(c);
         let (a_aux_density, b_input_density, b_aux_density) =
             (density(num_aux, &f.a, &aux_of), density(num_inputs, &f.b, &input_of), density(num_aux, &f.b, &aux_of));
-        Ok(ConstraintShape {
+        let shape = ConstraintShape {
             circuit_id: f.circuit_id,
             num_inputs,
             num_aux,
@@ -144,6 +153,11 @@ impl ConstraintShape {
             b_input_density,
             b_aux_density,
             hash: f.hash,
-        })
+            fold,
+        };
+        if shape.fold.as_ref().is_some_and(|fold| !fold.holds(&shape)) {
+            return Err(ShapeFileError::Malformed("the fold does not describe the matrices".into()));
+        }
+        Ok(shape)
     }
 }

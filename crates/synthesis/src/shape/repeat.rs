@@ -12,7 +12,7 @@ use bellperson::{Circuit, SynthesisError};
 use blstrs::Scalar as Fr;
 use rayon::prelude::*;
 
-use super::{record_body, ConstraintShape, ShapeRecorder, SparseMatrix, AUX_FLAG};
+use super::{record_body, ConstraintShape, Fold, ShapeRecorder, SparseMatrix, AUX_FLAG};
 use crate::Density;
 
 /// The shape of the circuit `with_blocks(blocks)`, where `with_blocks(m)` is the same circuit
@@ -33,7 +33,10 @@ pub fn record_repeated<C: Circuit<Fr> + Send>(
     let (one, two) = (one?, two?);
     match Block::between(&one, &two) {
         Some(block) if block.repeat(&one, 2).same_as(&two) => {
-            Ok(block.repeat(&one, blocks).finish_with_input_rows(circuit_id))
+            let mut shape = block.repeat(&one, blocks).finish_with_input_rows(circuit_id);
+            shape.fold = Some(block.fold(blocks, shape.num_inputs));
+            debug_assert!(shape.fold.as_ref().is_some_and(|f| f.holds(&shape)));
+            Ok(shape)
         }
         _ => {
             tracing::warn!(circuit_id, "the circuit's blocks are not copies of one another: recording it whole");
@@ -85,6 +88,20 @@ impl Block {
             entries,
             head_entries,
         })
+    }
+
+    /// The fold of the shape with `blocks` blocks and `num_inputs` inputs in all.
+    fn fold(&self, blocks: usize, num_inputs: usize) -> Fold {
+        let u32_of = |v: usize| u32::try_from(v).expect("the witness has fewer than 2^32 values");
+        Fold {
+            head_rows: self.head_rows as u64,
+            rows: self.rows as u64,
+            blocks: blocks as u64,
+            input_start: u32_of(self.head_inputs),
+            inputs: u32_of(self.inputs),
+            aux_start: u32_of(num_inputs + self.head_aux),
+            aux: u32_of(self.aux),
+        }
     }
 
     /// A column of the block as block `k` uses it: its own variables shifted, the head's not.

@@ -7,7 +7,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
-use snarkflow_synthesis::{record_repeated, record_shape};
+use snarkflow_synthesis::{record_repeated, record_shape, ConstraintShape, ShapeFileError};
 
 /// How the blocks of [`Blocks`] relate.
 #[derive(Clone, Copy, Debug)]
@@ -97,5 +97,61 @@ proptest! {
         let whole = record_shape(Blocks { seed, blocks, kind }, "blocks").unwrap();
         let repeated = record_repeated(|m| Blocks { seed, blocks: m, kind }, blocks, "blocks").unwrap();
         prop_assert!(repeated == whole, "{kind:?} with {blocks} blocks: the shapes differ");
+        // copies of one block are folded; a circuit recorded whole is not
+        prop_assert_eq!(repeated.fold().is_some(), matches!(kind, Kind::Equal) && blocks >= 3 && repeated.num_constraints() > 0);
+        if repeated.fold().is_some() {
+            folded_rows_are_the_whole_rows(&repeated);
+            file_keeps_the_fold(&repeated);
+        }
     }
+}
+
+/// Every row of every matrix, made from the folded matrix as a folded prover makes it (the
+/// stored row, its columns shifted to the row's block), is the row of the whole matrix.
+fn folded_rows_are_the_whole_rows(shape: &ConstraintShape) {
+    let fold = *shape.fold().unwrap();
+    assert!(fold.holds(shape));
+    for m in [&shape.a, &shape.b, &shape.c] {
+        let folded = fold.fold(m);
+        assert_eq!(folded.row_starts.len() - 1, fold.stored_rows(m.rows()));
+        // one block's entries stored, not `blocks`
+        let block = m.row_starts()[(fold.head_rows + fold.rows) as usize] - m.row_starts()[fold.head_rows as usize];
+        assert_eq!(folded.cols.len() as u64, m.nnz() as u64 - (fold.blocks - 1) * block);
+        for r in 0..m.rows() {
+            let (stored, k) = fold.stored_row(r as u64);
+            let span = |starts: &[u64], i: usize| starts[i] as usize..starts[i + 1] as usize;
+            let (at, whole) = (span(&folded.row_starts, stored as usize), span(m.row_starts(), r));
+            let cols: Vec<u64> = folded.cols[at.clone()].iter().map(|&c| fold.shift(c, k)).collect();
+            let want: Vec<u64> = m.cols()[whole.clone()].iter().map(|&c| u64::from(c)).collect();
+            assert_eq!(cols, want, "row {r}: columns");
+            assert_eq!(folded.coeffs[at], m.coeffs()[whole], "row {r}: coefficients");
+        }
+    }
+}
+
+/// A shape file keeps the fold; a file whose fold does not describe its matrices is refused.
+fn file_keeps_the_fold(shape: &ConstraintShape) {
+    let mut bytes = Vec::new();
+    shape.write_to(&mut bytes).unwrap();
+    let read = ConstraintShape::read_from(&bytes[..]).unwrap();
+    assert_eq!(read.fold(), shape.fold());
+    // the fold is last: its `aux` (u32) one more than it is
+    let n = bytes.len();
+    let aux = u32::from_le_bytes(bytes[n - 4..].try_into().unwrap());
+    bytes[n - 4..].copy_from_slice(&(aux + 1).to_le_bytes());
+    let wrong = ConstraintShape::read_from(&bytes[..]);
+    assert!(matches!(wrong, Err(ShapeFileError::Malformed(_))), "{:?}", wrong.map(|s| s.fold().copied()));
+}
+
+#[test]
+fn a_version_1_shape_file_is_read_unfolded() {
+    let shape = record_repeated(|m| Blocks { seed: 7, blocks: m, kind: Kind::Equal }, 5, "blocks").unwrap();
+    assert!(shape.fold().is_some());
+    let mut bytes = Vec::new();
+    shape.write_to(&mut bytes).unwrap();
+    // version 1: the same bytes without the fold (an Option's tag, then the fold's 40 bytes)
+    bytes.truncate(bytes.len() - 41);
+    bytes[4..6].copy_from_slice(&1u16.to_le_bytes());
+    let read = ConstraintShape::read_from(&bytes[..]).unwrap();
+    assert!(read == shape && read.fold().is_none());
 }
