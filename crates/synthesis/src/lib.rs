@@ -24,6 +24,8 @@
 //!   blocks and copied, checked against the two-block recording. `shape/columns.rs`: Aᵀ·v, Bᵀ·v,
 //!   Cᵀ·v in parallel by stretches of columns, the QAP at τ of parameter generation.
 //!   `shape/file.rs`: the shape's file form (`SFCS`), its hash re-checked on read.
+//!   `shape/fold.rs`: [`Fold`], a recorded-as-copies shape's blocks (kept, stored in the file,
+//!   checked on read), and the matrices with one block stored ([`FoldedMatrix`]) for a prover.
 //! - `compact.rs`: the compact witness encoding (`SFCW`: a 2-bit tag per value, small values as
 //!   varints, a SHA-256 over all of it), naming the shape it is for.
 //! - [`native`]: witness generation without a constraint system, mirroring the gadgets'
