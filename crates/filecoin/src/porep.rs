@@ -368,6 +368,9 @@ mod tests {
         let copied = snarkflow_synthesis::record_repeated(|m| blank_with_challenges(&pp, m), 5, "t").unwrap();
         assert!(whole.num_constraints() > 0);
         assert!(copied == whole, "the copied shape differs from the whole recording");
+        // and it keeps its fold: the five challenges, each its own block, for a prover to store one
+        let fold = copied.fold().expect("a copied shape is folded");
+        assert!(fold.blocks == 5 && fold.holds(&copied) && whole.fold().is_none(), "{fold:?}");
         // and what the kind records is the sector size's circuit
         let id = "porep-c2-2KiB";
         let ours = record_blank_shape(2048, false, id).unwrap();

@@ -427,6 +427,9 @@ mod tests {
             snarkflow_synthesis::record_repeated(|m| blank_with_sectors::<SectorShape2KiB>(&pp, m), 5, "t").unwrap();
         assert!(whole.num_constraints() > 0);
         assert!(copied == whole, "the copied shape differs from the whole recording");
+        // and it keeps its fold: the five sectors, each its own block, for a prover to store one
+        let fold = copied.fold().expect("a copied shape is folded");
+        assert!(fold.blocks == 5 && fold.holds(&copied) && whole.fold().is_none(), "{fold:?}");
     }
 
     #[test]
