@@ -86,11 +86,11 @@ pub(crate) fn second_lane_asked() -> bool {
     std::env::var("SNARKFLOW_PROVE_LANES").is_ok_and(|v| v.trim() == "2")
 }
 
-/// Whether the resident prover stores a shape's repeated blocks once on the device
-/// (`SNARKFLOW_FOLD_SHAPE=1`; opt-in until measured on a device).
+/// Whether the resident prover stores a shape's repeated blocks once on the device: yes unless
+/// `SNARKFLOW_FOLD_SHAPE=0` (for measuring against the whole matrices).
 #[cfg(feature = "cuda-resident")]
 pub(crate) fn fold_shapes() -> bool {
-    std::env::var("SNARKFLOW_FOLD_SHAPE").is_ok_and(|v| v.trim() == "1")
+    !std::env::var("SNARKFLOW_FOLD_SHAPE").is_ok_and(|v| v.trim() == "0")
 }
 
 /// Partitions this process may prove at once on its GPU: 2 where `SNARKFLOW_PROVE_LANES=2`

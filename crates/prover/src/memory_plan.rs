@@ -6,8 +6,9 @@
 //! - **Partly resident**: the H points and the matrices (read densely by every partition) on the
 //!   device; the L, A and B points in page-locked host memory, which the kernels read in place:
 //!   only the points whose scalar is not 0 cross PCIe.
-//! - **Streamed**: all points and the matrices in page-locked host memory. The matrices are
-//!   copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
+//! - **Streamed**: all points and the matrices in page-locked host memory, the matrices on the
+//!   device instead when the shape is folded (one block of them: [`FoldDims`]). Matrices on the
+//!   host are copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
 //!   h no longer needs, each batch's MSM running while the next is copied; L, A and B as in the
 //!   partly resident plan.
 //! - **Lean**: the streamed plan with a prove's phases one after another, so that they share

@@ -219,7 +219,7 @@ fn parameters(
     let shape = store.shape(spec)?;
     let fold = shape.fold().map_or_else(String::new, |f| {
         format!(
-            ", {} blocks of {} rows after {} (folded on the device with SNARKFLOW_FOLD_SHAPE=1)",
+            ", {} blocks of {} rows after {} (folded on the device unless SNARKFLOW_FOLD_SHAPE=0)",
             f.blocks, f.rows, f.head_rows
         )
     });
