@@ -259,6 +259,8 @@ pub struct MemoryPlan {
     /// Sections H, L, A, B-G1, B-G2 in page-locked host memory.
     pub host_sections: [bool; 5],
     pub shape_on_host: bool,
+    /// A and B stored with one block of their repeated rows ([`FoldDims`]).
+    pub shape_folded: bool,
     /// Witness buffers on the device: 2 lets the next partition's witness upload while one
     /// proves; 1 when there is no room for two.
     pub witness_buffers: usize,
@@ -333,6 +335,7 @@ impl MemoryPlan {
             one_pass_h: one_pass_h && !host_sections[0],
             host_sections,
             shape_on_host,
+            shape_folded: dims.folded.is_some(),
             witness_buffers,
             witness_capacity,
             h_batch,
@@ -377,7 +380,7 @@ impl MemoryPlan {
     /// One line: which plan, its device and host bytes, the most it moves over PCIe.
     pub fn summary(&self) -> String {
         format!(
-            "{} plan ({} H MSM, {} witness buffer{}): {:.1} GiB on the device, {:.1} GiB pinned on the host, ≤ {:.1} GB over PCIe per partition",
+            "{} plan ({} H MSM, {} witness buffer{}{}): {:.1} GiB on the device, {:.1} GiB pinned on the host, ≤ {:.1} GB over PCIe per partition",
             self.kind,
             if self.host_sections[0] {
                 "streamed"
@@ -388,6 +391,7 @@ impl MemoryPlan {
             },
             self.witness_buffers,
             if self.witness_buffers == 1 { "" } else { "s" },
+            if self.shape_folded { ", folded shape" } else { "" },
             self.device_bytes as f64 / GIB,
             self.host_bytes as f64 / GIB,
             self.pcie_bytes_max as f64 / 1e9,

@@ -30,7 +30,8 @@ fn folded_matrices_stay_on_the_device_and_free_what_the_shape_took() {
     for free in [135, 79, 47, 23, 15] {
         let (w, f) = (plan(free).unwrap(), choose(&folded, free * GIB, 0, PlanRequest::Auto).unwrap());
         eprintln!("{free} GiB: {} | {}", w.summary(), f.summary());
-        assert!(!f.shape_on_host, "{}", f.summary());
+        assert!(!f.shape_on_host && f.shape_folded && f.summary().contains("folded shape"), "{}", f.summary());
+        assert!(!w.shape_folded && !w.summary().contains("folded"));
         let rank = |k: PlanKind| PlanKind::ALL.iter().position(|&x| x == k);
         assert!(rank(f.kind) <= rank(w.kind), "never a slower plan: {} against {}", f.summary(), w.summary());
     }
