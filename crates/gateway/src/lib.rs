@@ -48,7 +48,7 @@ pub use jobs::view::JobView;
 pub use ledger::index::{maintain as maintain_index, JobSummary, LedgerIndex};
 pub use ledger::room::LedgerRoom;
 pub use metrics::Metrics;
-pub use quota::{QuotaLimits, Quotas};
+pub use quota::{Lane, QuotaLimits, Quotas};
 pub use services::serve;
 pub use state::{validation_slots, AppState, ValidationSlots, SMALL_REQUEST_BYTES};
 

@@ -13,6 +13,20 @@ use crate::JobSummary;
 
 use crate::ApiError;
 
+/// How a submit counts against its tenant's limits (`jobs::quota_lane` decides from its kind
+/// and deadline, never from the priority it asks for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Within the tenant's limits.
+    Normal,
+    /// Work due within one WindowPoSt challenge window (a WindowPoSt with its 30-minute
+    /// deadline): it passes limits that other work filled, up to as much again (twice the
+    /// jobs and partitions in flight), and no submit rate holds it.
+    Urgent,
+    /// Work that is critical by its kind (WinningPoSt): counted, never refused.
+    Critical,
+}
+
 /// The limits every tenant gets (0: no limit).
 #[derive(Debug, Clone, Copy)]
 pub struct QuotaLimits {
@@ -173,11 +187,19 @@ impl Quotas {
         jobs_room(usage, tenant, self.limits)
     }
 
-    /// Admit one submit of `partitions` partitions for `tenant`, or say why not (429). An
-    /// `exempt` submit (the critical lane) is never refused, only counted.
-    pub fn admit(&self, tenant: &str, partitions: u64, exempt: bool) -> Result<(), ApiError> {
-        let limits =
-            if exempt { QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 } } else { self.limits };
+    /// Admit one submit of `partitions` partitions for `tenant` in `lane`, or say why not
+    /// (429). A critical submit is never refused, only counted; an urgent one gets twice the
+    /// in-flight limits and no rate.
+    pub fn admit(&self, tenant: &str, partitions: u64, lane: Lane) -> Result<(), ApiError> {
+        let limits = match lane {
+            Lane::Normal => self.limits,
+            Lane::Urgent => QuotaLimits {
+                max_jobs: self.limits.max_jobs.saturating_mul(2),
+                max_partitions: self.limits.max_partitions.saturating_mul(2),
+                submits_per_minute: 0,
+            },
+            Lane::Critical => QuotaLimits { max_jobs: 0, max_partitions: 0, submits_per_minute: 0 },
+        };
         let mut book = self.usage.lock().expect("quota book");
         let usage = book.entry(tenant.to_owned()).or_default();
         let now = Instant::now();
@@ -263,36 +285,54 @@ mod tests {
     #[test]
     fn the_rate_allows_a_burst_then_asks_to_wait() {
         let q = quotas(0, 0, 2);
-        q.admit("a", 1, false).unwrap();
-        q.admit("a", 1, false).unwrap();
-        assert_eq!(retry_after(q.admit("a", 1, false).unwrap_err()), 30, "one submit per 30 s refills");
-        q.admit("b", 1, false).unwrap();
+        q.admit("a", 1, Lane::Normal).unwrap();
+        q.admit("a", 1, Lane::Normal).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1, Lane::Normal).unwrap_err()), 30, "one submit per 30 s refills");
+        q.admit("b", 1, Lane::Normal).unwrap();
     }
 
     #[test]
     fn in_flight_limits_count_admissions_until_a_ledger_pass_sees_them() {
         let q = quotas(2, 10, 0);
-        q.admit("a", 4, false).unwrap();
-        assert!(q.admit("a", 7, false).is_err(), "4 + 7 partitions > 10");
-        q.admit("a", 6, false).unwrap();
-        assert_eq!(retry_after(q.admit("a", 1, false).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
+        q.admit("a", 4, Lane::Normal).unwrap();
+        assert!(q.admit("a", 7, Lane::Normal).is_err(), "4 + 7 partitions > 10");
+        q.admit("a", 6, Lane::Normal).unwrap();
+        assert_eq!(retry_after(q.admit("a", 1, Lane::Normal).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
         // a pass that began before the admissions keeps counting them; a later empty pass frees them
         let before = Instant::now() - std::time::Duration::from_secs(60);
         q.refresh(before, &[]);
-        assert!(q.admit("a", 1, false).is_err());
+        assert!(q.admit("a", 1, Lane::Normal).is_err());
         q.refresh(Instant::now(), &[]);
-        q.admit("a", 1, false).unwrap();
+        q.admit("a", 1, Lane::Normal).unwrap();
     }
 
     #[test]
     fn the_critical_lane_is_counted_but_never_refused() {
         let q = quotas(1, 2, 1);
-        q.admit("curio", 2, false).unwrap();
-        assert!(q.admit("curio", 1, false).is_err(), "the tenant is at its limits");
+        q.admit("curio", 2, Lane::Normal).unwrap();
+        assert!(q.admit("curio", 1, Lane::Normal).is_err(), "the tenant is at its limits");
         // a WinningPoSt past every limit (jobs, partitions, rate) still goes in
-        q.admit("curio", 1, true).unwrap();
-        q.admit("curio", 1, true).unwrap();
+        q.admit("curio", 1, Lane::Critical).unwrap();
+        q.admit("curio", 1, Lane::Critical).unwrap();
         // and it counts against the ordinary work that follows
-        assert!(q.admit("curio", 1, false).is_err());
+        assert!(q.admit("curio", 1, Lane::Normal).is_err());
+    }
+
+    #[test]
+    fn the_urgent_lane_passes_a_full_quota_up_to_twice_its_limits() {
+        let q = quotas(2, 4, 1);
+        q.admit("curio", 2, Lane::Normal).unwrap();
+        q.admit("curio", 2, Lane::Normal).unwrap_err();
+        // PoRep filled the partitions (and the rate): a WindowPoSt due within its window goes in
+        q.admit("curio", 1, Lane::Urgent).unwrap();
+        q.admit("curio", 1, Lane::Urgent).unwrap();
+        q.admit("curio", 2, Lane::Urgent).unwrap();
+        // but not past twice the limits: 4 jobs and 8 partitions in flight
+        let e = q.admit("curio", 1, Lane::Urgent).unwrap_err();
+        assert_eq!(retry_after(e), IN_FLIGHT_RETRY_SECS);
+        let q = quotas(0, 4, 0);
+        q.admit("curio", 7, Lane::Urgent).unwrap();
+        assert!(q.admit("curio", 2, Lane::Urgent).is_err(), "7 + 2 partitions > 8");
+        assert!(q.admit("curio", 1, Lane::Normal).is_err(), "ordinary work still waits");
     }
 }

@@ -74,9 +74,9 @@ pub(crate) async fn submit(
         caller.require(Scope::Submit)?;
         tracing::Span::current().record("tenant", caller.tenant());
         // a tenant over its rate or job limit is refused before its body costs anything; one
-        // that may submit critical work is checked after parsing (a WinningPoSt and a retry of
-        // a live job are answered whatever the quota)
-        if caller.max_priority() < Priority::Critical {
+        // that may submit high or critical work is checked after parsing (a WinningPoSt, a
+        // WindowPoSt due within its window and a retry of a live job pass a full quota)
+        if caller.max_priority() < Priority::High {
             state.quotas.precheck(caller.tenant())?;
         }
         // held while the body is read, parsed and submitted

@@ -14,7 +14,7 @@ use tracing::info;
 
 use crate::auth::Caller;
 use crate::jobs::validate::ValidJob;
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, Lane};
 
 /// The job a submit made, or found under its idempotency key.
 #[derive(Debug, Clone)]
@@ -49,12 +49,13 @@ pub(crate) async fn submit(state: &AppState, caller: &Caller, mut job: ValidJob)
     }
     // A kind whose own class is critical (WinningPoSt: Curio never retries one, and a refusal
     // loses a block) is never refused by a quota that other work filled; it is still counted.
-    // The kind decides, not the priority asked for: a token allowed `critical` must not make
-    // PoRep jobs quota-free by asking for it.
-    let exempt = quota_exempt(job.circuit.kind());
+    // A WindowPoSt due within its challenge window passes a full quota up to as much again.
+    // The kind and deadline decide, not the priority asked for: a token allowed `critical`
+    // must not make PoRep jobs quota-free by asking for it.
+    let lane = quota_lane(job.circuit.kind(), state.policy.deadline_secs(&job));
     // room in the ledger for this job's record while every job in flight can still finish
-    state.ledger_room.admit(job.partitions, exempt)?;
-    state.quotas.admit(&tenant, u64::from(job.partitions), exempt)?;
+    state.ledger_room.admit(job.partitions, lane != Lane::Normal)?;
+    state.quotas.admit(&tenant, u64::from(job.partitions), lane)?;
     let queued = enqueue(state, job, &tenant).await;
     if !matches!(&queued, Ok(Submitted { existing: false, .. })) {
         state.quotas.release(&tenant);
@@ -66,6 +67,21 @@ pub(crate) async fn submit(state: &AppState, caller: &Caller, mut job: ValidJob)
 /// priority is critical (WinningPoSt), whatever priority a request asks for.
 pub(crate) fn quota_exempt(kind: snarkflow_wire::JobKind) -> bool {
     snarkflow_circuits::kind_info(kind).is_some_and(|info| info.default_priority == snarkflow_wire::Priority::Critical)
+}
+
+/// A WindowPoSt challenge window: work due within it is urgent.
+const URGENT_WITHIN_SECS: u64 = 30 * 60;
+
+/// How a job of `kind` due in `deadline_secs` counts against its tenant's quotas: critical for
+/// the kinds critical themselves ([`quota_exempt`]), urgent for a kind of high priority (the
+/// PoSts) due within one challenge window, else normal.
+pub(crate) fn quota_lane(kind: snarkflow_wire::JobKind, deadline_secs: u64) -> Lane {
+    let Some(info) = snarkflow_circuits::kind_info(kind) else { return Lane::Normal };
+    match info.default_priority {
+        snarkflow_wire::Priority::Critical => Lane::Critical,
+        snarkflow_wire::Priority::High if deadline_secs <= URGENT_WITHIN_SECS => Lane::Urgent,
+        _ => Lane::Normal,
+    }
 }
 
 /// The live job of the same request that `job`'s idempotency key already names, if any (read
@@ -280,6 +296,22 @@ pub(crate) fn proof_bytes(record: &JobRecord) -> Result<Vec<u8>, ApiError> {
 #[cfg(test)]
 mod tests {
     use snarkflow_wire::JobKind;
+
+    #[test]
+    fn a_window_post_due_within_its_challenge_window_is_urgent() {
+        use super::quota_lane;
+        use crate::Lane;
+        let window = JobKind::new("window-post");
+        // its own default deadline is the challenge window
+        let default = snarkflow_circuits::kind_info(window).unwrap().default_deadline_secs;
+        assert_eq!(quota_lane(window, default), Lane::Urgent);
+        assert_eq!(quota_lane(window, 600), Lane::Urgent);
+        assert_eq!(quota_lane(window, 6 * 3600), Lane::Normal, "a WindowPoSt due in hours waits like other work");
+        assert_eq!(quota_lane(JobKind::new("winning-post"), 6 * 3600), Lane::Critical);
+        for kind in ["porep-c2", "snap-update", "dense-chain", "sha256-chain", "no-such-kind"] {
+            assert_eq!(quota_lane(JobKind::new(kind), 60), Lane::Normal, "{kind}: a short deadline is not urgency");
+        }
+    }
 
     #[test]
     fn only_kinds_that_are_critical_themselves_pass_a_full_quota() {
