@@ -297,7 +297,11 @@ mod tests {
         q.admit("a", 4, Lane::Normal).unwrap();
         assert!(q.admit("a", 7, Lane::Normal).is_err(), "4 + 7 partitions > 10");
         q.admit("a", 6, Lane::Normal).unwrap();
-        assert_eq!(retry_after(q.admit("a", 1, Lane::Normal).unwrap_err()), IN_FLIGHT_RETRY_SECS, "two jobs is the limit");
+        assert_eq!(
+            retry_after(q.admit("a", 1, Lane::Normal).unwrap_err()),
+            IN_FLIGHT_RETRY_SECS,
+            "two jobs is the limit"
+        );
         // a pass that began before the admissions keeps counting them; a later empty pass frees them
         let before = Instant::now() - std::time::Duration::from_secs(60);
         q.refresh(before, &[]);

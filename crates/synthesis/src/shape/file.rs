@@ -1,8 +1,9 @@
 //! The shape's file form, for a cache next to the parameters: magic `SFCS`, version (u16 LE),
 //! bincode of the shape, then (version 2) of its fold. Everything stored is either covered by
 //! the shape hash (re-checked on read), range-checked or checked against the matrices (the
-//! fold); the densities are re-derived from the matrices rather than stored. Version 1 files
-//! (no fold) are still read.
+//! fold); the densities are re-derived from the matrices rather than stored. A version 1 file
+//! (from before the fold was kept) is refused as outdated, so that its shape is recorded again
+//! and the prover learns its fold.
 
 use blstrs::Scalar as Fr;
 use ff::PrimeField;
@@ -17,6 +18,8 @@ pub enum ShapeFileError {
     Io(#[from] std::io::Error),
     #[error("not a shape file, or an unsupported version")]
     Format,
+    #[error("shape file version {0} is from before the fold was kept: recorded again")]
+    Outdated(u16),
     #[error("malformed shape file: {0}")]
     Malformed(String),
     #[error("shape file content does not match its hash (corrupt)")]
@@ -25,8 +28,6 @@ pub enum ShapeFileError {
 
 const SHAPE_MAGIC: [u8; 4] = *b"SFCS";
 const SHAPE_VERSION: u16 = 2;
-/// The version before the fold was stored.
-const SHAPE_VERSION_UNFOLDED: u16 = 1;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ShapeFile {
@@ -100,13 +101,15 @@ impl ConstraintShape {
         let mut header = [0u8; 6];
         r.read_exact(&mut header)?;
         let version = u16::from_le_bytes([header[4], header[5]]);
-        if header[..4] != SHAPE_MAGIC || !(SHAPE_VERSION_UNFOLDED..=SHAPE_VERSION).contains(&version) {
+        if header[..4] != SHAPE_MAGIC || version > SHAPE_VERSION || version == 0 {
             return Err(ShapeFileError::Format);
+        }
+        if version < SHAPE_VERSION {
+            return Err(ShapeFileError::Outdated(version));
         }
         let malformed = |e: bincode::Error| ShapeFileError::Malformed(e.to_string());
         let f: ShapeFile = bincode::deserialize_from(&mut r).map_err(malformed)?;
-        let fold: Option<Fold> =
-            if version == SHAPE_VERSION { bincode::deserialize_from(r).map_err(malformed)? } else { None };
+        let fold: Option<Fold> = bincode::deserialize_from(r).map_err(malformed)?;
         let coeff_table = f
             .coeff_table
             .iter()
