@@ -234,9 +234,16 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
         sh->rows = desc->rows;
         sh->fold = desc->fold;
         const sf_fold& f = sh->fold;
+        // (each bound checked without overflow: a fold names at most rows and columns it has)
+        const uint64_t width = desc->num_inputs + desc->num_aux;
+        auto within = [](uint64_t start, uint64_t per, uint64_t blocks, uint64_t limit) {
+            return start <= limit && (per == 0 || blocks <= (limit - start) / per);
+        };
+        if (f.blocks && (f.rows == 0 || !within(f.head_rows, f.rows, f.blocks, sh->rows)
+                         || !within(f.input_start, f.inputs, f.blocks, width)
+                         || !within(f.aux_start, f.aux, f.blocks, width)))
+            throw sf_error(-1, "the shape's fold is past its rows or columns");
         const size_t stored = f.blocks ? sh->rows - (f.blocks - 1) * f.rows : sh->rows;
-        if (f.blocks && (f.rows == 0 || f.head_rows + f.blocks * f.rows > sh->rows))
-            throw sf_error(-1, "the shape's fold is past its rows");
         if (f.blocks && sh->on_host)
             throw sf_error(-1, "a folded shape is kept on the device");
         for (int i = 0; i < 3; i++)

@@ -160,11 +160,15 @@ impl KeyDims {
     /// The matrices as the device stores them (row starts, columns, coefficient indices): A and
     /// B only, since c = a∘b on the domain for a satisfied system; one block of them if folded.
     pub fn matrix_bytes(&self) -> u64 {
-        let (rows, nnz) = match self.folded {
-            Some(f) => (f.rows, f.nnz),
-            None => (self.rows, [self.nnz[0], self.nnz[1]]),
-        };
-        2 * (rows + 1) * 8 + (nnz[0] + nnz[1]) * 8
+        match self.folded {
+            Some(f) => 2 * (f.rows + 1) * 8 + (f.nnz[0] + f.nnz[1]) * 8,
+            None => self.whole_matrix_bytes(),
+        }
+    }
+
+    /// A and B with every row, as the streamed plans keep them on the host.
+    pub fn whole_matrix_bytes(&self) -> u64 {
+        2 * (self.rows + 1) * 8 + (self.nnz[0] + self.nnz[1]) * 8
     }
 
     /// What stays on the device in every plan: the coefficient table and the A/B gather lists.
@@ -295,13 +299,15 @@ impl MemoryPlan {
             PlanKind::PartlyResident => [false, true, true, true, true],
             PlanKind::Streamed | PlanKind::Lean => [true; 5],
         };
-        // folded matrices are smaller than the two chunks streaming them would take
-        let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean) && dims.folded.is_none();
         let lean = kind == PlanKind::Lean;
+        let shape_chunk = if lean { dims.lean_shape_chunk() } else { dims.shape_chunk() };
+        // folded matrices stay on the device where they take no more than the two chunks
+        // streaming them would (at 32 GiB PoRep ~0.3 GiB against 0.4–0.8 GiB)
+        let folded_fits = dims.folded.is_some() && dims.matrix_bytes() <= dims.shape_staging(shape_chunk);
+        let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean) && !folded_fits;
         let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
         let points_on_host: u64 = (0..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();
-        let matrices = dims.matrix_bytes();
-        let shape_chunk = if lean { dims.lean_shape_chunk() } else { dims.shape_chunk() };
+        let matrices = if shape_on_host { dims.whole_matrix_bytes() } else { dims.matrix_bytes() };
         let h_batch = if lean { dims.lean_h_batch() } else { 0 };
         let witness_capacity = if lean { dims.witness_len.max(dims.domain()) } else { dims.witness_len };
         let staging = if shape_on_host { dims.shape_staging(shape_chunk) } else { 0 };
@@ -335,7 +341,7 @@ impl MemoryPlan {
             one_pass_h: one_pass_h && !host_sections[0],
             host_sections,
             shape_on_host,
-            shape_folded: dims.folded.is_some(),
+            shape_folded: dims.folded.is_some() && !shape_on_host,
             witness_buffers,
             witness_capacity,
             h_batch,

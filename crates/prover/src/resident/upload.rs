@@ -69,7 +69,7 @@ pub(super) fn upload_points(
 /// The fold the device stores `shape` with: its own, where folding is on
 /// ([`fold_shapes`](crate::fold_shapes)).
 pub(super) fn device_fold(shape: &ConstraintShape) -> Option<&Fold> {
-    shape.fold().filter(|_| crate::fold_shapes())
+    shape.fold().filter(|f| f.blocks >= 2 && crate::fold_shapes())
 }
 
 /// The shape's matrices and the gather lists of the A and B queries: the variables each

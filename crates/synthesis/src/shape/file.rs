@@ -164,3 +164,52 @@ impl ConstraintShape {
         Ok(shape)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(rows: &[&[u32]]) -> SparseMatrix {
+        let mut m = SparseMatrix { row_starts: vec![0], ..Default::default() };
+        for row in rows {
+            m.cols.extend_from_slice(row);
+            m.coeffs.extend(row.iter().map(|_| 0));
+            m.row_starts.push(m.cols.len() as u64);
+        }
+        m
+    }
+
+    /// A file is written by whoever can write the directory, hash and all: a fold that names
+    /// rows one of its matrices lacks is refused, not a panic.
+    #[test]
+    fn a_fold_past_a_matrix_s_rows_is_refused_not_a_panic() {
+        // a head row on the input, then three one-row blocks, each on its own aux variable
+        let (a, b) = (matrix(&[&[0], &[1], &[2], &[3]]), matrix(&[&[], &[], &[], &[]]));
+        let fold = Fold { head_rows: 1, rows: 1, blocks: 3, input_start: 1, inputs: 0, aux_start: 1, aux: 1 };
+        let shape = |c: SparseMatrix| {
+            let table = vec![Fr::from(1u64)];
+            let hash = shape_hash("t", 1, 3, [&a, &b, &c], &table);
+            let mut s = ConstraintShape {
+                circuit_id: "t".into(),
+                num_inputs: 1,
+                num_aux: 3,
+                a: a.clone(),
+                b: b.clone(),
+                c,
+                coeff_table: table,
+                a_aux_density: Density::new(),
+                b_input_density: Density::new(),
+                b_aux_density: Density::new(),
+                hash,
+                fold: Some(fold),
+            };
+            let mut bytes = Vec::new();
+            s.write_to(&mut bytes).unwrap();
+            s.fold = None;
+            ConstraintShape::read_from(&bytes[..])
+        };
+        assert!(shape(b.clone()).is_ok_and(|s| s.fold() == Some(&fold)), "the fold holds with every row there");
+        let short = shape(matrix(&[&[], &[]]));
+        assert!(matches!(short, Err(ShapeFileError::Malformed(_))), "{:?}", short.map(|s| s.num_constraints()));
+    }
+}

@@ -89,10 +89,13 @@ impl Fold {
             && columns_end(self.aux_start, self.aux).is_some_and(|e| e <= width as u64)
     }
 
-    /// Whether every block of `m` is block 0 shifted.
+    /// Whether every block of `m` is block 0 shifted (`m` has the rows [`fits`](Self::fits) saw).
     fn holds_for(&self, m: &SparseMatrix) -> bool {
         let starts = &m.row_starts;
         let (head, per) = (self.head_rows as usize, self.rows as usize);
+        if m.rows() < head + self.blocks as usize * per || m.cols.len() != m.coeffs.len() {
+            return false;
+        }
         let first = starts[head] as usize..starts[head + per] as usize;
         (1..self.blocks).into_par_iter().all(|k| {
             let at = head + k as usize * per;
@@ -109,10 +112,12 @@ impl Fold {
         })
     }
 
-    /// Whether the fold is true of all three matrices of `shape`.
+    /// Whether the fold is true of all three matrices of `shape` (which must have as many rows).
     pub fn holds(&self, shape: &ConstraintShape) -> bool {
         let width = shape.num_inputs + shape.num_aux;
-        self.fits(shape.num_constraints(), width) && [&shape.a, &shape.b, &shape.c].iter().all(|m| self.holds_for(m))
+        let rows = shape.num_constraints();
+        let same_rows = shape.b.rows() == rows && shape.c.rows() == rows;
+        same_rows && self.fits(rows, width) && [&shape.a, &shape.b, &shape.c].iter().all(|m| self.holds_for(m))
     }
 
     /// `m` as a folded prover stores it.
