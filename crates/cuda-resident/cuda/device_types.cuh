@@ -281,15 +281,7 @@ struct sf_csr {
     size_t nnz;
 };
 
-// A shape's repeated blocks stored once (snarkflow_synthesis::Fold): rows [head_rows,
-// head_rows + blocks·rows) are `blocks` copies of the block stored after the head, block k's
-// columns in [input_start, input_start + inputs) moved by k·inputs and those in [aux_start,
-// aux_start + aux) by k·aux; the rows after the blocks are stored after the one block. blocks = 0:
-// not folded (the matrices hold every row).
-struct sf_fold {
-    uint64_t head_rows, rows, blocks;
-    uint32_t input_start, inputs, aux_start, aux;
-};
+#include "fold.cuh"   // sf_fold: a shape's repeated blocks stored once
 
 struct sf_shape_desc {
     size_t num_inputs;

@@ -2,79 +2,8 @@
 // that queues one matrix's product on a stream. A folded matrix (sf_fold) stores a repeated
 // block once: its rows are made `blocks` times, the columns shifted to each block's variables.
 
-// Rows of one product: the stored rows and how they unfold into the rows of the result, in
-// groups of 32 (a warp's) that never straddle the head, a block or the rows after the blocks.
-struct spmv_layout {
-    sf_fold f;          // blocks = 0: not folded, every row stored
-    uint64_t head;      // stored rows before the block (all of them when not folded)
-    uint64_t stored;    // rows stored
-    uint64_t out_rows;  // rows of the result
-    uint64_t head_groups, block_groups, groups;
-};
-
-static spmv_layout layout_for(const sf_fold& f, uint64_t stored)
-{
-    spmv_layout l{};
-    l.f = f;
-    l.stored = stored;
-    l.head = f.blocks ? f.head_rows : stored;
-    l.out_rows = f.blocks ? stored + (f.blocks - 1) * f.rows : stored;
-    l.head_groups = (l.head + WARP_SZ - 1) / WARP_SZ;
-    l.block_groups = f.blocks ? (f.rows + WARP_SZ - 1) / WARP_SZ : 0;
-    uint64_t tail = f.blocks ? stored - l.head - f.rows : 0;
-    l.groups = l.head_groups + f.blocks * l.block_groups + (tail + WARP_SZ - 1) / WARP_SZ;
-    return l;
-}
-
-// block k's column for the stored block's column c (k = 0 outside the blocks)
-__device__ __forceinline__ uint32_t fold_col(const sf_fold& f, uint32_t c, uint32_t k)
-{
-    if (k == 0)
-        return c;
-    if (c - f.input_start < f.inputs)
-        return c + k * f.inputs;
-    if (c - f.aux_start < f.aux)
-        return c + k * f.aux;
-    return c;
-}
-
-// group g of 32 rows: its first stored row, its first row of the result, how many rows, its block
-__device__ __forceinline__ void fold_group(const spmv_layout& l, uint64_t g, uint64_t& stored, uint64_t& out,
-                                           uint32_t& n, uint32_t& k)
-{
-    const sf_fold& f = l.f;
-    uint64_t end;
-    k = 0;
-    if (g < l.head_groups) {
-        stored = out = g * WARP_SZ;
-        end = l.head;
-    } else if (g < l.head_groups + f.blocks * l.block_groups) {
-        uint64_t q = g - l.head_groups, kb = q / l.block_groups, j = (q - kb * l.block_groups) * WARP_SZ;
-        k = (uint32_t)kb;
-        stored = l.head + j;
-        out = l.head + kb * f.rows + j;
-        end = l.head + f.rows;
-    } else {
-        uint64_t j = (g - l.head_groups - f.blocks * l.block_groups) * WARP_SZ;
-        stored = l.head + f.rows + j;
-        out = l.head + f.blocks * f.rows + j;
-        end = l.stored;
-    }
-    n = (uint32_t)min((uint64_t)WARP_SZ, end - stored);
-}
-
-// where row r of the result is stored, and its block (snarkflow_synthesis::Fold::stored_row)
-__device__ __forceinline__ uint64_t fold_row(const sf_fold& f, uint64_t r, uint32_t& k)
-{
-    k = 0;
-    if (f.blocks == 0 || r < f.head_rows)
-        return r;
-    if (r < f.head_rows + f.blocks * f.rows) {
-        k = (uint32_t)((r - f.head_rows) / f.rows);
-        return r - (uint64_t)k * f.rows;
-    }
-    return r - (f.blocks - 1) * f.rows;
-}
+// (spmv_layout, layout_for, fold_col, fold_group, fold_row: fold.cuh, in groups of a warp's rows)
+static_assert(FOLD_GROUP == WARP_SZ, "a group of rows is a warp's");
 
 // out[r] = Σ_k coeff(k) · w[col(k)] over row r; cols and coeffs hold the non-zeros from `base`
 // on (a chunk of rows streamed from the host starts past 0)
