@@ -217,12 +217,7 @@ fn parameters(
     println!("parameters {} ({:.1} s)", path.display(), started.elapsed().as_secs_f64());
     let started = Instant::now();
     let shape = store.shape(spec)?;
-    let fold = shape.fold().map_or_else(String::new, |f| {
-        format!(
-            ", {} blocks of {} rows after {} (folded on the device unless SNARKFLOW_FOLD_SHAPE=0)",
-            f.blocks, f.rows, f.head_rows
-        )
-    });
+    let fold = shape.fold().map_or_else(String::new, |f| format!(", {f} (folded on the device)"));
     println!(
         "shape {}: {} constraints, {} inputs, {} aux, nnz {}{fold} ({:.1} s)",
         spec.circuit_id(),

@@ -134,6 +134,13 @@ impl Fold {
     }
 }
 
+/// `18 blocks of 7237665 rows after 571`
+impl std::fmt::Display for Fold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} blocks of {} rows after {}", self.blocks, self.rows, self.head_rows)
+    }
+}
+
 impl ConstraintShape {
     /// The shape's repeated blocks, where it was recorded as copies of one block.
     pub fn fold(&self) -> Option<&Fold> {
