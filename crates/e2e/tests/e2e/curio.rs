@@ -369,7 +369,8 @@ async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
     // another tenant's job on the (CPU) prover: Curio's tenant sees the device busy, not the id
     let other = add_test_token("other-tenant", &[Scope::Submit, Scope::Read], snarkflow_wire::Priority::Normal);
     let http = snarkflow_e2e::client_with_token(&other);
-    let body = serde_json::json!({"kind": "dense-chain", "input": {"constraints": 16384, "partitions": 8}});
+    let body = serde_json::json!({"kind": "dense-chain", "input": {"constraints": 16384, "partitions": 64}});
+    // (64 partitions: it proves for seconds, long enough to be seen; it is cancelled at the end)
     // the gateway reads a changed tokens file within a second or so
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let r = loop {
@@ -391,14 +392,23 @@ async fn the_cuzk_listener_is_private_and_shows_no_other_tenants_jobs() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert_eq!(busy.current_job_id, "", "another tenant's job id leaked: {busy:?}");
-    // its own tenant, calling with its token, sees it
-    let mut request = tonic::Request::new(cuzk::GetStatusRequest {});
-    request.metadata_mut().insert("authorization", format!("Bearer {other}").parse().unwrap());
-    let mine = client.get_status(request).await.unwrap().into_inner();
-    assert!(
-        mine.gpus.iter().any(|g| g.current_job_id == job_id) || stack.job(&job_id).await.unwrap()["state"] != "proving",
-        "the owner does not see its job on the device: {mine:?}"
-    );
+    // its own tenant, calling with its token, sees it (the workers report between partitions
+    // too, when the device shows no job: ask until a report shows it, while the job proves)
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut request = tonic::Request::new(cuzk::GetStatusRequest {});
+        request.metadata_mut().insert("authorization", format!("Bearer {other}").parse().unwrap());
+        let mine = client.get_status(request).await.unwrap().into_inner();
+        if mine.gpus.iter().any(|g| g.current_job_id == job_id) {
+            break;
+        }
+        let state = stack.job(&job_id).await.unwrap()["state"].clone();
+        assert!(
+            state == "proving" && std::time::Instant::now() < deadline,
+            "the owner never saw its job on the device (job {state}): {mine:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut bad = tonic::Request::new(cuzk::GetStatusRequest {});
     bad.metadata_mut().insert("authorization", "Bearer not-a-token".parse().unwrap());
     assert_eq!(client.get_status(bad).await.unwrap_err().code(), tonic::Code::Unauthenticated);
