@@ -49,7 +49,8 @@ The resident prover, the CLI in one process:
   memory-plans        one PoRep partition per size in every plan, then on simulated cards
                       SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean CARDS (GiB,
                       e.g. "80 48 24 16") RUNS=2 CPU=0 SUPRA=0 TRACE CASE_LIMIT=540
-                      S=/tmp/sfplans P BINS=bins.tar.xz RUST_LOG
+                      S=/tmp/sfplans P BINS=bins.tar.xz RUST_LOG; SNARKFLOW_H_FRONT=1 keeps the
+                      front of H on the device where H is streamed (SNARKFLOW_H_FRONT_POINTS caps it)
   msm-fallback        the H MSM with LEAVE MiB free: one pass, sppark's batched MSM, or a failure
                       SIZE=512MiB LEAVES="0 128 … 2048" RUNS=2 CASE_LIMIT=300 S=/tmp/sffallback P
                       BINS=bins.tar.xz RUST_LOG

@@ -271,6 +271,12 @@ struct sf_srs {
     dbuf staging;   // raw file bytes on their way to conversion
     size_t h_batch;
     bool lean;
+    // with H on the host: a copy of its first `h_front_len` points on the device, where the plan
+    // has room to spare (sf_srs_keep_h_front); the H MSM reads them there and streams the rest.
+    // A prove holds `front` shared; giving the copy back (another key needs the room) exclusively.
+    dbuf h_front;
+    size_t h_front_len = 0;
+    mutable std::shared_mutex front;
 };
 
 struct sf_csr {

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 
@@ -377,7 +378,8 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
 // Σ h_i·H_i with the H points in mapped host memory: batches of points copied on `copy` into
 // b and c in turn (h is in a; b and c are free once h is made; the lean plan passes the
 // witness's buffer for c), each batch's MSM (sppark's, against device memory) run while the next
-// batch is copied. Returns the bytes copied.
+// batch is copied; the front of H that the device keeps a copy of (`h_front`) is not copied.
+// Returns the bytes copied.
 static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out,
                              const dbuf& c_slot)
 {
@@ -387,6 +389,22 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
     batch = std::min({batch, d->b.bytes / sizeof(g1_mem_t), c_slot.bytes / sizeof(g1_mem_t), n});
     if (batch == 0)
         throw sf_error(-1, "no room for a batch of H points");
+    // the points the device holds a copy of are not streamed: their MSM (in batches too, so its
+    // workspace is a streamed batch's) runs while the first streamed batch is copied
+    std::shared_lock<std::shared_mutex> front(srs->front);
+    const size_t kept = std::min(srs->h_front_len, n);
+    auto front_msm = [&] {
+        for (size_t first = 0; first < kept; first += batch) {
+            point_t part;
+            msm<bucket_t, point_t, affine_t>(gpu, part, srs->h_front.as<g1_mem_t>() + first, h + first,
+                                             std::min(batch, kept - first), "the H MSM");
+            out.add(part);
+        }
+    };
+    if (kept == n) {
+        front_msm();
+        return 0;
+    }
     const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
     g1_mem_t* slots[2] = {d->b.as<g1_mem_t>(), c_slot.as<g1_mem_t>()};
     // b and c were last written by the prep stream: the copies wait for it
@@ -398,9 +416,10 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
               "streaming the H points");
         check(cudaEventRecord(d->staged[slot], d->copy), "streaming the H points");
     };
-    copy(0, 0);
+    copy(kept, 0);
+    front_msm();
     int slot = 0;
-    for (size_t first = 0; first < n; first += batch, slot ^= 1) {
+    for (size_t first = kept; first < n; first += batch, slot ^= 1) {
         // the other slot's MSM returned (sppark's invoke waits for its work): refill it
         if (first + batch < n)
             copy(first + batch, slot ^ 1);
@@ -409,7 +428,7 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
         msm<bucket_t, point_t, affine_t>(gpu, part, slots[slot], h + first, std::min(batch, n - first), "the H MSM");
         out.add(part);
     }
-    return n * sizeof(g1_mem_t);
+    return (n - kept) * sizeof(g1_mem_t);
 }
 
 static double event_ms(cudaEvent_t from, cudaEvent_t to)

@@ -186,10 +186,55 @@ SF_FFI void sf_srs_loaded(sf_srs* srs)
     srs->staging.release();
 }
 
+// Copy the first `points` H points (fewer if H has fewer) from mapped host memory to the
+// device, where H lives on the host: the H MSM then streams only the rest. Replaces a copy made
+// before; on failure (no room) the device keeps none.
+SF_FFI RustError::by_value sf_srs_keep_h_front(sf_srs* srs, size_t points)
+{
+    return guarded([&] {
+        std::unique_lock<std::shared_mutex> lock(srs->front);
+        if (!srs->points[SEC_H].on_host())
+            throw sf_error(-1, "the H points are on the device already");
+        srs->dev->gpu->select();
+        srs->h_front.release();
+        srs->h_front_len = 0;
+        points = std::min(points, srs->count[SEC_H]);
+        if (points == 0)
+            return;
+        size_t bytes = points * sizeof(g1_mem_t);
+        srs->h_front.ensure(bytes, "allocating device memory for the front of the H points");
+        cudaError_t e = cudaMemcpy(srs->h_front.ptr, srs->points[SEC_H].host, bytes, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) {
+            srs->h_front.release();
+            check(e, "copying the front of the H points");
+        }
+        srs->h_front_len = points;
+    });
+}
+
+// Free the device's copy of the front of H (waits for proves reading it); returns its bytes.
+SF_FFI size_t sf_srs_drop_h_front(sf_srs* srs)
+{
+    std::unique_lock<std::shared_mutex> lock(srs->front);
+    srs->dev->gpu->select();
+    size_t bytes = srs->h_front.bytes;
+    srs->h_front.release();
+    srs->h_front_len = 0;
+    return bytes;
+}
+
+// H points the device keeps a copy of (sf_srs_keep_h_front)
+SF_FFI size_t sf_srs_h_front(const sf_srs* srs)
+{
+    std::shared_lock<std::shared_mutex> lock(srs->front);
+    return srs->h_front_len;
+}
+
 // device bytes, and (host) the mapped host bytes
 SF_FFI size_t sf_srs_bytes(const sf_srs* srs, size_t* host)
 {
-    size_t total = 0, on_host = 0;
+    std::shared_lock<std::shared_mutex> lock(srs->front);
+    size_t total = srs->h_front.bytes, on_host = 0;
     for (auto& p : srs->points) {
         total += p.device_bytes();
         on_host += p.bytes - p.device_bytes();
@@ -206,6 +251,7 @@ SF_FFI void sf_srs_free(sf_srs* srs)
     srs->dev->gpu->select();
     for (auto& p : srs->points) p.release();
     srs->staging.release();
+    srs->h_front.release();
     delete srs;
 }
 

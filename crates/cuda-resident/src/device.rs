@@ -208,6 +208,26 @@ impl Srs {
         unsafe { ffi::sf_srs_bytes(self.raw.as_ptr(), std::ptr::null_mut()) as u64 }
     }
 
+    /// With H placed on the host: keep a device copy of its first `points` points (fewer if H
+    /// has fewer), which the H MSM then reads there instead of streaming them. Replaces a copy
+    /// made before; on an error (no room) none is kept.
+    pub fn keep_h_front(&self, points: usize) -> Result<(), Error> {
+        // SAFETY: the handle is live; the device code takes the copy's lock
+        result(unsafe { ffi::sf_srs_keep_h_front(self.raw.as_ptr(), points) })
+    }
+
+    /// Free the device copy of the front of H, waiting for proves that read it; its bytes.
+    pub fn drop_h_front(&self) -> u64 {
+        // SAFETY: the handle is live; the device code takes the copy's lock
+        unsafe { ffi::sf_srs_drop_h_front(self.raw.as_ptr()) as u64 }
+    }
+
+    /// H points the device keeps a copy of ([`Srs::keep_h_front`]).
+    pub fn h_front(&self) -> usize {
+        // SAFETY: the handle is live
+        unsafe { ffi::sf_srs_h_front(self.raw.as_ptr()) }
+    }
+
     /// Page-locked host bytes holding the sections placed on the host.
     pub fn host_bytes(&self) -> u64 {
         let mut host = 0usize;

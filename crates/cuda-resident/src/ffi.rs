@@ -96,6 +96,9 @@ extern "C" {
     ) -> sppark::Error;
     pub(crate) fn sf_srs_loaded(srs: *mut SfSrs);
     pub(crate) fn sf_srs_bytes(srs: *const SfSrs, host: *mut usize) -> usize;
+    pub(crate) fn sf_srs_keep_h_front(srs: *mut SfSrs, points: usize) -> sppark::Error;
+    pub(crate) fn sf_srs_drop_h_front(srs: *mut SfSrs) -> usize;
+    pub(crate) fn sf_srs_h_front(srs: *const SfSrs) -> usize;
     pub(crate) fn sf_srs_free(srs: *mut SfSrs);
     pub(crate) fn sf_shape_new(
         d: *mut SfDevice,

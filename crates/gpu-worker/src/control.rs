@@ -79,8 +79,8 @@ fn report(proving: &Proving, host: &WorkerHost) -> GpuWorkerStatus {
                 circuit_id: id,
                 bytes,
                 prover: key.prover().name().into(),
-                memory_plan: plan.map(|p| p.kind.name().into()),
-                host_bytes: plan.map_or(0, |p| p.host_bytes),
+                memory_plan: plan.as_ref().map(|p| p.kind.name().into()),
+                host_bytes: plan.as_ref().map_or(0, |p| p.host_bytes),
             }
         })
         .collect();

@@ -117,10 +117,10 @@ impl Proving {
                 .memory_plan
                 .with_label_values(&[
                     key.circuit_id.as_str(),
-                    plan.map_or("none", |p| p.kind.name()),
+                    plan.as_ref().map_or("none", |p| p.kind.name()),
                     key.prover().name(),
                 ])
-                .set(plan.map_or(0, |p| p.kind.level()));
+                .set(plan.as_ref().map_or(0, |p| p.kind.level()));
         }
     }
 

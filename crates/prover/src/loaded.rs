@@ -172,7 +172,7 @@ impl LoadedParams {
     }
 
     /// The resident prover's memory plan for this key (`None` for the other provers).
-    pub fn memory_plan(&self) -> Option<&crate::memory_plan::MemoryPlan> {
+    pub fn memory_plan(&self) -> Option<crate::memory_plan::MemoryPlan> {
         match &self.key {
             #[cfg(feature = "cuda-resident")]
             ProvingKey::Resident(key) => Some(key.plan()),

@@ -10,7 +10,9 @@
 //!   device instead when the shape is folded (one block of them: [`FoldDims`]). Matrices on the
 //!   host are copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
 //!   h no longer needs, each batch's MSM running while the next is copied; L, A and B as in the
-//!   partly resident plan.
+//!   partly resident plan. Where the device has room beyond the plan, a copy of the first H
+//!   points stays on it (`MemoryPlan::with_h_front`; opt-in with `SNARKFLOW_H_FRONT=1` until
+//!   measured on a device), and only the rest of H is streamed.
 //! - **Lean**: the streamed plan with a prove's phases one after another, so that they share
 //!   device memory: the 0/1 sums and the tail MSMs first, in the room a and b take later; then
 //!   a, b and c = a∘b written over the witness; smaller H batches and shape chunks (~14 GiB at
@@ -92,7 +94,13 @@ impl PlanRequest {
 pub struct UnknownPlan(String);
 
 mod dims;
-use dims::{margin, FR, GIB, MAPPED_STAGING};
+use dims::{margin, FR, GIB, MAPPED_STAGING, POINT_BYTES};
+
+/// Device memory [`MemoryPlan::with_h_front`] leaves free beyond the plan's own margin (for a
+/// small circuit loaded later without giving the copy back, and the allocator's rounding).
+pub const FRONT_SLACK: u64 = 512 << 20;
+/// H points the front of H is kept in multiples of (96 MiB).
+pub const FRONT_UNIT: u64 = 1 << 20;
 pub use dims::{FoldDims, KeyDims, SHAPE_CHUNK};
 
 /// A plan for one circuit on one device, with what it costs.
@@ -116,6 +124,9 @@ pub struct MemoryPlan {
     pub h_batch: u64,
     /// Non-zeros per chunk of streamed matrices.
     pub shape_chunk: u64,
+    /// H points (the first ones) of which the device keeps a copy where H is streamed and the
+    /// device has room to spare ([`MemoryPlan::with_h_front`]): they are not streamed.
+    pub h_front: u64,
     /// Device bytes this key needs, its prove buffers included.
     pub device_bytes: u64,
     /// Of those, the buffers every prove shares (a, b, c, splits, MSM workspace): one set per
@@ -187,6 +198,7 @@ impl MemoryPlan {
             witness_capacity,
             h_batch,
             shape_chunk,
+            h_front: 0,
             device_bytes,
             prove_bytes,
             host_bytes,
@@ -224,10 +236,39 @@ impl MemoryPlan {
         total + margin(total)
     }
 
+    /// This plan (chosen with `prove_reserved` promised, as [`choose`] was told) with a device
+    /// copy of as much of the front of H as the device has room for beyond what the plan needs
+    /// and [`FRONT_SLACK`], in whole [`FRONT_UNIT`]s (or all of H): so many points fewer cross PCIe per
+    /// partition. Unchanged where H is on the device or the room is less than a unit. The copy
+    /// is given back when another key needs the room (`resident.rs`).
+    pub fn with_h_front(mut self, dims: &KeyDims, prove_reserved: u64) -> MemoryPlan {
+        if !self.host_sections[0] {
+            return self;
+        }
+        let spare = self.free_bytes.saturating_sub(self.needs(prove_reserved) + FRONT_SLACK);
+        let room = spare / POINT_BYTES[0];
+        let points = if room >= dims.counts[0] { dims.counts[0] } else { room / FRONT_UNIT * FRONT_UNIT };
+        let bytes = points * POINT_BYTES[0];
+        self.h_front = points;
+        self.device_bytes += bytes;
+        self.pcie_bytes_max -= bytes;
+        self
+    }
+
+    /// This plan with `kept` of its [`MemoryPlan::h_front`] points still on the device (the
+    /// rest given back for another key).
+    pub fn with_front_kept(mut self, kept: u64) -> MemoryPlan {
+        let given_back = self.h_front.saturating_sub(kept) * POINT_BYTES[0];
+        self.h_front = self.h_front.min(kept);
+        self.device_bytes -= given_back;
+        self.pcie_bytes_max += given_back;
+        self
+    }
+
     /// One line: which plan, its device and host bytes, the most it moves over PCIe.
     pub fn summary(&self) -> String {
         format!(
-            "{} plan ({} H MSM, {} witness buffer{}{}): {:.1} GiB on the device, {:.1} GiB pinned on the host, ≤ {:.1} GB over PCIe per partition",
+            "{} plan ({} H MSM{}, {} witness buffer{}{}): {:.1} GiB on the device, {:.1} GiB pinned on the host, ≤ {:.1} GB over PCIe per partition",
             self.kind,
             if self.host_sections[0] {
                 "streamed"
@@ -235,6 +276,11 @@ impl MemoryPlan {
                 "one-pass"
             } else {
                 "batched"
+            },
+            if self.h_front > 0 {
+                format!(" ({:.1} GiB of H kept on the device)", (self.h_front * POINT_BYTES[0]) as f64 / GIB)
+            } else {
+                String::new()
             },
             self.witness_buffers,
             if self.witness_buffers == 1 { "" } else { "s" },
@@ -302,6 +348,20 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         return Ok(plan);
     }
     Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB })
+}
+
+/// Whether `with_room` (chosen with more free memory) is a better plan than `now`: one where
+/// there was none, or one before it in [`MemoryPlan::candidates`]' order (the faster).
+pub fn is_better(with_room: &Result<MemoryPlan, NoPlan>, now: &Result<MemoryPlan, NoPlan>) -> bool {
+    let rank = |p: &MemoryPlan| {
+        let kind = PlanKind::ALL.iter().position(|&k| k == p.kind);
+        (kind, !p.one_pass_h, std::cmp::Reverse(p.witness_buffers))
+    };
+    match (with_room, now) {
+        (Ok(_), Err(_)) => true,
+        (Ok(a), Ok(b)) => rank(a) < rank(b),
+        (Err(_), _) => false,
+    }
 }
 
 mod lanes;

@@ -26,6 +26,7 @@ use crate::ProveError;
 
 pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 
+mod front;
 mod lanes;
 mod upload;
 pub use lanes::release_workspace;
@@ -72,7 +73,9 @@ struct WitnessPool {
 /// through to get there.
 pub struct ResidentKey {
     device: Arc<Device>,
-    srs: dev::Srs,
+    /// Shared with the lent copies of the front of H ([`front`]), which other keys' loads may
+    /// give back.
+    srs: Arc<dev::Srs>,
     shape: dev::Shape,
     num_inputs: usize,
     num_aux: usize,
@@ -173,10 +176,9 @@ impl ResidentKey {
         // the free memory without the shared prove buffers of either lane (made again by the
         // next prove): they are counted by PROVE_RESERVED instead
         lanes::release_workspace(device);
-        let (free, _) = device.memory().map_err(dev_err)?;
         let mut reserved = PROVE_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
         let (main_reserved, lane_reserved) = prove_reserved(&reserved);
-        let plan = memory_plan::choose(&dims, free.saturating_sub(lane_reserved), main_reserved, request)?;
+        let plan = front::choose(device, &dims, request, (main_reserved, lane_reserved)).map_err(dev_err)??;
         let placement = Placement {
             host_sections: plan.host_sections,
             shape_on_host: plan.shape_on_host,
@@ -184,7 +186,8 @@ impl ResidentKey {
             shape_chunk: plan.shape_chunk as usize,
             lean: plan.kind == PlanKind::Lean,
         };
-        let srs = upload_points(device, path, &sections, &placement)?;
+        let srs = Arc::new(upload_points(device, path, &sections, &placement)?);
+        let plan = front::keep(&srs, device.ordinal(), plan);
         let shape_dev = upload_shape(device, shape, &placement).map_err(dev_err)?;
         let lane_devices = lanes::lane_devices(device, &plan, dims.witness_len, (main_reserved, lane_reserved));
         // a third witness buffer with two lanes: one staged while two prove
@@ -219,9 +222,10 @@ impl ResidentKey {
         self.lanes.count()
     }
 
-    /// The memory plan this key was loaded in.
-    pub fn plan(&self) -> &MemoryPlan {
-        &self.plan
+    /// The memory plan this key was loaded in, less the copy of the front of H it gave back
+    /// since.
+    pub fn plan(&self) -> MemoryPlan {
+        self.plan.clone().with_front_kept(self.srs.h_front() as u64)
     }
 
     /// Device memory this key holds (points and shape on the device).

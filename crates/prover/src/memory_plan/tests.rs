@@ -177,3 +177,62 @@ fn requests_parse_from_their_names() {
     let err = PlanRequest::parse("resident-ish").unwrap_err().to_string();
     assert!(err.contains("partly-resident"), "{err}");
 }
+
+#[test]
+fn the_front_of_h_takes_the_room_a_streamed_plan_leaves() {
+    let folded = porep_32gib_folded();
+    // a 24 GB and a 32 GB card: the streamed plan, then as much of H on the device as fits
+    let mut fronts = Vec::new();
+    for free in [23 * GIB, 31 * GIB] {
+        let p = choose(&folded, free, 0, PlanRequest::Auto).unwrap();
+        assert_eq!(p.kind, PlanKind::Streamed, "{}", p.summary());
+        let f = p.clone().with_h_front(&folded, 0);
+        let bytes = f.h_front * 96;
+        eprintln!("{} GiB: {}", free / GIB, f.summary());
+        assert!(f.h_front >= FRONT_UNIT && f.h_front.is_multiple_of(FRONT_UNIT), "{}", f.summary());
+        assert_eq!(f.pcie_bytes_max, p.pcie_bytes_max - bytes);
+        assert_eq!(f.device_bytes, p.device_bytes + bytes);
+        // it still fits, with the slack beside it, and a unit more would not have
+        assert!(f.needs(0) + FRONT_SLACK <= free, "{}", f.summary());
+        assert!(p.needs(0) + FRONT_SLACK + bytes + FRONT_UNIT * 96 > free, "{}", f.summary());
+        assert!(f.summary().contains("of H kept on the device"), "{}", f.summary());
+        fronts.push(f.h_front);
+    }
+    // a 32 GB card keeps ~4 GiB more of H than a 24 GB one (~8 GiB more room, of which its
+    // second witness buffer takes 4)
+    assert!(fronts[1] - fronts[0] > 3 * GIB / 96, "{fronts:?}");
+    // H on the device already: nothing to keep
+    let resident = choose(&folded, 135 * GIB, 0, PlanRequest::Auto).unwrap();
+    assert_eq!(resident.clone().with_h_front(&folded, 0), resident);
+    // room for all of H: all of it, not a whole number of units short of it
+    let forced = choose(&folded, 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap();
+    assert_eq!(forced.with_h_front(&folded, 0).h_front, folded.counts[0]);
+    // less room than a unit: none
+    let p = choose(&folded, 23 * GIB, 0, PlanRequest::Auto).unwrap();
+    let tight = MemoryPlan { free_bytes: p.needs(0) + FRONT_SLACK + FRONT_UNIT * 96 - 1, ..p.clone() };
+    assert_eq!(tight.with_h_front(&folded, 0).h_front, 0);
+    // given back: the plan without it
+    let kept = p.clone().with_h_front(&folded, 0);
+    assert_eq!(kept.clone().with_front_kept(0), p);
+    assert_eq!(kept.clone().with_front_kept(kept.h_front), kept);
+    // prove buffers another key promised are not room
+    let promised = p.clone().with_h_front(&folded, p.prove_bytes + 2 * GIB);
+    assert!(promised.h_front < p.with_h_front(&folded, 0).h_front);
+}
+
+#[test]
+fn more_room_is_worth_taking_back_only_for_a_better_plan() {
+    let d = porep_32gib_folded();
+    let at = |gib: u64| choose(&d, gib * GIB, 0, PlanRequest::Auto);
+    // a 24 GB card's streamed plan against the lean one, and no plan at all
+    assert!(is_better(&at(23), &at(15)));
+    assert!(is_better(&at(15), &at(10)));
+    assert!(!is_better(&at(10), &at(15)));
+    // the same plan with a little more room: nothing to gain
+    assert!(!is_better(&at(24), &at(23)), "{} | {}", at(24).unwrap().summary(), at(23).unwrap().summary());
+    // two witness buffers before one, the one-pass H before the batched one, resident first
+    assert!(is_better(&at(31), &at(23)), "{} | {}", at(31).unwrap().summary(), at(23).unwrap().summary());
+    assert!(is_better(&at(135), &at(79)), "{} | {}", at(135).unwrap().summary(), at(79).unwrap().summary());
+    assert!(is_better(&at(79), &at(47)));
+    assert!(!is_better(&at(47), &at(79)) && !is_better(&at(79), &at(79)));
+}
