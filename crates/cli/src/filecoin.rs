@@ -48,6 +48,11 @@ pub(crate) enum FilecoinCommand {
         /// from this seed); without it, from the system's randomness.
         #[arg(long)]
         seed: Option<u64>,
+        /// What the sector holds (porep-c2): `zeros` (a CC sector, every subtree no challenge
+        /// opens empty) or `random` (random data and random unopened subtrees: values repeat
+        /// in the witness as in a sealed sector with deals).
+        #[arg(long, default_value = "zeros")]
+        data: String,
         #[arg(long)]
         out: PathBuf,
     },
@@ -67,8 +72,14 @@ pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
         FilecoinCommand::Seal { out, sector_size, miner_id, sector_num, count, c1_only } => {
             seal(out, &sector_size, miner_id, sector_num, count, c1_only).await
         }
-        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, out } => {
-            fixture(&proof, &sector_size, miner_id, sector_num, seed, out).await
+        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, data, out } => {
+            let data = match (data.as_str(), proof.as_str()) {
+                ("zeros", _) => snarkflow_filecoin::sparse::SectorData::Zeros,
+                ("random", "porep-c2") => snarkflow_filecoin::sparse::SectorData::Random,
+                ("random", other) => bail!("--data random: only porep-c2 fixtures hold data, not {other}"),
+                (other, _) => bail!("--data {other}: zeros or random"),
+            };
+            fixture(&proof, &sector_size, miner_id, sector_num, seed, data, out).await
         }
     }
 }
@@ -125,6 +136,7 @@ async fn fixture(
     miner_id: u64,
     sector_num: u64,
     seed: Option<u64>,
+    data: snarkflow_filecoin::sparse::SectorData,
     out: PathBuf,
 ) -> anyhow::Result<ExitCode> {
     let size = snarkflow_wire::parse_sector_size(sector_size)
@@ -137,8 +149,13 @@ async fn fixture(
                 serde_json::from_value(json!(format!("StackedDrg{name}V1_1")))?;
             let envelope = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
                 let prover_id = snarkflow_filecoin::prover_id(miner_id);
-                let c1 =
-                    snarkflow_filecoin::sparse::porep_c1(registered, prover_id, sector_num, &mut fixture_rng(seed))?;
+                let c1 = snarkflow_filecoin::sparse::porep_c1_of(
+                    registered,
+                    prover_id,
+                    sector_num,
+                    data,
+                    &mut fixture_rng(seed),
+                )?;
                 Ok(snarkflow_filecoin::porep::c1_envelope(&c1, sector_num))
             })
             .await??;
@@ -164,10 +181,14 @@ async fn fixture(
     let bytes = serde_json::to_vec(&document)?;
     std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
     println!(
-            "{} ({} bytes, {:.1} s): {proof} for {name} CC sector {sector_num} of miner {miner_id}, vanilla-verified; TEST FIXTURE",
+            "{} ({} bytes, {:.1} s): {proof} for {name} sector {sector_num} of miner {miner_id} ({}), vanilla-verified; TEST FIXTURE",
             path.display(),
             bytes.len(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            match data {
+                snarkflow_filecoin::sparse::SectorData::Zeros => "CC: zeros, sparse trees",
+                snarkflow_filecoin::sparse::SectorData::Random => "random data",
+            }
         );
     Ok(ExitCode::SUCCESS)
 }

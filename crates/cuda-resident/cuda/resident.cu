@@ -418,6 +418,7 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
     };
     copy(kept, 0);
     front_msm();
+    front.unlock();   // the rest reads only b, c and the host's points
     int slot = 0;
     for (size_t first = kept; first < n; first += batch, slot ^= 1) {
         // the other slot's MSM returned (sppark's invoke waits for its work): refill it

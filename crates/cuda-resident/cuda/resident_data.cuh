@@ -202,11 +202,16 @@ SF_FFI RustError::by_value sf_srs_keep_h_front(sf_srs* srs, size_t points)
         if (points == 0)
             return;
         size_t bytes = points * sizeof(g1_mem_t);
-        srs->h_front.ensure(bytes, "allocating device memory for the front of the H points");
-        cudaError_t e = cudaMemcpy(srs->h_front.ptr, srs->points[SEC_H].host, bytes, cudaMemcpyHostToDevice);
+        cudaError_t e = cudaMalloc(&srs->h_front.ptr, bytes);
+        if (e == cudaSuccess) {
+            srs->h_front.bytes = bytes;
+            e = cudaMemcpy(srs->h_front.ptr, srs->points[SEC_H].host, bytes, cudaMemcpyHostToDevice);
+        }
         if (e != cudaSuccess) {
+            // the caller goes on without a front: leave no error behind for the next check
+            (void)cudaGetLastError();
             srs->h_front.release();
-            check(e, "copying the front of the H points");
+            check(e, "keeping the front of the H points on the device");
         }
         srs->h_front_len = points;
     });

@@ -164,7 +164,9 @@ pub struct Srs {
     _device: Arc<Device>,
 }
 
-// SAFETY: written only through &mut self; proves read it under the device's mutex
+// SAFETY: its points are written only through &mut self and proves read them under the
+// device's mutex; the copy of the front of H (`keep_h_front`, `drop_h_front` through &self) is
+// guarded by a lock of its own on the C++ side
 unsafe impl Send for Srs {}
 unsafe impl Sync for Srs {}
 

@@ -13,6 +13,11 @@
 //! challenges from comm_r and cannot be made this way. `docs/design/sparse-fixture.md` has
 //! the derivation.
 //!
+//! [`SectorData::Random`] makes the sector hold random data instead (tree D over a repeated
+//! random pattern, the replica the labels plus the data) and fills the subtrees no challenge
+//! opens with random values, so that the witness's values repeat about as a sealed sector's
+//! do rather than as an empty tree's.
+//!
 //! These are test fixtures: a real sector's comm_r is fixed before its seed exists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -32,7 +37,7 @@ use storage_proofs_porep::stacked::{
     self, Column, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
 };
 
-use crate::sparse_tree::{zero_ladder, zero_tree_d_proof, SparseTree, TreeProof};
+use crate::sparse_tree::{SparseTree, TreeD, TreeProof};
 use crate::FilecoinError;
 
 type VanillaProof<Tree> = stacked::Proof<Tree, Sha256Hasher>;
@@ -44,6 +49,26 @@ const LIBRARY_COMM_D_MAX_NODES: u64 = 1 << 24;
 /// Base (DRG) parents per node; the rest of a node's 14 parents are expander parents.
 const BASE_DEGREE: usize = 6;
 
+/// What a fixture's sector holds, and how its trees look where no challenge opens them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SectorData {
+    /// All zeros (a CC sector), every subtree no challenge opens empty: the cheapest, but the
+    /// challenges' paths share their siblings, so a partition's witness repeats values
+    /// thousands of times.
+    #[default]
+    Zeros,
+    /// Random data, as a sector with deals: tree D over a random pattern of
+    /// [`DATA_PATTERN_NODES`] nodes repeated (its paths' siblings differ below the pattern's
+    /// height and repeat above it), the replica the labels plus that data, and the subtrees
+    /// of trees C and R that no challenge opens random: the siblings differ as in a sealed
+    /// sector.
+    Random,
+}
+
+/// Nodes of the pattern a [`SectorData::Random`] sector's data repeats (128 MiB): at 32 GiB
+/// the lowest 22 of tree D's 30 levels differ from challenge to challenge.
+pub const DATA_PATTERN_NODES: u64 = 1 << 22;
+
 /// Build a checked C1 output for a CC sector of `registered`'s size, sealed (in name) by
 /// miner `prover_id` as sector `sector_id`, with ticket, seed and free labels from `rng`.
 /// The result passes filecoin-proofs' own vanilla verification (what `seal_commit_phase1`
@@ -52,6 +77,17 @@ pub fn porep_c1(
     registered: RegisteredSealProof,
     prover_id: [u8; 32],
     sector_id: u64,
+    rng: &mut impl RngCore,
+) -> Result<SealCommitPhase1Output, FilecoinError> {
+    porep_c1_of(registered, prover_id, sector_id, SectorData::Zeros, rng)
+}
+
+/// [`porep_c1`] for a sector holding `data`.
+pub fn porep_c1_of(
+    registered: RegisteredSealProof,
+    prover_id: [u8; 32],
+    sector_id: u64,
+    data: SectorData,
     rng: &mut impl RngCore,
 ) -> Result<SealCommitPhase1Output, FilecoinError> {
     let name = crate::fields::registered_name(registered);
@@ -63,7 +99,7 @@ pub fn porep_c1(
     }
     let size = u64::from(registered.sector_size());
     let mut fixture_rng = rand_chacha::ChaCha20Rng::from_seed_rng(rng);
-    Ok((|| with_sector_shape!(size, build, registered, prover_id, sector_id, &mut fixture_rng))()?)
+    Ok((|| with_sector_shape!(size, build, registered, prover_id, sector_id, data, &mut fixture_rng))()?)
 }
 
 /// A ChaCha20 keyed from the caller's rng (one type for the generic code below).
@@ -163,6 +199,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
     registered: RegisteredSealProof,
     prover_id: [u8; 32],
     sector_id: u64,
+    data: SectorData,
     rng: &mut rand_chacha::ChaCha20Rng,
 ) -> anyhow::Result<SealCommitPhase1Output> {
     let config = registered.as_v1_config();
@@ -175,11 +212,17 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
             break seed;
         }
     };
-    let ladder = zero_ladder(nodes);
-    let comm_d: [u8; 32] = ladder[ladder.len() - 1].into();
+    let (tree_d, fill) = match data {
+        SectorData::Zeros => (TreeD::zeros(nodes), None),
+        SectorData::Random => {
+            let pattern = (0..DATA_PATTERN_NODES.min(nodes)).map(|_| Sha256Domain::from(fr_safe_bytes(rng))).collect();
+            (TreeD::repeating(pattern, nodes)?, Some(rng.gen()))
+        }
+    };
+    let comm_d: [u8; 32] = tree_d.root().into();
     // filecoin-proofs computes the CC comm_d by streaming a whole zero sector through its
     // commitment reader (tens of GB of memory at 32 GiB): cross-check where that is cheap
-    if nodes <= LIBRARY_COMM_D_MAX_NODES {
+    if data == SectorData::Zeros && nodes <= LIBRARY_COMM_D_MAX_NODES {
         ensure!(
             comm_d == filecoin_proofs_api::seal::compute_comm_d(registered, &[])?,
             "the zero tree D root differs from filecoin-proofs' CC comm_d"
@@ -209,10 +252,16 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
             Ok((u64::from(*n), PoseidonDomain::from(Column::<PoseidonHasher>::new(*n, rows.clone())?.hash())))
         })
         .collect::<anyhow::Result<_>>()?;
-    let tree_c = SparseTree::new::<Tree>(nodes, tree_c_leaves)?;
+    let tree_c = SparseTree::filled::<Tree>(nodes, tree_c_leaves, fill)?;
+    // the replica: the last layer's label (the key) plus the data
     let last = pp.num_layers - 1;
+    let replica = |c: u32| -> PoseidonDomain {
+        let key: blstrs::Scalar = columns[&c][last].into();
+        let data: blstrs::Scalar = tree_d.leaf(u64::from(c)).into();
+        (key + data).into()
+    };
     let tree_r =
-        SparseTree::new::<Tree>(nodes, challenged.iter().map(|c| (u64::from(*c), columns[c][last])).collect())?;
+        SparseTree::filled::<Tree>(nodes, challenged.iter().map(|c| (u64::from(*c), replica(*c))).collect(), fill)?;
     let (comm_c, comm_r_last) = (tree_c.root(), tree_r.root());
     let comm_r_domain = <PoseidonHasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
     let comm_r: [u8; 32] = comm_r_domain.into();
@@ -222,7 +271,7 @@ fn build<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
         parents_of: &parents_of,
         tree_c: &tree_c,
         tree_r: &tree_r,
-        ladder: &ladder,
+        tree_d: &tree_d,
         _tree: std::marker::PhantomData,
     };
     let proofs: Vec<Vec<VanillaProof<Tree>>> = challenges
@@ -268,13 +317,13 @@ fn opened_columns(
 }
 
 /// What the vanilla proofs of a sparse sector are cut from: the opened columns, the challenged
-/// nodes' parents, the sparse trees C and R, and the zero tree D's ladder.
+/// nodes' parents, the sparse trees C and R, and tree D.
 struct Opened<'a, Tree: MerkleTreeTrait<Hasher = PoseidonHasher>> {
     columns: &'a BTreeMap<u32, Vec<PoseidonDomain>>,
     parents_of: &'a BTreeMap<u32, [u32; BASE_DEGREE + 8]>,
     tree_c: &'a SparseTree,
     tree_r: &'a SparseTree,
-    ladder: &'a [Sha256Domain],
+    tree_d: &'a TreeD,
     _tree: std::marker::PhantomData<Tree>,
 }
 
@@ -304,7 +353,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>> Opened<'_, Tree> 
             .collect();
         let last_parents = labeling_parents_of(&labeling_proofs[layers - 1]);
         VanillaProof::<Tree> {
-            comm_d_proofs: zero_tree_d_proof(u64::from(c), self.ladder),
+            comm_d_proofs: self.tree_d.proof(u64::from(c)),
             comm_r_last_proof: self.tree_r.proof::<Tree>(u64::from(c)),
             replica_column_proofs: ReplicaColumnProof { c_x, drg_parents, exp_parents },
             encoding_proof: EncodingProof::new(layers as u32, u64::from(c), last_parents),
@@ -374,15 +423,17 @@ mod tests {
         assert!(err.contains("vanilla proofs do not verify"), "{err}");
     }
 
-    /// Every published size, 32 GiB (8-8-0 trees) and 64 GiB (8-8-2) included: the fixture is
-    /// built, filecoin-proofs' vanilla verification accepts it (inside `porep_c1` and again
-    /// at parse), and its paths are full length and hash to their roots.
+    /// Every published size, 32 GiB (8-8-0 trees) and 64 GiB (8-8-2) included, and random data
+    /// at 512 MiB and 32 GiB: the fixture is built, filecoin-proofs' vanilla verification
+    /// accepts it (inside `porep_c1_of` and again at parse), and its paths are full length and
+    /// hash to their roots.
     #[test]
     fn fixtures_of_every_size_pass_vanilla_verification() {
-        for name in ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"] {
+        let cases = ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"].map(|n| (n, SectorData::Zeros));
+        for (name, data) in cases.into_iter().chain([("512MiB", SectorData::Random), ("32GiB", SectorData::Random)]) {
             let registered: RegisteredSealProof = crate::fields::by_name(format!("StackedDrg{name}V1_1")).unwrap();
             let started = std::time::Instant::now();
-            let c1 = porep_c1(registered, crate::prover_id(1000), 9, &mut rand::thread_rng()).unwrap();
+            let c1 = porep_c1_of(registered, crate::prover_id(1000), 9, data, &mut rand::thread_rng()).unwrap();
             let built_s = started.elapsed().as_secs_f64();
             let request =
                 serde_json::json!({ "miner_id": 1000, "c1_raw": serde_json::to_value(&c1).unwrap(), "sector_num": 9 });
@@ -390,7 +441,7 @@ mod tests {
             assert_eq!(u64::from(parsed.partitions), u64::from(registered.partitions()), "{name}");
             let size = u64::from(registered.sector_size());
             (|| with_sector_shape!(size, paths_hash_to_their_roots, &c1))().unwrap();
-            println!("{name}: built and verified in {built_s:.2} s");
+            println!("{name} ({data:?}): built and verified in {built_s:.2} s");
         }
     }
 

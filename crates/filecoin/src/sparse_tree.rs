@@ -1,6 +1,7 @@
 //! Merkle trees of which only a few leaves are set, for test fixtures: a Poseidon tree in any
-//! of the sector shapes (its empty subtrees are one hash per height) and tree D of an all-zero
-//! sector (every subtree at a height is the same).
+//! of the sector shapes (its empty subtrees are one hash per height, or random values as if
+//! they held data) and tree D of a sector whose data repeats a pattern (all zeros: a CC sector;
+//! every subtree above the pattern's is the same).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,8 +10,10 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use filecoin_hashers::poseidon::{PoseidonDomain, PoseidonFunction, PoseidonHasher};
 use filecoin_hashers::sha256::{Sha256Domain, Sha256Function, Sha256Hasher};
+use filecoin_hashers::Domain as _;
 use filecoin_proofs::MerkleTreeTrait;
 use merkletree::hash::Algorithm;
+use sha2::Digest as _;
 use storage_proofs_core::merkle::MerkleProof;
 use typenum::{Unsigned, U2};
 
@@ -21,12 +24,15 @@ pub(crate) type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::TopTreeArity,
 >;
 
-/// A Poseidon tree of which only some leaves are not the empty value.
+/// A Poseidon tree of which only some leaves are set: the other subtrees are empty, or (`fill`)
+/// random values keyed by their place, as the subtrees of a sector with data would look.
 pub(crate) struct SparseTree {
     /// Arity of each level, leaf level first (e.g. 8 ×9, 8, 2 at 64 GiB).
     arities: Vec<usize>,
     /// The hash of an empty subtree at each height.
     empty: Vec<PoseidonDomain>,
+    /// Keys the values of subtrees no set leaf is in, when they are not empty.
+    fill: Option<[u8; 32]>,
     levels: Vec<BTreeMap<u64, PoseidonDomain>>,
 }
 
@@ -34,6 +40,15 @@ impl SparseTree {
     pub(crate) fn new<Tree: MerkleTreeTrait>(
         nodes: u64,
         leaves: BTreeMap<u64, PoseidonDomain>,
+    ) -> anyhow::Result<Self> {
+        Self::filled::<Tree>(nodes, leaves, None)
+    }
+
+    /// [`SparseTree::new`] with the subtrees no leaf is in random (keyed by `fill`) if given.
+    pub(crate) fn filled<Tree: MerkleTreeTrait>(
+        nodes: u64,
+        leaves: BTreeMap<u64, PoseidonDomain>,
+        fill: Option<[u8; 32]>,
     ) -> anyhow::Result<Self> {
         let (sub, top) = (Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
         let base_arity = Tree::Arity::to_usize();
@@ -49,33 +64,44 @@ impl SparseTree {
             let below = empty[height];
             empty.push(hasher.multi_node(&vec![below; *arity], height));
         }
-        let mut levels = vec![leaves];
-        for (height, arity) in arities.iter().enumerate() {
-            let arity = *arity as u64;
-            let parents: BTreeSet<u64> = levels[height].keys().map(|i| i / arity).collect();
+        let mut tree = SparseTree { arities, empty, fill, levels: vec![leaves] };
+        for height in 0..tree.arities.len() {
+            let arity = tree.arities[height] as u64;
+            let parents: BTreeSet<u64> = tree.levels[height].keys().map(|i| i / arity).collect();
             let mut above = BTreeMap::new();
             for parent in parents {
-                let children: Vec<_> =
-                    (0..arity).map(|j| Self::at(&levels[height], &empty, height, parent * arity + j)).collect();
+                let children: Vec<_> = (0..arity).map(|j| tree.at(height, parent * arity + j)).collect();
                 hasher.reset();
                 above.insert(parent, hasher.multi_node(&children, height));
             }
-            levels.push(above);
+            tree.levels.push(above);
         }
-        Ok(SparseTree { arities, empty, levels })
+        Ok(tree)
     }
 
-    fn at(
-        level: &BTreeMap<u64, PoseidonDomain>,
-        empty: &[PoseidonDomain],
-        height: usize,
-        index: u64,
-    ) -> PoseidonDomain {
-        level.get(&index).copied().unwrap_or(empty[height])
+    /// The node at `index` of level `height`.
+    fn at(&self, height: usize, index: u64) -> PoseidonDomain {
+        if let Some(value) = self.levels[height].get(&index) {
+            return *value;
+        }
+        match &self.fill {
+            None => self.empty[height],
+            Some(key) => {
+                let digest = sha2::Sha256::new()
+                    .chain_update(b"snarkflow sparse fixture subtree")
+                    .chain_update(key)
+                    .chain_update((height as u32).to_be_bytes())
+                    .chain_update(index.to_be_bytes())
+                    .finalize();
+                let mut bytes: [u8; 32] = digest.into();
+                bytes[31] &= 0x3f;
+                PoseidonDomain::try_from_bytes(&bytes).expect("a canonical field element")
+            }
+        }
     }
 
     pub(crate) fn root(&self) -> PoseidonDomain {
-        Self::at(&self.levels[self.arities.len()], &self.empty, self.arities.len(), 0)
+        self.at(self.arities.len(), 0)
     }
 
     /// The full-length opening of leaf `index`, packaged for `Tree`'s base/sub/top shape.
@@ -85,33 +111,79 @@ impl SparseTree {
         for (height, arity) in self.arities.iter().enumerate() {
             let arity = *arity as u64;
             let (group, at) = (i / arity, i % arity);
-            let siblings = (0..arity)
-                .filter(|j| *j != at)
-                .map(|j| Self::at(&self.levels[height], &self.empty, height, group * arity + j))
-                .collect();
+            let siblings = (0..arity).filter(|j| *j != at).map(|j| self.at(height, group * arity + j)).collect();
             path.push((siblings, at as usize));
             i = group;
         }
-        let leaf = Self::at(&self.levels[0], &self.empty, 0, index);
+        let leaf = self.at(0, index);
         MerkleProof::from_parts(leaf, self.root(), path)
     }
 }
 
-/// Tree D of an all-zero sector: every subtree at a height is the same, so a path is the
-/// ladder of zero-subtree hashes.
-pub(crate) fn zero_tree_d_proof(challenge: u64, ladder: &[Sha256Domain]) -> MerkleProof<Sha256Hasher, U2> {
-    let height = ladder.len() - 1;
-    let path = (0..height).map(|h| (vec![ladder[h]], ((challenge >> h) & 1) as usize)).collect();
-    MerkleProof::from_parts(ladder[0], ladder[height], path)
+/// Tree D of a sector whose data is `pattern` (a power of two of nodes) over and over: the
+/// pattern's own tree, then one hash per height above it (every subtree there is the same).
+/// A pattern of one zero node is a CC sector's tree D.
+pub(crate) struct TreeD {
+    /// The pattern's tree, leaves first.
+    levels: Vec<Vec<Sha256Domain>>,
+    /// The value of every subtree of each height from the pattern's up to the root's.
+    above: Vec<Sha256Domain>,
 }
 
-pub(crate) fn zero_ladder(nodes: u64) -> Vec<Sha256Domain> {
-    let mut hasher = Sha256Function::default();
-    let mut ladder = vec![Sha256Domain::default()];
-    for height in 0..nodes.ilog2() as usize {
-        hasher.reset();
-        let below = ladder[height];
-        ladder.push(hasher.node(below, below, height));
+impl TreeD {
+    pub(crate) fn repeating(pattern: Vec<Sha256Domain>, nodes: u64) -> anyhow::Result<TreeD> {
+        let len = pattern.len() as u64;
+        ensure!(len.is_power_of_two() && nodes.is_power_of_two() && len <= nodes, "{len} nodes do not tile {nodes}");
+        let mut hasher = Sha256Function::default();
+        let mut node = |l: Sha256Domain, r: Sha256Domain, height: usize| {
+            hasher.reset();
+            hasher.node(l, r, height)
+        };
+        let mut levels = vec![pattern];
+        while levels.last().expect("the leaves").len() > 1 {
+            let height = levels.len() - 1;
+            let below = &levels[height];
+            let level = below.chunks(2).map(|pair| node(pair[0], pair[1], height)).collect();
+            levels.push(level);
+        }
+        let mut above = vec![levels.last().expect("the pattern's root")[0]];
+        for height in levels.len() - 1..nodes.ilog2() as usize {
+            let below = above[above.len() - 1];
+            above.push(node(below, below, height));
+        }
+        Ok(TreeD { levels, above })
     }
-    ladder
+
+    /// Tree D of an all-zero sector of `nodes` nodes.
+    pub(crate) fn zeros(nodes: u64) -> TreeD {
+        TreeD::repeating(vec![Sha256Domain::default()], nodes).expect("one node tiles any sector")
+    }
+
+    pub(crate) fn root(&self) -> Sha256Domain {
+        self.above[self.above.len() - 1]
+    }
+
+    /// The value of the subtree of `height` whose index at that height is `index`.
+    fn at(&self, height: usize, index: u64) -> Sha256Domain {
+        let pattern_height = self.levels.len() - 1;
+        if height < pattern_height {
+            let level = &self.levels[height];
+            level[(index % level.len() as u64) as usize]
+        } else {
+            self.above[height - pattern_height]
+        }
+    }
+
+    /// The opening of node `challenge`.
+    pub(crate) fn proof(&self, challenge: u64) -> MerkleProof<Sha256Hasher, U2> {
+        let height = self.levels.len() - 1 + self.above.len() - 1;
+        let path =
+            (0..height).map(|h| (vec![self.at(h, (challenge >> h) ^ 1)], ((challenge >> h) & 1) as usize)).collect();
+        MerkleProof::from_parts(self.at(0, challenge), self.root(), path)
+    }
+
+    /// The data of node `challenge`.
+    pub(crate) fn leaf(&self, challenge: u64) -> Sha256Domain {
+        self.at(0, challenge)
+    }
 }

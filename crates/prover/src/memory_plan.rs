@@ -246,7 +246,8 @@ impl MemoryPlan {
             return self;
         }
         let spare = self.free_bytes.saturating_sub(self.needs(prove_reserved) + FRONT_SLACK);
-        let room = spare / POINT_BYTES[0];
+        // the plan's margin grows by a 128th of what the front adds
+        let room = spare / 129 * 128 / POINT_BYTES[0];
         let points = if room >= dims.counts[0] { dims.counts[0] } else { room / FRONT_UNIT * FRONT_UNIT };
         let bytes = points * POINT_BYTES[0];
         self.h_front = points;

@@ -380,8 +380,17 @@ impl ResidentKey {
     ) -> Result<(Proof<Bls12>, Timings), ProveError> {
         let witness = staged.witness.as_ref().expect("a staged witness holds its buffer until dropped");
         let lane = self.lanes.take();
-        let (sums, mut timings) =
-            dev::msm_sums(lane.device(), &self.srs, &self.shape, witness).map_err(device_failure)?;
+        let mut proved = dev::msm_sums(lane.device(), &self.srs, &self.shape, witness);
+        // the front of H took the room the plan leaves: what a prove needs comes first
+        if proved.as_ref().is_err_and(front::out_of_memory) && self.srs.h_front() > 0 {
+            let given = self.srs.drop_h_front();
+            tracing::warn!(
+                given_back_bytes = given,
+                "a prove ran out of device memory: the front of H is streamed again"
+            );
+            proved = dev::msm_sums(lane.device(), &self.srs, &self.shape, witness);
+        }
+        let (sums, mut timings) = proved.map_err(device_failure)?;
         drop(lane);
         timings.upload = staged.upload_ms;
         timings.h2d_witness = staged.upload_bytes as f64;

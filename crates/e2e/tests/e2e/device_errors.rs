@@ -61,9 +61,16 @@ async fn a_device_error_hands_the_partition_back_and_the_job_still_finishes() {
     assert_eq!(job["state"], "done", "{job}");
     verify_job_proof(&job, &stack.proof(&id).await.unwrap().1).unwrap();
 
+    // the worker counts a partition once it has settled it, after the proof event the job's
+    // state follows: the count may come a moment after the job's answer
+    let proved = r#"snarkflow_prove_partitions_total{outcome="proved"}"#;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&http, &addr, proved).await < 1.0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(metric(&http, &addr, "snarkflow_gpu_device_errors_total").await, 1.0);
     assert_eq!(metric(&http, &addr, r#"snarkflow_prove_partitions_total{outcome="retried"}"#).await, 1.0);
-    assert_eq!(metric(&http, &addr, r#"snarkflow_prove_partitions_total{outcome="proved"}"#).await, 1.0);
+    assert_eq!(metric(&http, &addr, proved).await, 1.0);
     let ready: serde_json::Value =
         http.get(format!("http://{addr}/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["ready"], true, "the probe passed again: {ready}");

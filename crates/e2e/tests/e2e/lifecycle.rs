@@ -21,15 +21,17 @@ async fn jobs_survive_a_broker_restart() {
     assert_eq!(stack.wait_finished(&before, JOB_TIMEOUT).await.unwrap()["state"], "done");
 
     stack.nats.restart();
-    // every service reconnects by itself; the streams, ledger and consumers are on disk
-    let after = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await;
-    let after = match after {
-        Ok(id) => id,
-        // the gateway may answer 503 while it reconnects; a client retries
-        Err(_) => {
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}})).await.unwrap()
+    // every service reconnects by itself; the streams, ledger and consumers are on disk. The
+    // gateway may answer 503 while it reconnects: a client retries with its idempotency key
+    // (an answer lost after the job was taken does not make a second job)
+    let body = json!({"kind": "dense-chain", "input": {"constraints": 256, "partitions": 2}, "idempotency_key": "after-restart"});
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let after = loop {
+        match stack.submit(&body).await {
+            Ok(id) => break id,
+            Err(e) => assert!(Instant::now() < deadline, "no submit was taken after the restart: {e:#}"),
         }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     };
     let job = stack.wait_finished(&after, JOB_TIMEOUT).await.unwrap();
     assert_eq!(job["state"], "done", "{job}");

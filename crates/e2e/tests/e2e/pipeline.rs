@@ -217,7 +217,18 @@ async fn the_cluster_view_shows_workers_lanes_and_jobs() {
     };
     let id = stack.submit(&json!({"kind": "dense-chain", "input": {"constraints": 256}})).await.unwrap();
     assert_eq!(stack.wait_finished(&id, Duration::from_secs(300)).await.unwrap()["state"], "done");
-    let view = cluster(&stack).await;
+    // the counts come from the gateway's index (the ledger's watch) and the lanes from the
+    // streams, where the worker acks after the proof event the job's state follows: both may
+    // lag the job's answer a little
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let view = loop {
+        let view = cluster(&stack).await;
+        let idle = view.lanes.iter().all(|l| l.waiting == 0 && l.in_progress == 0);
+        if (view.jobs["done"] == 1 && idle) || std::time::Instant::now() > deadline {
+            break view;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(view.gpu_workers.len(), 1, "{view:?}");
     let worker = &view.gpu_workers[0];
     assert!(worker.ready && worker.worker == "gpu-1", "{worker:?}");

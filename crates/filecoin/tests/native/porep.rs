@@ -7,12 +7,24 @@ use filecoin_proofs_api::RegisteredSealProof;
 use proptest::prelude::*;
 use rand::SeedableRng;
 use snarkflow_filecoin::porep::{self, PorepInput};
-use snarkflow_synthesis::{PartitionWitness, SynthesizeWitness};
+use snarkflow_filecoin::sparse::SectorData;
+use snarkflow_synthesis::{PartitionWitness, Synthesize, SynthesizeWitness};
 
 fn sparse_input(registered: RegisteredSealProof, miner_id: u64, sector_id: u64, seed: u64) -> PorepInput {
+    sparse_input_of(registered, miner_id, sector_id, seed, SectorData::Zeros)
+}
+
+fn sparse_input_of(
+    registered: RegisteredSealProof,
+    miner_id: u64,
+    sector_id: u64,
+    seed: u64,
+    data: SectorData,
+) -> PorepInput {
     let prover_id = snarkflow_filecoin::prover_id(miner_id);
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let c1 = snarkflow_filecoin::sparse::porep_c1(registered, prover_id, sector_id, &mut rng).expect("sparse C1");
+    let c1 =
+        snarkflow_filecoin::sparse::porep_c1_of(registered, prover_id, sector_id, data, &mut rng).expect("sparse C1");
     PorepInput { miner_id, sector_id, prover_id, c1 }
 }
 
@@ -83,4 +95,40 @@ fn a_tampered_vanilla_proof_changes_the_native_witness_as_it_changes_the_gadgets
     let (na, nb) = (porep::native_witness(&a, 0, "p").unwrap(), porep::native_witness(&b, 0, "p").unwrap());
     assert_eq!(na.aux.len(), nb.aux.len());
     assert_ne!(na.aux, nb.aux);
+}
+
+/// How often the most frequent aux value that is neither 0 nor 1 occurs (a Pippenger bucket
+/// method adds its points one after another).
+fn most_repeated(aux: &[blstrs::Scalar]) -> usize {
+    use ff::{Field, PrimeField};
+    let mut counts = std::collections::HashMap::<[u8; 32], usize>::new();
+    for v in aux.iter().filter(|v| !bool::from(v.is_zero()) && **v != blstrs::Scalar::ONE) {
+        *counts.entry(v.to_repr().as_ref().try_into().expect("32 bytes")).or_default() += 1;
+    }
+    counts.into_values().max().unwrap_or(0)
+}
+
+/// A sector holding random data (`SectorData::Random`, the fixture for measuring what a sector
+/// with deals costs): its partition satisfies every constraint, its native witness equals the
+/// gadgets', and no value repeats as often as the CC fixture's empty siblings do (the values
+/// every path shares near the roots still repeat, as in a sealed sector).
+#[test]
+fn a_random_data_sector_satisfies_the_circuit_and_repeats_less_than_a_cc_one() {
+    let input = sparse_input_of(RegisteredSealProof::StackedDrg2KiBV1_1, 1234, 7, 3, SectorData::Random);
+    let synthesized = porep::visit_partition(&input, 0, Synthesize("porep", 0)).unwrap().expect("synthesized");
+    let unsatisfied =
+        (0..synthesized.num_constraints()).filter(|&i| synthesized.a[i] * synthesized.b[i] != synthesized.c[i]).count();
+    assert_eq!(unsatisfied, 0, "of {} constraints", synthesized.num_constraints());
+    assert_native_matches(&input, "2 KiB, random data");
+    let registered = RegisteredSealProof::StackedDrg8MiBV1_1;
+    let random = sparse_input_of(registered, 1234, 7, 3, SectorData::Random);
+    assert_native_matches(&random, "8 MiB, random data");
+    let cc = sparse_input_of(registered, 1234, 7, 3, SectorData::Zeros);
+    assert_ne!(random.c1.comm_d, cc.c1.comm_d);
+    let of = |input: &PorepInput| most_repeated(&porep::native_witness(input, 0, "porep").unwrap().aux);
+    let (random, cc) = (of(&random), of(&cc));
+    eprintln!(
+        "8 MiB, the most frequent value neither 0 nor 1: {random} times with random data, {cc} in the CC fixture"
+    );
+    assert!(random * 3 < cc, "random data {random}, CC {cc}");
 }

@@ -194,7 +194,8 @@ fn the_front_of_h_takes_the_room_a_streamed_plan_leaves() {
         assert_eq!(f.device_bytes, p.device_bytes + bytes);
         // it still fits, with the slack beside it, and a unit more would not have
         assert!(f.needs(0) + FRONT_SLACK <= free, "{}", f.summary());
-        assert!(p.needs(0) + FRONT_SLACK + bytes + FRONT_UNIT * 96 > free, "{}", f.summary());
+        let more = MemoryPlan { device_bytes: f.device_bytes + FRONT_UNIT * 96, ..f.clone() };
+        assert!(more.needs(0) + FRONT_SLACK > free, "{}", f.summary());
         assert!(f.summary().contains("of H kept on the device"), "{}", f.summary());
         fronts.push(f.h_front);
     }
@@ -209,7 +210,10 @@ fn the_front_of_h_takes_the_room_a_streamed_plan_leaves() {
     assert_eq!(forced.with_h_front(&folded, 0).h_front, folded.counts[0]);
     // less room than a unit: none
     let p = choose(&folded, 23 * GIB, 0, PlanRequest::Auto).unwrap();
-    let tight = MemoryPlan { free_bytes: p.needs(0) + FRONT_SLACK + FRONT_UNIT * 96 - 1, ..p.clone() };
+    // (a unit's points, and the plan's margin on them)
+    let tight = MemoryPlan { free_bytes: p.needs(0) + FRONT_SLACK + FRONT_UNIT * 96, ..p.clone() };
+    let roomy = MemoryPlan { free_bytes: p.needs(0) + FRONT_SLACK + FRONT_UNIT * 98, ..p.clone() };
+    assert_eq!(roomy.with_h_front(&folded, 0).h_front, FRONT_UNIT);
     assert_eq!(tight.with_h_front(&folded, 0).h_front, 0);
     // given back: the plan without it
     let kept = p.clone().with_h_front(&folded, 0);

@@ -49,11 +49,13 @@ pub(super) fn choose(
     let mut plan = pick(free()?);
     let lent = holders(device.ordinal());
     let held: u64 = lent.iter().map(|srs| srs.h_front() as u64 * 96).sum();
-    if held > 0 && memory_plan::is_better(&pick(free()? + held), &plan) {
+    // (no plan even with the room: given back all the same, for the prover the circuit falls
+    // back to)
+    if held > 0 && (plan.is_err() || memory_plan::is_better(&pick(free()? + held), &plan)) {
         let given: u64 = lent.iter().map(|srs| srs.drop_h_front()).sum();
         tracing::info!(
             given_back_bytes = given,
-            "gave back the device's copies of the front of H: the circuit loading gets a better memory plan with their room"
+            "gave back the device's copies of the front of H: the circuit loading needs their room"
         );
         plan = pick(free()?);
     }
@@ -76,4 +78,9 @@ pub(super) fn keep(srs: &Arc<dev::Srs>, ordinal: u32, plan: MemoryPlan) -> Memor
             plan.with_front_kept(0)
         }
     }
+}
+
+/// `code` is CUDA's "out of memory".
+pub(super) fn out_of_memory(e: &dev::Error) -> bool {
+    e.code == 2
 }
