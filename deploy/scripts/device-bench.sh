@@ -98,7 +98,7 @@ cmd_resident_porep() {
     [ -n "${NO_CPU:-}" ] && cpu=(--no-cpu)
     : >"$out/porep-table.txt"
     for size in ${SIZES:-8MiB 512MiB}; do
-        fx="$S/fixture-$size"
+        fx="$S/fixture-$size$(data_suffix)"
         porep_fixture "$size" "$fseed" "$fx" "$out/fixture-$size.log" || continue
         porep_params "$size" "$pseed" "$out/params-$size.log" || continue
         echo "== $size: fixture seed $fseed, parameters seed $pseed ($(tail -1 "$out/params-$size.log" | grep -o '([0-9.]* s)'))"
@@ -116,7 +116,7 @@ cmd_memory_plans() {
     build_ballast
     local size fx log started rc compare cards
     for size in ${SIZES:-2KiB 512MiB}; do
-        fx="$S/fixture-$size"
+        fx="$S/fixture-$size$(data_suffix)"
         log="$out/plans-$size.log"
         [ -f "$fx/c1.json" ] || porep_fixture "$size" 7 "$fx" "$out/fixture-$size.log" || continue
         # parameters made once per host on the GPU (32 GiB: minutes; `bench resident` would make
@@ -155,7 +155,7 @@ cmd_msm_fallback() {
     cli_prologue /tmp/sffallback bins.tar.xz
     build_ballast
     local size=${SIZE:-512MiB} ref used base leave log pid proof fellback same
-    fx="$S/fixture-$size"
+    fx="$S/fixture-$size$(data_suffix)"
     porep_fixture "$size" 7 "$fx" "$out/fixture.log" || exit 1
     porep_params "$size" 3 "$out/params.log" || exit 1
     msm_fallback_bench "$out/ref.log"
@@ -212,7 +212,8 @@ cmd_resident_32gib() {
         paramgen_check "$S"
         ;;
     gen)
-        echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --sector-size 32GiB --miner-id "$MINER" --out "$fixture")"
+        echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --sector-size 32GiB --miner-id "$MINER" \
+            --data "${DATA:-zeros}" --out "$fixture")"
         echo "PARAMGEN porep-c2 32GiB gpu: $(measure "$S/params.log" "$sf" params generate --kind porep-c2 --sector-size 32GiB \
             --seed 7 --device gpu --params-dir "$P")"
         tail -3 "$S/params.log"

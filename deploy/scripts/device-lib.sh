@@ -117,8 +117,14 @@ build_ballast() {
 }
 
 # porep_fixture SIZE SEED DIR LOG: a sparse PoRep C1 fixture of SIZE made from SEED, DIR/c1.json
+# (DATA=random: a sector holding random data, whose witness repeats values as a sealed one's)
+# the fixture directories' suffix for DATA (none for the default, zeros)
+data_suffix() {
+    [ "${DATA:-zeros}" = zeros ] || echo "-$DATA"
+}
+
 porep_fixture() {
-    "$sf" filecoin fixture --sector-size "$1" --miner-id "$MINER" --seed "$2" --out "$3" >"$4" 2>&1 \
+    "$sf" filecoin fixture --sector-size "$1" --miner-id "$MINER" --seed "$2" --data "${DATA:-zeros}" --out "$3" >"$4" 2>&1 \
         || { echo "$1: fixture failed: $(tail -3 "$4")"; return 1; }
 }
 

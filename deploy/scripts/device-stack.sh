@@ -99,7 +99,7 @@ gib32_gen() {
     unpack_bins "$d" bins32.tar.xz snarkflow-supraseal
     describe_host
     echo "PoRep fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --sector-size "$SIZE" --miner-id "$MINER" \
-        --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
+        --data "${DATA:-zeros}" --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
     [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
     echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$sf" filecoin fixture --proof winning-post \
         --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"

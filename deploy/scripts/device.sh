@@ -45,9 +45,10 @@ The resident prover, the CLI in one process:
                       prove    `bench resident` on one partition: peak RSS and device memory
                       kernels  one prove under Nsight Compute, kernel times summed (ncu-summary.py)
                       RUNS=3 SUPRA=0 (1: also supraseal-c2, bytes compared) TRACE=0 FIXTURE=$S/fixture
+                      DATA=zeros (random: gen makes a sector holding random data)
                       S=/tmp/sfres32 P BINS=resident.tar.xz RUST_LOG; S=/tmp/sf32 reuses `32gib`'s
   memory-plans        one PoRep partition per size in every plan, then on simulated cards
-                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean CARDS (GiB,
+                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean DATA CARDS (GiB,
                       e.g. "80 48 24 16") RUNS=2 CPU=0 SUPRA=0 TRACE CASE_LIMIT=540
                       S=/tmp/sfplans P BINS=bins.tar.xz RUST_LOG; SNARKFLOW_H_FRONT=1 keeps the
                       front of H on the device where H is streamed (SNARKFLOW_H_FRONT_POINTS caps it)
@@ -76,7 +77,7 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       stop     peak RSS per process, GPU busy, the stack stopped, the waterfall
                       stock    filecoin-proofs' seal_commit_phase2 on the same C1, peak RSS
                       prove    up, wait and stop in one command (small sizes, after gen)
-                      SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB
+                      SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB DATA=zeros
                       GPUS=1 PREFETCH=2 GPU_BUDGET=60GiB STAGED WINNING=1 WINNING_AFTER=1
                       CARD_GIB (up: GPU 0 held down to a card of that size, the plan chosen there)
                       LIVE_SYNTH=1 STOCK_CAP_GIB (90% of RAM) PARAMGEN_DEVICE=gpu CAP_KIB
