@@ -123,6 +123,12 @@ impl LedgerIndex {
         let mut inner = self.0.write().expect("index");
         match change {
             LedgerChange::Record(record) => {
+                // an ended job never runs again: a record of it still running is an older
+                // revision the watch brings after this gateway noted the end (a cancel)
+                let ended = inner.jobs.get(&record.id).is_some_and(|held| held.state.is_terminal());
+                if ended && !record.state.is_terminal() {
+                    return;
+                }
                 inner.jobs.insert(record.id.clone(), JobSummary::from(&*record));
             }
             LedgerChange::Removed(id) => {
@@ -211,5 +217,26 @@ mod tests {
         index.apply(LedgerChange::Removed("b".into()));
         index.prune(Duration::from_millis(5), 7);
         assert_eq!(index.newest(|_| true, 10).unwrap(), vec!["c"], "removed and expired jobs are gone");
+    }
+
+    #[test]
+    fn a_noted_end_is_not_taken_back_by_the_watchs_older_revisions() {
+        let index = LedgerIndex::default();
+        index.apply(LedgerChange::CaughtUp);
+        let record = |state: JobState| JobRecord { state, ..crate::events::apply::tests::record(1) };
+        let state = |index: &LedgerIndex| index.snapshot().unwrap().into_iter().find(|j| j.id == "j").unwrap().state;
+        index.apply(LedgerChange::Record(Box::new(record(JobState::Proving))));
+        // the cancel, noted at once; then the watch brings the revisions before it, then it
+        index.note(&record(JobState::Cancelled));
+        index.apply(LedgerChange::Record(Box::new(record(JobState::Proving))));
+        assert_eq!(state(&index), JobState::Cancelled);
+        index.apply(LedgerChange::Record(Box::new(record(JobState::Cancelled))));
+        assert_eq!(state(&index), JobState::Cancelled);
+        // a running job's records move it as they come
+        let k = |state: JobState| Box::new(JobRecord { id: "k".into(), ..record(state) });
+        index.apply(LedgerChange::Record(k(JobState::Queued)));
+        index.apply(LedgerChange::Record(k(JobState::Synthesizing)));
+        let k = index.snapshot().unwrap().into_iter().find(|j| j.id == "k").unwrap();
+        assert_eq!(k.state, JobState::Synthesizing);
     }
 }
