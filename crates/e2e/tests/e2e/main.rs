@@ -17,3 +17,4 @@ mod pipeline;
 mod redelivery;
 mod reliability;
 mod security;
+mod storage_limits;
