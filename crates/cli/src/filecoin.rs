@@ -48,11 +48,15 @@ pub(crate) enum FilecoinCommand {
         /// from this seed); without it, from the system's randomness.
         #[arg(long)]
         seed: Option<u64>,
-        /// What the sector holds (porep-c2): `zeros` (a CC sector, every subtree no challenge
-        /// opens empty) or `random` (random data and random unopened subtrees: values repeat
-        /// in the witness as in a sealed sector with deals).
+        /// What the sector holds: `zeros` (a CC sector, every subtree no challenge opens
+        /// empty) or `random` (random data (porep-c2) and random unopened subtrees: values
+        /// repeat in the witness as in a sealed sector).
         #[arg(long, default_value = "zeros")]
         data: String,
+        /// PoSt: sectors `sector-num`, `sector-num` + 1, … (a 32 GiB WindowPoSt partition holds
+        /// 2,349; fewer are padded with the last, as filecoin-proofs pads them).
+        #[arg(long, default_value_t = 1)]
+        sectors: u64,
         #[arg(long)]
         out: PathBuf,
     },
@@ -72,14 +76,17 @@ pub(crate) async fn run(command: FilecoinCommand) -> anyhow::Result<ExitCode> {
         FilecoinCommand::Seal { out, sector_size, miner_id, sector_num, count, c1_only } => {
             seal(out, &sector_size, miner_id, sector_num, count, c1_only).await
         }
-        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, data, out } => {
-            let data = match (data.as_str(), proof.as_str()) {
-                ("zeros", _) => snarkflow_filecoin::sparse::SectorData::Zeros,
-                ("random", "porep-c2") => snarkflow_filecoin::sparse::SectorData::Random,
-                ("random", other) => bail!("--data random: only porep-c2 fixtures hold data, not {other}"),
-                (other, _) => bail!("--data {other}: zeros or random"),
+        FilecoinCommand::Fixture { proof, sector_size, miner_id, sector_num, seed, data, sectors, out } => {
+            let data = match data.as_str() {
+                "zeros" => snarkflow_filecoin::sparse::SectorData::Zeros,
+                "random" => snarkflow_filecoin::sparse::SectorData::Random,
+                other => bail!("--data {other}: zeros or random"),
             };
-            fixture(&proof, &sector_size, miner_id, sector_num, seed, data, out).await
+            if sectors == 0 || (sectors > 1 && proof == "porep-c2") {
+                bail!("--sectors {sectors}: a PoRep fixture is one sector, a PoSt one at least one");
+            }
+            let sectors: Vec<u64> = (sector_num..sector_num + sectors).collect();
+            fixture(&proof, &sector_size, miner_id, &sectors, seed, data, out).await
         }
     }
 }
@@ -134,11 +141,12 @@ async fn fixture(
     proof: &str,
     sector_size: &str,
     miner_id: u64,
-    sector_num: u64,
+    sectors: &[u64],
     seed: Option<u64>,
     data: snarkflow_filecoin::sparse::SectorData,
     out: PathBuf,
 ) -> anyhow::Result<ExitCode> {
+    let sector_num = sectors[0];
     let size = snarkflow_wire::parse_sector_size(sector_size)
         .with_context(|| format!("unknown sector size {sector_size:?}"))?;
     let name = snarkflow_wire::sector_size_name(size).context("sector size")?;
@@ -167,9 +175,10 @@ async fn fixture(
             } else {
                 snarkflow_filecoin::PostKind::Winning
             };
+            let sectors = sectors.to_vec();
             let input = tokio::task::spawn_blocking(move || {
-                let sectors = [sector_num];
-                snarkflow_filecoin::sparse_post::post_request(kind, size, miner_id, &sectors, &mut fixture_rng(seed))
+                let rng = &mut fixture_rng(seed);
+                snarkflow_filecoin::sparse_post::post_request_of(kind, size, miner_id, &sectors, data, rng)
             })
             .await??;
             (if proof == "window-post" { "window-post.json" } else { "winning-post.json" }, input)
@@ -181,13 +190,15 @@ async fn fixture(
     let bytes = serde_json::to_vec(&document)?;
     std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
     println!(
-            "{} ({} bytes, {:.1} s): {proof} for {name} sector {sector_num} of miner {miner_id} ({}), vanilla-verified; TEST FIXTURE",
+            "{} ({} bytes, {:.1} s): {proof} for {name} sector{} {sector_num}{} of miner {miner_id} ({}), vanilla-verified; TEST FIXTURE",
             path.display(),
             bytes.len(),
             started.elapsed().as_secs_f64(),
+            if sectors.len() > 1 { "s" } else { "" },
+            if sectors.len() > 1 { format!("–{}", sectors[sectors.len() - 1]) } else { String::new() },
             match data {
                 snarkflow_filecoin::sparse::SectorData::Zeros => "CC: zeros, sparse trees",
-                snarkflow_filecoin::sparse::SectorData::Random => "random data",
+                snarkflow_filecoin::sparse::SectorData::Random => "random data and subtrees",
             }
         );
     Ok(ExitCode::SUCCESS)

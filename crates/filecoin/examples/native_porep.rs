@@ -17,6 +17,9 @@
 
 use std::time::Instant;
 
+mod common;
+use common::scalar_report;
+
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 use snarkflow_filecoin::porep::{self, PorepInput};
@@ -136,47 +139,4 @@ fn main() -> anyhow::Result<()> {
     }
     println!("native witness equal to the gadgets' value for value at every thread count");
     Ok(())
-}
-
-/// The aux values as an MSM sees them: 0, 1, and the distribution of the rest.
-fn scalar_report(aux: &[blstrs::Scalar]) {
-    use ff::PrimeField;
-    use std::collections::HashMap;
-    let (mut zeros, mut ones) = (0usize, 0usize);
-    let mut others: HashMap<[u8; 32], usize> = HashMap::new();
-    for v in aux {
-        let repr = v.to_repr();
-        let bytes: [u8; 32] = repr.as_ref().try_into().expect("32-byte scalars");
-        if bytes.iter().all(|&b| b == 0) {
-            zeros += 1;
-        } else if bytes[0] == 1 && bytes[1..].iter().all(|&b| b == 0) {
-            ones += 1;
-        } else {
-            *others.entry(bytes).or_default() += 1;
-        }
-    }
-    let rest: usize = others.values().sum();
-    println!("aux values {}: zeros {zeros}, ones {ones}, neither {rest} ({} distinct)", aux.len(), others.len());
-    let bits = |b: &[u8; 32]| {
-        256 - b.iter().rev().flat_map(|x| (0..8).rev().map(move |i| x >> i & 1)).take_while(|&x| x == 0).count()
-    };
-    let small = others.iter().filter(|(b, _)| bits(b) <= 13).map(|(_, n)| n).sum::<usize>();
-    let repeated = others.values().filter(|&&n| n > 1).sum::<usize>();
-    println!("of the neither: {small} fit in 13 bits, {repeated} share their value with another");
-    let mut top: Vec<_> = others.iter().collect();
-    top.sort_by(|a, b| b.1.cmp(a.1));
-    let mut covered = 0;
-    for (i, (b, n)) in top.iter().take(16).enumerate() {
-        covered += **n;
-        let hex: String = b.iter().rev().map(|x| format!("{x:02x}")).collect();
-        println!("  #{i:<2} {n:>10} × {}-bit value 0x{}", bits(b), hex.trim_start_matches('0'));
-    }
-    println!("the 16 most frequent values cover {covered} of {rest}");
-    let mut histogram = [0usize; 9];
-    for n in others.values() {
-        histogram[(usize::BITS - n.leading_zeros()).min(8) as usize] += *n;
-    }
-    println!(
-        "values by how often they repeat (count of scalars whose value occurs 1, 2-3, 4-7, ... times): {histogram:?}"
-    );
 }

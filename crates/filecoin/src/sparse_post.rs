@@ -17,7 +17,7 @@ use filecoin_proofs_api::{RegisteredPoStProof, SectorId};
 use rand::RngCore;
 use storage_proofs_post::fallback;
 
-use crate::sparse::fr_safe_bytes;
+use crate::sparse::{fr_safe_bytes, SectorData};
 use crate::sparse_tree::SparseTree;
 use crate::{FilecoinError, PostKind};
 
@@ -31,12 +31,27 @@ pub fn post_request(
     sector_ids: &[u64],
     rng: &mut impl RngCore,
 ) -> Result<serde_json::Value, FilecoinError> {
+    post_request_of(kind, sector_size, miner_id, sector_ids, SectorData::Zeros, rng)
+}
+
+/// [`post_request`] with each sector's tree R as `data` says: empty where no challenge opens
+/// it (`Zeros`: every sector's paths then share their siblings), or random there
+/// (`Random`: siblings that differ from sector to sector, as sealed sectors' do).
+pub fn post_request_of(
+    kind: PostKind,
+    sector_size: u64,
+    miner_id: u64,
+    sector_ids: &[u64],
+    data: SectorData,
+    rng: &mut impl RngCore,
+) -> Result<serde_json::Value, FilecoinError> {
     let registered = kind.registered_proof(sector_size)?;
     let randomness = fr_safe_bytes(rng);
     let prover_id = crate::prover_id(miner_id);
     let mut proofs = Vec::with_capacity(sector_ids.len());
     for &sector_id in sector_ids {
         let (comm_c, leaf_seed) = (fr_safe_bytes(rng), fr_safe_bytes(rng));
+        let fill = (data == SectorData::Random).then(|| fr_safe_bytes(rng));
         let proof = (|| {
             with_sector_shape!(
                 sector_size,
@@ -46,7 +61,8 @@ pub fn post_request(
                 prover_id,
                 sector_id,
                 comm_c,
-                leaf_seed
+                leaf_seed,
+                fill
             )
         })()?;
         proofs.push(base64::engine::general_purpose::STANDARD.encode(proof));
@@ -71,6 +87,7 @@ fn sector_proof<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
     sector_id: u64,
     comm_c: [u8; 32],
     leaf_seed: [u8; 32],
+    fill: Option<[u8; 32]>,
 ) -> anyhow::Result<Vec<u8>> {
     let config = registered.as_v1_config();
     let nodes = u64::from(config.sector_size) / 32;
@@ -90,7 +107,7 @@ fn sector_proof<Tree: 'static + MerkleTreeTrait<Hasher = PoseidonHasher>>(
             (*c, PoseidonDomain::from(leaf))
         })
         .collect();
-    let tree_r = SparseTree::new::<Tree>(nodes, leaves)?;
+    let tree_r = SparseTree::filled::<Tree>(nodes, leaves, fill)?;
     let comm_c = PoseidonDomain::from(comm_c);
     let comm_r_last = tree_r.root();
     let comm_r = <PoseidonHasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
@@ -121,6 +138,35 @@ mod tests {
                 let input = post_request(kind, size, 1000, &[3], &mut rand::thread_rng()).unwrap();
                 let parsed = kind.parse(input.as_object().unwrap()).unwrap_or_else(|e| panic!("{name} {kind:?}: {e}"));
                 assert_eq!(parsed.partitions, 1);
+            }
+        }
+    }
+
+    /// Random subtrees: two sectors' proofs still verify, and no two sectors share a sibling
+    /// (with empty subtrees every sector's paths share theirs).
+    #[test]
+    fn post_fixtures_with_random_subtrees_verify_and_share_no_siblings() {
+        for data in [SectorData::Random, SectorData::Zeros] {
+            let input = post_request_of(PostKind::Window, 8 << 20, 1000, &[3, 4], data, &mut rand::thread_rng())
+                .unwrap();
+            PostKind::Window.parse(input.as_object().unwrap()).unwrap();
+            let siblings: Vec<Vec<PoseidonDomain>> = input["vanilla_proofs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b64| {
+                    let bytes = base64::engine::general_purpose::STANDARD.decode(b64.as_str().unwrap()).unwrap();
+                    let proof: FallbackPoStSectorProof<filecoin_proofs::SectorShape8MiB> =
+                        bincode::deserialize(&bytes).unwrap();
+                    use storage_proofs_core::merkle::MerkleProofTrait as _;
+                    let opening = &proof.vanilla_proof.sectors[0].inclusion_proofs[0];
+                    opening.path().iter().flat_map(|(level, _)| level.clone()).collect()
+                })
+                .collect();
+            let shared = siblings[0].iter().filter(|s| siblings[1].contains(s)).count();
+            match data {
+                SectorData::Random => assert_eq!(shared, 0, "random subtrees"),
+                SectorData::Zeros => assert!(shared > 0, "empty subtrees are the same in every sector"),
             }
         }
     }

@@ -37,14 +37,8 @@ pub(crate) struct SparseTree {
 }
 
 impl SparseTree {
-    pub(crate) fn new<Tree: MerkleTreeTrait>(
-        nodes: u64,
-        leaves: BTreeMap<u64, PoseidonDomain>,
-    ) -> anyhow::Result<Self> {
-        Self::filled::<Tree>(nodes, leaves, None)
-    }
-
-    /// [`SparseTree::new`] with the subtrees no leaf is in random (keyed by `fill`) if given.
+    /// The tree over `leaves` of a sector of `nodes` nodes in `Tree`'s shape, the subtrees no
+    /// leaf is in empty, or random (keyed by `fill`) if given.
     pub(crate) fn filled<Tree: MerkleTreeTrait>(
         nodes: u64,
         leaves: BTreeMap<u64, PoseidonDomain>,
