@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p snarkflow-filecoin --example native_snap -- 32GiB --threads 1,4,16 --seeds 1
+//! cargo run --release -p snarkflow-filecoin --example native_snap -- 32GiB --scalars
 //! ```
 
 mod common;
@@ -23,6 +24,14 @@ fn main() -> anyhow::Result<()> {
         "{size_name} SnapDeals, random partitions; {} cores here",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    if args.iter().any(|a| a == "--scalars") {
+        // what a prover's MSMs see of one random partition's native witness
+        let (native, wall, _) = measure(|| random_snap_partition(size, 0, Witnesses::Native));
+        let native = native?;
+        println!("partition {} (h {}), native witness in {wall:.1} s", native.k, native.h);
+        common::scalar_report(&native.native.expect("native asked for").aux);
+        return Ok(());
+    }
     for seed in 0..seeds {
         let (gadgets, wall, cpu) = measure(|| random_snap_partition(size, seed, Witnesses::Gadgets));
         let gadgets = gadgets?;
