@@ -62,11 +62,16 @@ async fn big_job(stack: &Stack) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_finishes_the_proof_in_flight() {
     let mut stack = Stack::start().await.unwrap();
+    // a drain deadline no loaded machine reaches (the default, 60 s, could be on a busy CI)
+    for gpu in std::mem::take(&mut stack.gpu) {
+        gpu.stop().await.unwrap();
+    }
+    let worker = start_gpu_worker_with(&stack.nats.url(), "gpu-1", &["--drain-secs", "600"]).unwrap();
     let id = big_job(&stack).await;
     wait_for_pickup(&stack).await;
-    // stop pulling, but finish the proof at hand (default drain: 60 s)
-    stack.gpu.pop().unwrap().stop().await.unwrap();
-    let job = stack.wait_finished(&id, Duration::from_secs(10)).await.unwrap();
+    // stop pulling, but finish the proof at hand
+    worker.stop().await.unwrap();
+    let job = stack.wait_finished(&id, Duration::from_secs(30)).await.unwrap();
     assert_eq!(job["state"], "done", "the draining worker finished and reported the proof: {job}");
     assert_eq!(job["partition_details"][0]["prove"]["worker"], "gpu-1");
 }
