@@ -21,6 +21,10 @@ impl CircuitCatalog for Catalog {
     fn record_shape(&self, spec: &CircuitSpec) -> Result<ConstraintShape, CatalogError> {
         Ok(crate::record_shape(spec)?)
     }
+
+    fn dense_witness(&self, spec: &CircuitSpec) -> bool {
+        crate::dense_witness(spec)
+    }
 }
 
 /// The catalog as a parameter store takes it.

@@ -73,6 +73,10 @@ pub trait ProofKind {
     /// Whether the gateway checks the assembled proof ([`ProofKind::verify`]) before a job is
     /// `done`; the gpu-workers verify every partition proof of every kind regardless.
     const VERIFIED_WHOLE: bool;
+    /// Whether most of a partition's witness values are neither 0 nor 1 (PoSt: Poseidon's
+    /// field elements, 99 % at 32 GiB; PoRep and SnapDeals ~1.3 %): the GPU prover then makes
+    /// full MSMs of the L, A and B queries and plans its memory for them.
+    const DENSE_WITNESS: bool = false;
 
     /// Whether the API description (docs/openapi.json) lists the kind: false for a kind compiled
     /// into test builds only.

@@ -36,8 +36,8 @@ pub mod filecoin_kinds {
 }
 pub use kinds::sha256_chain::{Sha256Chain, MAX_BLOCKS as MAX_SHA256_BLOCKS};
 pub use registry::{
-    check_spec, circuit, documented_kinds, filecoin_request_kind, filecoin_sector_size, kind_info, kind_named,
-    known_kind, native_witness, param_file_stem, parse_circuit_id, parse_filecoin_request, parse_request,
+    check_spec, circuit, dense_witness, documented_kinds, filecoin_request_kind, filecoin_sector_size, kind_info,
+    kind_named, known_kind, native_witness, param_file_stem, parse_circuit_id, parse_filecoin_request, parse_request,
     public_inputs, record_shape, takes_input, test_constraints, text_fields, verified_whole, verify_job, visit_blank,
     visit_with_witness, KindInfo, KINDS,
 };

@@ -141,6 +141,11 @@ pub fn check_spec(spec: &CircuitSpec) -> Result<CircuitSpec, KindError> {
     }, unknown => Err(unknown(spec.kind())))
 }
 
+/// [`ProofKind::DENSE_WITNESS`] of `spec`'s kind (false for a kind this build does not have).
+pub fn dense_witness(spec: &CircuitSpec) -> bool {
+    with_kind!(spec.kind(), K => K::DENSE_WITNESS, unknown => false)
+}
+
 /// The sector size of a Filecoin circuit; `None` for the others.
 pub fn filecoin_sector_size(spec: &CircuitSpec) -> Option<u64> {
     with_kind!(spec.kind(), K => {

@@ -196,3 +196,18 @@ fn a_synthetic_jobs_input_is_its_seed() {
     assert_ne!(seven, snarkflow_circuits::public_inputs(&spec, 8, 2, None).unwrap());
     assert_ne!(seven[0], seven[1], "partitions draw different witnesses");
 }
+
+#[test]
+fn only_the_post_kinds_have_dense_witnesses() {
+    for (id, dense) in [
+        ("window-post-32GiB", true),
+        ("winning-post-2KiB", true),
+        ("porep-c2-32GiB", false),
+        ("snap-update-32GiB", false),
+        ("dense-chain-c64", false),
+        ("sha256-chain-b4", false),
+    ] {
+        assert_eq!(snarkflow_circuits::dense_witness(&snarkflow_circuits::circuit(id)), dense, "{id}");
+        assert_eq!(snarkflow_circuits::catalog().dense_witness(&snarkflow_circuits::circuit(id)), dense, "{id}");
+    }
+}

@@ -147,8 +147,8 @@ mod tests {
     #[test]
     fn post_fixtures_with_random_subtrees_verify_and_share_no_siblings() {
         for data in [SectorData::Random, SectorData::Zeros] {
-            let input = post_request_of(PostKind::Window, 8 << 20, 1000, &[3, 4], data, &mut rand::thread_rng())
-                .unwrap();
+            let input =
+                post_request_of(PostKind::Window, 8 << 20, 1000, &[3, 4], data, &mut rand::thread_rng()).unwrap();
             PostKind::Window.parse(input.as_object().unwrap()).unwrap();
             let siblings: Vec<Vec<PoseidonDomain>> = input["vanilla_proofs"]
                 .as_array()

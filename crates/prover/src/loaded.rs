@@ -291,11 +291,12 @@ pub(crate) fn load_resident(
     path: &Path,
     shape: ConstraintShape,
     request: crate::memory_plan::PlanRequest,
+    dense_witness: bool,
 ) -> Result<(VerifyingKey<Bls12>, ProvingKey), ParamsError> {
     use crate::resident::LoadError;
     use tracing::info;
     let device = crate::resident::device().map_err(|e| ParamsError::Device(e.to_string()))?;
-    match crate::resident::ResidentKey::load(&device, path, &shape, request) {
+    match crate::resident::ResidentKey::load_with(&device, path, &shape, request, dense_witness) {
         Ok((vk, key)) => {
             let plan = key.plan();
             info!(

@@ -178,7 +178,7 @@ impl MemoryPlan {
                 dims.batched_msm_bytes()
             };
             let mapped = if host_sections[1..].iter().any(|&h| h) { MAPPED_STAGING } else { 0 };
-            dims.prove_buffers() + h_msm + staging + mapped
+            dims.prove_buffers() + h_msm + staging + mapped + dims.dense_query_bytes()
         };
         let device_bytes = points_on_device
             + dims.shape_always()
@@ -225,6 +225,11 @@ impl MemoryPlan {
             out.push(MemoryPlan::of(PlanKind::Streamed, false, buffers, dims));
         }
         out.push(MemoryPlan::of(PlanKind::Lean, false, 1, dims));
+        // a dense witness's queries are full MSMs over their points: on the device, never read
+        // from the host (the split that reads host points would gather every one)
+        if dims.dense_witness {
+            out.retain(|p| p.kind == PlanKind::Resident);
+        }
         out
     }
 
@@ -309,13 +314,21 @@ pub struct NoPlan {
 /// which is then taken even if the estimate says it does not fit (the operator knows better,
 /// and the log says so).
 pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanRequest) -> Result<MemoryPlan, NoPlan> {
-    let candidates: Vec<MemoryPlan> = MemoryPlan::candidates(dims)
-        .into_iter()
+    let all = MemoryPlan::candidates(dims);
+    let candidates: Vec<MemoryPlan> = all
+        .iter()
         .filter(|p| match request {
             PlanRequest::Auto => true,
             PlanRequest::Only(kind) => p.kind == kind,
         })
+        .cloned()
         .collect();
+    if candidates.is_empty() {
+        // a plan forced that a dense witness cannot have: what the one it can have needs
+        let smallest = all.iter().min_by_key(|p| p.needs(prove_reserved)).expect("the resident plans");
+        let needs = smallest.needs(prove_reserved) as f64 / GIB;
+        return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB });
+    }
     let mut smallest: Option<(usize, u64)> = None;
     for (i, plan) in candidates.iter().enumerate() {
         let needs = plan.needs(prove_reserved);

@@ -234,7 +234,8 @@ impl ParamStore {
             #[cfg(feature = "cuda-resident")]
             Backend::CudaResident => {
                 drop(file);
-                crate::loaded::load_resident(&id, &path, self.shape(spec)?, self.memory_plan)?
+                let dense = self.catalog.dense_witness(spec);
+                crate::loaded::load_resident(&id, &path, self.shape(spec)?, self.memory_plan, dense)?
             }
             #[allow(unreachable_patterns)]
             other => return Err(ParamsError::Device(format!("this build has no {other} backend"))),

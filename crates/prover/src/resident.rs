@@ -146,8 +146,9 @@ pub enum LoadError {
     Io(#[from] std::io::Error),
 }
 
-/// The sizes of the circuit whose parameter sections are `sections` and shape `shape`.
-pub fn key_dims(sections: &FileSections, shape: &ConstraintShape) -> KeyDims {
+/// The sizes of the circuit whose parameter sections are `sections` and shape `shape`, and
+/// whether its witnesses are mostly values neither 0 nor 1.
+pub fn key_dims(sections: &FileSections, shape: &ConstraintShape, dense_witness: bool) -> KeyDims {
     let folded = upload::device_fold(shape).map(|f| memory_plan::FoldDims {
         rows: f.stored_rows(shape.num_constraints()) as u64,
         nnz: [f.stored_nnz(&shape.a) as u64, f.stored_nnz(&shape.b) as u64],
@@ -159,6 +160,7 @@ pub fn key_dims(sections: &FileSections, shape: &ConstraintShape) -> KeyDims {
         folded,
         table_len: shape.coeff_table().len() as u64,
         witness_len: (shape.num_inputs + shape.num_aux) as u64,
+        dense_witness,
     }
 }
 
@@ -171,8 +173,20 @@ impl ResidentKey {
         shape: &ConstraintShape,
         request: PlanRequest,
     ) -> Result<(VerifyingKey<Bls12>, ResidentKey), LoadError> {
+        Self::load_with(device, path, shape, request, false)
+    }
+
+    /// [`ResidentKey::load`] for a circuit whose witnesses are mostly values neither 0 nor 1
+    /// (`dense_witness`: PoSt), whose plan counts full MSMs of the L, A and B queries.
+    pub fn load_with(
+        device: &Arc<Device>,
+        path: &Path,
+        shape: &ConstraintShape,
+        request: PlanRequest,
+        dense_witness: bool,
+    ) -> Result<(VerifyingKey<Bls12>, ResidentKey), LoadError> {
         let (vk, sections) = read_sections(path)?;
-        let dims = key_dims(&sections, shape);
+        let dims = key_dims(&sections, shape, dense_witness);
         // the free memory without the shared prove buffers of either lane (made again by the
         // next prove): they are counted by PROVE_RESERVED instead
         lanes::release_workspace(device);

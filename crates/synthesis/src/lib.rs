@@ -68,6 +68,11 @@ pub trait CircuitCatalog: Send + Sync + std::fmt::Debug {
     fn filecoin_sector_size(&self, spec: &snarkflow_wire::CircuitSpec) -> Option<u64>;
     /// The circuit's constraint shape, recorded from its blank circuit.
     fn record_shape(&self, spec: &snarkflow_wire::CircuitSpec) -> Result<ConstraintShape, CatalogError>;
+    /// Whether most of the circuit's witness values are neither 0 nor 1 (a GPU prover's memory
+    /// plan counts full MSMs of its queries then).
+    fn dense_witness(&self, _spec: &snarkflow_wire::CircuitSpec) -> bool {
+        false
+    }
 }
 
 /// Why a [`CircuitCatalog`] could not name or shape a circuit: the kinds' own error (a spec no

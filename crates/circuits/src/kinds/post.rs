@@ -13,6 +13,7 @@ macro_rules! post_kind {
             const TAKES_INPUT: bool = true;
             const FILECOIN: bool = true;
             const VERIFIED_WHOLE: bool = true;
+            const DENSE_WITNESS: bool = true;
 
             super::sector_size_spec!();
 

@@ -17,6 +17,9 @@ pub struct KeyDims {
     /// What the device stores of A and B when the shape's repeated blocks are stored once
     /// (`snarkflow_synthesis::Fold`): then the matrices stay on the device in every plan.
     pub folded: Option<FoldDims>,
+    /// Most witness values are neither 0 nor 1 (PoSt): the L, A and B queries are full MSMs on
+    /// the device (queries.cuh's "not split" path), so their points must be there too.
+    pub dense_witness: bool,
 }
 
 /// A folded shape's A and B as the device stores them: the head, one block, the rows after.
@@ -110,6 +113,18 @@ impl KeyDims {
         // the tail MSMs' one-pass workspace, kept for the largest (G2 buckets are twice G1's)
         let tail_msm = one_pass_workspace(self.counts[1..].iter().max().copied().unwrap_or(0) / 64, 2 * BUCKET);
         abc + split + tails + tail_msm
+    }
+
+    /// What full MSMs of the L, A and B queries add for a dense witness: the gathered scalars of
+    /// the larger of A and B, and sppark's MSM workspace for the largest query, counted per
+    /// point as [`KeyDims::batched_msm_bytes`] (a G2 point's twice a G1's). Not yet measured.
+    pub(super) fn dense_query_bytes(&self) -> u64 {
+        if !self.dense_witness {
+            return 0;
+        }
+        let scalars = self.counts[2].max(self.counts[3]) * FR;
+        let g1 = self.counts[1].max(self.counts[2]).max(self.counts[3]) * 78;
+        scalars + g1.max(self.counts[4] * 2 * 78) + (64 << 20)
     }
 
     /// The one-pass H MSM's workspace (msm_one_pass.cuh's plan for m − 1 points).

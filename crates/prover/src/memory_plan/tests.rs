@@ -14,6 +14,7 @@ pub(super) fn porep_32gib() -> KeyDims {
         table_len: 64,
         witness_len: 130_169_913,
         folded: None,
+        dense_witness: false,
     }
 }
 
@@ -153,6 +154,7 @@ fn prove_buffers_are_shared_and_sized_by_the_largest_circuit() {
         table_len: 16,
         witness_len: 3_000_020,
         folded: None,
+        dense_witness: false,
     };
     let alone = choose(&small, 135 * GIB, 0, PlanRequest::Auto).unwrap();
     // loaded after the 32 GiB key: the free memory no longer holds that key's points, shape
@@ -239,4 +241,26 @@ fn more_room_is_worth_taking_back_only_for_a_better_plan() {
     assert!(is_better(&at(135), &at(79)), "{} | {}", at(135).unwrap().summary(), at(79).unwrap().summary());
     assert!(is_better(&at(79), &at(47)));
     assert!(!is_better(&at(47), &at(79)) && !is_better(&at(79), &at(79)));
+}
+
+#[test]
+fn a_dense_witness_is_planned_resident_or_not_at_all() {
+    // a 32 GiB WindowPoSt partition's sizes are about a PoRep partition's; its witness is 99 %
+    // values neither 0 nor 1
+    let dense = KeyDims { dense_witness: true, ..porep_32gib_folded() };
+    let sparse = porep_32gib_folded();
+    let h200 = choose(&dense, 135 * GIB, 0, PlanRequest::Auto).unwrap();
+    assert_eq!(h200.kind, PlanKind::Resident, "{}", h200.summary());
+    let bits = choose(&sparse, 135 * GIB, 0, PlanRequest::Auto).unwrap();
+    assert!(h200.prove_bytes > bits.prove_bytes + 10 * GIB, "{} | {}", h200.summary(), bits.summary());
+    // where the points cannot all be on the device there is no plan (the prover falls back),
+    // where a PoRep-like witness streams
+    for free in [47, 23, 15] {
+        let err = choose(&dense, free * GIB, 0, PlanRequest::Auto).unwrap_err();
+        assert_eq!(err.smallest, PlanKind::Resident, "{err}");
+        assert!(choose(&sparse, free * GIB, 0, PlanRequest::Auto).is_ok());
+    }
+    // and a plan with points on the host is refused even when forced
+    let forced = choose(&dense, 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap_err();
+    assert!(forced.to_string().contains("resident"), "{forced}");
 }
