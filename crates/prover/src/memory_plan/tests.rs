@@ -251,6 +251,7 @@ fn a_dense_witness_is_planned_resident_or_not_at_all() {
     let sparse = porep_32gib_folded();
     let h200 = choose(&dense, 135 * GIB, 0, PlanRequest::Auto).unwrap();
     assert_eq!(h200.kind, PlanKind::Resident, "{}", h200.summary());
+    eprintln!("dense, 135 GiB free: {} (needs {:.1} GiB)", h200.summary(), h200.needs(0) as f64 / GIB as f64);
     let bits = choose(&sparse, 135 * GIB, 0, PlanRequest::Auto).unwrap();
     assert!(h200.prove_bytes > bits.prove_bytes + 10 * GIB, "{} | {}", h200.summary(), bits.summary());
     // where the points cannot all be on the device there is no plan (the prover falls back),
