@@ -28,6 +28,7 @@ pub use snarkflow_cuda_resident::{Device, Placement, Timings};
 
 mod front;
 mod lanes;
+mod pools;
 mod upload;
 pub use lanes::release_workspace;
 use lanes::{prove_reserved, Reservation, PROVE_RESERVED};
@@ -423,46 +424,5 @@ impl ResidentKey {
     ) -> Result<(Proof<Bls12>, Timings), ProveError> {
         let staged = self.stage(inputs, aux)?;
         self.prove_staged(vk, &staged, r, s)
-    }
-
-    /// A device witness buffer, waiting while every one the plan made is staged.
-    fn take_device_witness(&self) -> DeviceWitness {
-        let pool = &self.device_witnesses;
-        let mut free = pool.free.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(w) = free.pop() {
-                return w;
-            }
-            free = pool.returned.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// A pinned buffer of at least `bytes`, waiting while [`PINNED_WITNESS_BUFFERS`] are in use.
-    fn take_pinned(&self, bytes: usize) -> Result<PinnedBuffer, ProveError> {
-        let mut pool = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(buf) = pool.free.pop() {
-                if buf.len() >= bytes {
-                    return Ok(buf);
-                }
-                pool.made -= 1;
-                drop(buf);
-            }
-            if pool.made < PINNED_WITNESS_BUFFERS {
-                pool.made += 1;
-                drop(pool);
-                return PinnedBuffer::new(bytes).map_err(|e| {
-                    self.pinned.lock().unwrap_or_else(|e| e.into_inner()).made -= 1;
-                    self.pinned_returned.notify_one();
-                    device_failure(e)
-                });
-            }
-            pool = self.pinned_returned.wait(pool).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn give_back_pinned(&self, buf: PinnedBuffer) {
-        self.pinned.lock().unwrap_or_else(|e| e.into_inner()).free.push(buf);
-        self.pinned_returned.notify_one();
     }
 }
