@@ -48,8 +48,8 @@ The resident prover, the CLI in one process:
                       DATA=zeros (random: gen makes a sector holding random data)
                       S=/tmp/sfres32 P BINS=resident.tar.xz RUST_LOG; S=/tmp/sf32 reuses `32gib`'s
   memory-plans        one PoRep partition per size in every plan, then on simulated cards
-                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean DATA CARDS (GiB,
-                      e.g. "80 48 24 16") RUNS=2 CPU=0 SUPRA=0 TRACE CASE_LIMIT=540
+                      SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean (and compact)
+                      DATA CARDS (GiB, e.g. "80 48 24 16 12") RUNS=2 CPU=0 SUPRA=0 TRACE CASE_LIMIT=540
                       S=/tmp/sfplans P BINS=bins.tar.xz RUST_LOG; SNARKFLOW_H_FRONT=1 keeps the
                       front of H on the device where H is streamed (SNARKFLOW_H_FRONT_POINTS caps it)
   msm-fallback        the H MSM with LEAVE MiB free: one pass, sppark's batched MSM, or a failure

@@ -262,6 +262,9 @@ struct sf_placement {
     size_t shape_chunk;
     // the lean plan (lean.cuh): a prove's phases one after another, so that they share memory
     uint32_t lean;
+    // the compact plan (compact.cuh): the lean plan's phases in two domain vectors, the witness
+    // kept compact on the device, h made with the C matrix (which the shape then keeps)
+    uint32_t compact;
 };
 
 struct sf_srs {
@@ -270,7 +273,7 @@ struct sf_srs {
     dbuf points[SECTIONS];
     dbuf staging;   // raw file bytes on their way to conversion
     size_t h_batch;
-    bool lean;
+    bool lean, compact;
     // with H on the host: a copy of its first `h_front_len` points on the device, where the plan
     // has room to spare (sf_srs_keep_h_front); the H MSM reads them there and streams the rest.
     // A prove holds `front` shared; giving the copy back (another key needs the room) exclusively.
@@ -330,6 +333,12 @@ struct sf_witness {
     dbuf stage;   // a compact witness copied over before it is expanded into `buf`
     size_t len = 0;
     cudaStream_t stream = nullptr;
+    // The compact plan (compact.cuh): the witness is the compact form kept in `stage` (class
+    // words from byte 0, word offsets from `offsets_at`, the other values from `others_at`),
+    // and `one` the value of class 1 (Montgomery form); `buf` is not used.
+    bool kept_compact = false;
+    size_t offsets_at = 0, others_at = 0;
+    uint64_t one[4] = {0, 0, 0, 0};
 };
 
 // sums of the five queries, in blst's Jacobian layout

@@ -14,8 +14,8 @@
 // workspace at a time (crates/prover/src/memory_plan.rs counts it). The witness is used up: a
 // second prove of it fails (its length is zeroed) rather than proving from c.
 
-// Gives back the room lent to phase 1's buffers (lend), and marks the witness used, however the
-// prove ends.
+// Gives back the room lent to phase 1's buffers (lend), and marks the witness used (where `wit`
+// is given: the lean plan writes c over it), however the prove ends.
 struct lean_lending {
     sf_device* d;
     sf_witness* wit;
@@ -31,9 +31,33 @@ struct lean_lending {
     ~lean_lending()
     {
         give_back();
-        wit->len = 0;
+        if (wit)
+            wit->len = 0;
     }
 };
+
+// Phase 1's buffers lent room in `lists` (the three 0/1 splits' index lists) and then in
+// `rest` (the staging of mapped points, the gathered tail points and their scalars), which may
+// be the same buffer.
+static void lend_phase_one(sf_device* d, const sf_shape* sh, const dbuf& lists, const dbuf& rest)
+{
+    uint8_t* at = lists.as<uint8_t>();
+    const uint8_t* end = at + lists.bytes;
+    const size_t lens[3] = {sh->num_aux, sh->a_gather_len, sh->b_gather_len};
+    for (int q = 0; q < 3; q++)
+        d->split[q].lists.lend(at, end, lens[q] * sizeof(uint32_t), "allocating the 0/1 split");
+    if (rest.ptr != lists.ptr) {
+        at = rest.as<uint8_t>();
+        end = at + rest.bytes;
+    }
+    for (auto& st : d->mapped_stage)
+        st.lend(at, end, MAPPED_CHUNK * sizeof(g2_mem_t), "allocating the staging of mapped points");
+    // the rest: gathered tail points and their scalars (a G2 point and its scalar are 192 and 32
+    // bytes)
+    size_t left = (size_t)(end - at);
+    d->tail_points.lend(at, end, left / 7 * 6 & ~(size_t)255, "allocating the gathered tail points");
+    d->scalars.lend(at, end, (size_t)(end - at) & ~(size_t)255, "allocating gathered scalars");
+}
 
 static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_witness* wit, sf_msm_sums* out,
                        sf_timings* t)
@@ -48,22 +72,7 @@ static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_w
     d->a.ensure(m * sizeof(scalar_t), "allocating a, b");
     d->b.ensure(m * sizeof(scalar_t), "allocating a, b");
     lean_lending lending{d, wit};
-    {
-        uint8_t* at = d->b.as<uint8_t>();
-        const uint8_t* end = at + d->b.bytes;
-        const size_t lens[3] = {sh->num_aux, sh->a_gather_len, sh->b_gather_len};
-        for (int q = 0; q < 3; q++)
-            d->split[q].lists.lend(at, end, lens[q] * sizeof(uint32_t), "allocating the 0/1 split");
-        at = d->a.as<uint8_t>();
-        end = at + d->a.bytes;
-        for (auto& st : d->mapped_stage)
-            st.lend(at, end, MAPPED_CHUNK * sizeof(g2_mem_t), "allocating the staging of mapped points");
-        // the rest of a: gathered tail points and their scalars (a G2 point and its scalar are
-        // 192 and 32 bytes)
-        size_t rest = (size_t)(end - at);
-        d->tail_points.lend(at, end, rest / 7 * 6 & ~(size_t)255, "allocating the gathered tail points");
-        d->scalars.lend(at, end, (size_t)(end - at) & ~(size_t)255, "allocating gathered scalars");
-    }
+    lend_phase_one(d, sh, d->b, d->a);
 
     // 1. splits, ones, tails
     const scalar_t* w = wit->buf.as<scalar_t>();
@@ -90,7 +99,7 @@ static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_w
     // 4. H (deg h ≤ m − 2: m − 1 points)
     phase = clock_type::now();
     if (srs->points[SEC_H].on_host())
-        t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, wit->buf);
+        t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, d->b, wit->buf);
     else
         msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1,
                                          "the H MSM");

@@ -292,12 +292,25 @@ static size_t spmv_streamed(sf_device* d, const sf_shape* sh, const dev_csr& dm,
               "streaming the constraint shape");
         check(cudaEventRecord(d->staged[slot], d->copy), "streaming the constraint shape");
         check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the constraint shape");
-        queue_spmv(gpu, s, v + r0, d_starts, d_cols, d_coeffs, sh, wit->buf.as<scalar_t>(), r1 - r0, base, sf_fold{});
+        queue_spmv(gpu, s, v + r0, d_starts, d_cols, d_coeffs, sh, whole_witness{wit->buf.as<scalar_t>()}, r1 - r0,
+                   base, sf_fold{});
         check(cudaEventRecord(d->consumed[slot], s), "streaming the constraint shape");
         copied += (r1 - r0 + 1) * sizeof(uint64_t) + 2 * nnz * sizeof(uint32_t);
         r0 = r1;
     }
     return copied;
+}
+
+// 1/Z on the coset g·H of the domain of 2^lg: Z there is the constant gⁿ − 1
+static fr_bits z_inverse(uint32_t lg)
+{
+    fr_t z = group_gen;
+    for (uint32_t i = 0; i < lg; i++) z = z * z;
+    z = z - fr_t::one();
+    fr_t z_inv = z.reciprocal();
+    fr_bits bits;
+    memcpy(&bits, &z_inv, sizeof(bits));
+    return bits;
 }
 
 // a, b = A·w, B·w (zero beyond the last constraint) and c = a∘b, which for a satisfied system is
@@ -334,17 +347,11 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
             continue;
         }
         queue_spmv(gpu, s, v, dm.row_starts.as<uint64_t>(), dm.cols.as<uint32_t>(), dm.coeffs.as<uint32_t>(), sh,
-                   wit->buf.as<scalar_t>(), dm.rows, 0, sh->fold);
+                   whole_witness{wit->buf.as<scalar_t>()}, dm.rows, 0, sh->fold);
     }
     scalar_t *a = abc[0], *b = abc[1], *c = abc[2];
     uint32_t lg = (uint32_t)sh->lg_domain;
-    // Z on the coset is the constant gⁿ − 1
-    fr_t z = group_gen;
-    for (uint32_t i = 0; i < lg; i++) z = z * z;
-    z = z - fr_t::one();
-    fr_t z_inv = z.reciprocal();
-    fr_bits z_bits;
-    memcpy(&z_bits, &z_inv, sizeof(z_bits));
+    const fr_bits z_bits = z_inverse(lg);
     grid_for(gpu, m, blocks, threads);
     if (!seven) {
         pointwise_mul<<<blocks, threads, 0, s>>>(c, a, b, m);
@@ -376,17 +383,17 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
 }
 
 // Σ h_i·H_i with the H points in mapped host memory: batches of points copied on `copy` into
-// b and c in turn (h is in a; b and c are free once h is made; the lean plan passes the
-// witness's buffer for c), each batch's MSM (sppark's, against device memory) run while the next
-// batch is copied; the front of H that the device keeps a copy of (`h_front`) is not copied.
-// Returns the bytes copied.
+// two slots in turn (h is in a; b and c are free once h is made, and are the slots; the lean
+// plan passes the witness's buffer for c, the compact plan b's two halves), each batch's MSM
+// (sppark's, against device memory) run while the next batch is copied; the front of H that the
+// device keeps a copy of (`h_front`) is not copied. Returns the bytes copied.
 static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out,
-                             const dbuf& c_slot)
+                             const dbuf& slot0, const dbuf& slot1)
 {
     const gpu_t& gpu = *d->gpu;
     out.inf();
-    size_t batch = srs->h_batch ? srs->h_batch : d->b.bytes / sizeof(g1_mem_t);
-    batch = std::min({batch, d->b.bytes / sizeof(g1_mem_t), c_slot.bytes / sizeof(g1_mem_t), n});
+    size_t batch = srs->h_batch ? srs->h_batch : slot0.bytes / sizeof(g1_mem_t);
+    batch = std::min({batch, slot0.bytes / sizeof(g1_mem_t), slot1.bytes / sizeof(g1_mem_t), n});
     if (batch == 0)
         throw sf_error(-1, "no room for a batch of H points");
     // the points the device holds a copy of are not streamed: their MSM (in batches too, so its
@@ -406,8 +413,8 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
         return 0;
     }
     const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
-    g1_mem_t* slots[2] = {d->b.as<g1_mem_t>(), c_slot.as<g1_mem_t>()};
-    // b and c were last written by the prep stream: the copies wait for it
+    g1_mem_t* slots[2] = {slot0.as<g1_mem_t>(), slot1.as<g1_mem_t>()};
+    // the slots were last written by the prep stream: the copies wait for it
     check(cudaEventRecord(d->consumed[0], *d->prep), "streaming the H points");
     check(cudaStreamWaitEvent(d->copy, d->consumed[0], 0), "streaming the H points");
     auto copy = [&](size_t first, int slot) {
@@ -440,6 +447,7 @@ static double event_ms(cudaEvent_t from, cudaEvent_t to)
 }
 
 #include "lean.cuh"
+#include "compact.cuh"
 
 // The five MSM sums of one partition whose witness ([inputs | aux], Montgomery form) was
 // uploaded into `wit`. Three streams of work: the 0/1 split of the L, A and B scalars, then the
@@ -469,8 +477,14 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
               sh->lg_domain, sh->on_host ? ", shape streamed" : "", srs->points[SEC_H].on_host() ? ", H streamed" : "");
         t->upload = 0;   // the caller times the upload, done before this call
         t->h2d_copied = t->h2d_mapped = 0;
-        if (srs->lean) {
-            prove_lean(d, srs, sh, const_cast<sf_witness*>(wit), out, t);
+        if (wit->kept_compact != srs->compact)
+            throw sf_error(-1, wit->kept_compact ? "a witness kept compact is proved in the compact plan only"
+                                                 : "the compact plan proves witnesses kept compact");
+        if (srs->lean || srs->compact) {
+            if (srs->lean)
+                prove_lean(d, srs, sh, const_cast<sf_witness*>(wit), out, t);
+            else
+                prove_compact(d, srs, sh, wit, out, t);
             t->total = ms_since(started);
             return;
         }
@@ -503,7 +517,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             one_pass_collect<bucket_t>(gpu, *d->prep, d->h_msm, h_plan, out->h);
             t->msm_h = event_ms(d->marks[2], d->marks[3]) + ms_since(phase);
         } else if (h_streamed) {
-            t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, d->c);
+            t->h2d_copied += (double)h_msm_streamed(d, srs, d->a.as<scalar_t>(), m - 1, out->h, d->b, d->c);
             t->msm_h = ms_since(phase);
         } else {
             msm<bucket_t, point_t, affine_t>(gpu, out->h, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(), m - 1,

@@ -37,6 +37,7 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
             throw sf_error(-1, "the witness is larger than its device buffer");
         w->dev->gpu->select();
         w->len = 0;
+        w->kept_compact = false;
         check(cudaMemcpyAsync(w->buf.ptr, host, len * sizeof(scalar_t), cudaMemcpyHostToDevice, w->stream), "uploading the witness");
         check(cudaStreamSynchronize(w->stream), "uploading the witness");
         w->len = len;
@@ -99,6 +100,7 @@ SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_
             throw sf_error(-1, "the witness is larger than its device buffer");
         w->dev->gpu->select();
         w->len = 0;
+        w->kept_compact = false;
         if (len == 0)
             return;
         if (offsets_at > bytes || others_at > bytes)
@@ -115,6 +117,36 @@ SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_
         check(cudaGetLastError(), "expanding the compact witness");
         check(cudaStreamSynchronize(w->stream), "expanding the compact witness");
         w->len = len;
+    });
+}
+
+// The compact plan's staging (compact.cuh): the compact form of `bytes` in pinned memory `blob`
+// (laid out as for sf_witness_upload_compact) copied into the witness's device staging, made
+// larger as needed, and kept there as it is: the prove reads it in place. Waits for the copy;
+// takes no device lock.
+SF_FFI RustError::by_value sf_witness_keep_compact(sf_witness* w, const uint8_t* blob, size_t bytes,
+                                                   size_t offsets_at, size_t others_at, size_t len,
+                                                   const scalar_t* one)
+{
+    return guarded([&] {
+        w->dev->gpu->select();
+        w->len = 0;
+        w->kept_compact = false;
+        if (offsets_at > bytes || others_at > bytes || offsets_at < (len + 31) / 32 * 8)
+            throw sf_error(-1, "a compact witness's parts lie outside its bytes");
+        if (w->stage.bytes < bytes) {
+            w->stage.release();
+            // partitions' compact forms differ a little
+            w->stage.ensure(bytes + bytes / 8, "allocating device memory for a compact witness");
+        }
+        check(cudaMemcpyAsync(w->stage.ptr, blob, bytes, cudaMemcpyHostToDevice, w->stream),
+              "copying the compact witness");
+        check(cudaStreamSynchronize(w->stream), "copying the compact witness");
+        w->offsets_at = offsets_at;
+        w->others_at = others_at;
+        memcpy(w->one, one, sizeof(w->one));
+        w->len = len;
+        w->kept_compact = true;
     });
 }
 
@@ -135,6 +167,7 @@ SF_FFI RustError::by_value sf_srs_new(sf_device* d, const size_t counts[SECTIONS
         srs->dev = d;
         srs->h_batch = place->h_batch;
         srs->lean = place->lean != 0;
+        srs->compact = place->compact != 0;
         for (uint32_t s = 0; s < SECTIONS; s++) {
             srs->count[s] = counts[s];
             bool on_host = (place->host_sections >> s) & 1;
@@ -306,8 +339,8 @@ SF_FFI RustError::by_value sf_shape_new(sf_device* d, const sf_shape_desc* desc,
             throw sf_error(-1, "too many constraints for the NTT domain");
         sh->lg_domain = lg;
         sh->bytes = 0;
-        // the C matrix only where h is made from c = C·w (SNARKFLOW_SEVEN_NTT)
-        const int matrices = seven_ntt() ? 3 : 2;
+        // the C matrix only where h is made from c = C·w (SNARKFLOW_SEVEN_NTT, the compact plan)
+        const int matrices = seven_ntt() || place->compact ? 3 : 2;
         for (int i = 0; i < matrices; i++) {
             const sf_csr& m = desc->m[i];
             dev_csr& dm = sh->m[i];

@@ -5,10 +5,18 @@
 // (spmv_layout, layout_for, fold_col, fold_group, fold_row: fold.cuh, in groups of a warp's rows)
 static_assert(FOLD_GROUP == WARP_SZ, "a group of rows is a warp's");
 
-// out[r] = Σ_k coeff(k) · w[col(k)] over row r; cols and coeffs hold the non-zeros from `base`
+// The witness as the products read it: value i of a whole witness in device memory, or
+// (the compact plan, compact.cuh) of its compact form, decoded where it is read.
+struct whole_witness {
+    const scalar_t* w;
+    __device__ __forceinline__ scalar_t operator()(size_t i) const { return w[i]; }
+};
+
+// out[r] = Σ_k coeff(k) · w(col(k)) over row r; cols and coeffs hold the non-zeros from `base`
 // on (a chunk of rows streamed from the host starts past 0)
+template<class W>
 __global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
-                     const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, const spmv_layout l,
+                     const scalar_t* table, uint32_t one, uint32_t minus_one, const W w, const spmv_layout l,
                      uint64_t base)
 {
     for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < l.out_rows; r += (size_t)gridDim.x * blockDim.x) {
@@ -19,7 +27,7 @@ __global__ void spmv(scalar_t* out, const uint64_t* row_starts, const uint32_t* 
         uint64_t end = row_starts[at + 1];
         for (uint64_t k = row_starts[at]; k < end; k++) {
             uint32_t ci = coeffs[k - base];
-            scalar_t v = w[fold_col(l.f, cols[k - base], blk)];
+            scalar_t v = w(fold_col(l.f, cols[k - base], blk));
             if (ci == one)
                 acc += v;
             else if (ci == minus_one)
@@ -50,9 +58,10 @@ __device__ __forceinline__ scalar_t shfl_scalar(const scalar_t& v, uint32_t src)
     return r;
 }
 
+template<class W>
 __launch_bounds__(SPMV_WARPS * WARP_SZ) __global__
 void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols, const uint32_t* coeffs,
-                const scalar_t* table, uint32_t one, uint32_t minus_one, const scalar_t* w, const spmv_layout l,
+                const scalar_t* table, uint32_t one, uint32_t minus_one, const W w, const spmv_layout l,
                 uint64_t base)
 {
     // per warp: where its 32 rows start (and the end), and their sums so far
@@ -81,7 +90,7 @@ void spmv_warps(scalar_t* out, const uint64_t* row_starts, const uint32_t* cols,
             uint32_t row = WARP_SZ;   // past the end: a segment of its own, adding nothing
             if (k < end) {
                 uint32_t ci = coeffs[k - base];
-                scalar_t v = w[fold_col(l.f, cols[k - base], blk)];
+                scalar_t v = w(fold_col(l.f, cols[k - base], blk));
                 if (ci == one)
                     term = v;
                 else if (ci == minus_one)
@@ -128,22 +137,24 @@ static bool spmv_by_rows()
 }
 
 // v[r] = row r of a matrix times w, for the `stored` rows of a CSR whose non-zeros start at
-// `base`, unfolded by `fold` (blocks = 0: v has the stored rows)
+// `base`, unfolded by `fold` (blocks = 0: v has the stored rows); `w` a whole_witness, or the
+// compact plan's view of a compact one (compact.cuh)
+template<class W>
 static void queue_spmv(const gpu_t& gpu, stream_t& s, scalar_t* v, const uint64_t* starts, const uint32_t* cols,
-                       const uint32_t* coeffs, const sf_shape* sh, const scalar_t* w, size_t stored, uint64_t base,
+                       const uint32_t* coeffs, const sf_shape* sh, const W& w, size_t stored, uint64_t base,
                        const sf_fold& fold)
 {
     const spmv_layout l = layout_for(fold, stored);
     uint32_t blocks, threads;
     if (spmv_by_rows()) {
         grid_for(gpu, l.out_rows, blocks, threads);
-        spmv<<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
+        spmv<W><<<blocks, threads, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(), sh->one_index,
                                         sh->minus_one_index, w, l, base);
     } else {
         // 32 threads per group of 32 rows (grid_for's blocks are of SPMV_WARPS warps)
         static_assert(SPMV_WARPS * WARP_SZ == 256, "grid_for makes blocks of 256 threads");
         grid_for(gpu, l.groups * WARP_SZ, blocks, threads);
-        spmv_warps<<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
+        spmv_warps<W><<<blocks, SPMV_WARPS * WARP_SZ, 0, s>>>(v, starts, cols, coeffs, sh->table.as<scalar_t>(),
                                                            sh->one_index, sh->minus_one_index, w, l, base);
     }
     check(cudaGetLastError(), "a, b, c");

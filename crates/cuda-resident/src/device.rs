@@ -134,12 +134,22 @@ pub struct Placement {
     /// buffer (the lean plan, for ~16 GB cards): its witnesses need a buffer as large as the
     /// domain, and each is used up by its prove.
     pub lean: bool,
+    /// The lean plan's phases in two domain vectors (the compact plan, for ~12 GB cards): its
+    /// witnesses stay compact on the device ([`DeviceWitness::new_compact`]), and the shape
+    /// keeps the C matrix.
+    pub compact: bool,
 }
 
 impl Placement {
     /// Everything on the device.
-    pub const RESIDENT: Placement =
-        Placement { host_sections: [false; 5], shape_on_host: false, h_batch: 0, shape_chunk: 0, lean: false };
+    pub const RESIDENT: Placement = Placement {
+        host_sections: [false; 5],
+        shape_on_host: false,
+        h_batch: 0,
+        shape_chunk: 0,
+        lean: false,
+        compact: false,
+    };
 
     pub fn on_host(&self, section: Section) -> bool {
         self.host_sections[section as usize]
@@ -153,6 +163,7 @@ impl Placement {
             h_batch: self.h_batch,
             shape_chunk: self.shape_chunk,
             lean: u32::from(self.lean),
+            compact: u32::from(self.compact),
         }
     }
 }

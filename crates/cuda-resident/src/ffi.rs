@@ -46,6 +46,7 @@ pub(crate) struct RawPlacement {
     pub h_batch: usize,
     pub shape_chunk: usize,
     pub lean: u32,
+    pub compact: u32,
 }
 
 /// The five sums, in blst's Jacobian layout (blstrs' projective types wrap exactly that).
@@ -72,6 +73,15 @@ extern "C" {
     pub(crate) fn sf_witness_new(d: *mut SfDevice, capacity: usize, out: *mut *mut SfWitness) -> sppark::Error;
     pub(crate) fn sf_witness_upload(w: *mut SfWitness, host: *const Fr, len: usize) -> sppark::Error;
     pub(crate) fn sf_witness_upload_compact(
+        w: *mut SfWitness,
+        blob: *const u8,
+        bytes: usize,
+        offsets_at: usize,
+        others_at: usize,
+        len: usize,
+        one: *const Fr,
+    ) -> sppark::Error;
+    pub(crate) fn sf_witness_keep_compact(
         w: *mut SfWitness,
         blob: *const u8,
         bytes: usize,

@@ -126,6 +126,8 @@ impl Drop for PinnedBuffer {
 pub struct DeviceWitness {
     pub(crate) raw: NonNull<ffi::SfWitness>,
     capacity: usize,
+    /// The compact plan's: the compact form is kept on the device as it is.
+    keeps_compact: bool,
     _device: Arc<Device>,
 }
 
@@ -140,15 +142,30 @@ impl DeviceWitness {
         // SAFETY: on success we own `raw`
         result(unsafe { ffi::sf_witness_new(device.raw.as_ptr(), capacity, &mut raw) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error { code: -1, message: "no witness object".into() })?;
-        Ok(DeviceWitness { raw, capacity, _device: device.clone() })
+        Ok(DeviceWitness { raw, capacity, keeps_compact: false, _device: device.clone() })
     }
 
+    /// A witness of the compact plan ([`Placement::compact`](crate::Placement)): what
+    /// [`DeviceWitness::upload_compact`] copies stays on the device in its compact form (about a
+    /// byte a value for a Filecoin partition), which the prove reads in place; the device
+    /// memory for it is made at the first upload. It takes no whole witness.
+    pub fn new_compact(device: &Arc<Device>) -> Result<DeviceWitness, Error> {
+        let mut w = DeviceWitness::new(device, 0)?;
+        w.keeps_compact = true;
+        w.capacity = usize::MAX;
+        Ok(w)
+    }
+
+    /// Values a whole witness may have (`usize::MAX` for the compact plan's: any).
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Copy `witness` to the device and wait for it; pinned memory copies ~8x faster.
     pub fn upload(&mut self, witness: &[Fr]) -> Result<(), Error> {
+        if self.keeps_compact {
+            return Err(Error { code: -1, message: "the compact plan's witnesses are uploaded compact".into() });
+        }
         if witness.len() > self.capacity {
             return Err(Error {
                 code: -1,
@@ -177,6 +194,21 @@ impl DeviceWitness {
                     self.capacity,
                     blob.len()
                 ),
+            });
+        }
+        if self.keeps_compact {
+            // SAFETY: the blob holds layout.bytes() bytes (checked), copied into device memory
+            // the call makes large enough
+            return result(unsafe {
+                ffi::sf_witness_keep_compact(
+                    self.raw.as_ptr(),
+                    blob.ptr.as_ptr(),
+                    layout.bytes(),
+                    layout.offsets_at(),
+                    layout.others_at(),
+                    layout.len,
+                    one,
+                )
             });
         }
         // SAFETY: the blob holds layout.bytes() bytes (checked), the witness buffer layout.len

@@ -17,6 +17,11 @@
 //!   device memory: the 0/1 sums and the tail MSMs first, in the room a and b take later; then
 //!   a, b and c = a∘b written over the witness; smaller H batches and shape chunks (~14 GiB at
 //!   32 GiB: 16 GB cards; crates/cuda-resident/cuda/lean.cuh).
+//! - **Compact**: the lean plan in two domain vectors instead of three, for a folded shape: the
+//!   witness stays compact on the device (about a byte a value) and the products read it there,
+//!   c = C·w is made after a and b have gone to the coset (the C matrix, folded, stays on the
+//!   device: seven NTTs instead of six), and the H batches go into b's halves (~10.5 GiB at
+//!   32 GiB: 12 GB cards; crates/cuda-resident/cuda/compact.cuh).
 //!
 //! Each plan has the one-pass H MSM (its ~13.6 GiB workspace at 2^27 points) or sppark's batched
 //! one; the best plan that fits wins, in `PlanKind::PREFERENCE` order. This module is
@@ -34,10 +39,12 @@ pub enum PlanKind {
     PartlyResident,
     Streamed,
     Lean,
+    Compact,
 }
 
 impl PlanKind {
-    pub const ALL: [PlanKind; 4] = [PlanKind::Resident, PlanKind::PartlyResident, PlanKind::Streamed, PlanKind::Lean];
+    pub const ALL: [PlanKind; 5] =
+        [PlanKind::Resident, PlanKind::PartlyResident, PlanKind::Streamed, PlanKind::Lean, PlanKind::Compact];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +52,7 @@ impl PlanKind {
             PlanKind::PartlyResident => "partly-resident",
             PlanKind::Streamed => "streamed",
             PlanKind::Lean => "lean",
+            PlanKind::Compact => "compact",
         }
     }
 
@@ -53,14 +61,20 @@ impl PlanKind {
     }
 
     /// The metric's value for the plan (`snarkflow_gpu_memory_plan`): 3 resident, 2 partly
-    /// resident, 1 streamed or lean (both stream the key from host memory; the label names
-    /// which), 0 is "not the resident prover".
+    /// resident, 1 streamed, lean or compact (all stream the key from host memory; the label
+    /// names which), 0 is "not the resident prover".
     pub fn level(self) -> i64 {
         match self {
             PlanKind::Resident => 3,
             PlanKind::PartlyResident => 2,
-            PlanKind::Streamed | PlanKind::Lean => 1,
+            PlanKind::Streamed | PlanKind::Lean | PlanKind::Compact => 1,
         }
+    }
+
+    /// The plans whose prove runs in phases that share device memory (no second lane, no
+    /// overlap of the tails with a, b and the NTTs).
+    pub fn phased(self) -> bool {
+        matches!(self, PlanKind::Lean | PlanKind::Compact)
     }
 }
 
@@ -118,7 +132,7 @@ pub struct MemoryPlan {
     /// proves; 1 when there is no room for two.
     pub witness_buffers: usize,
     /// Values each witness buffer holds: the witness, or (lean plan, which makes c in it) the
-    /// domain when that is larger.
+    /// domain when that is larger; 0 in the compact plan, whose buffers hold the compact form.
     pub witness_capacity: u64,
     /// H points per batch when H is streamed (0: as many as the prove's buffers hold).
     pub h_batch: u64,
@@ -149,21 +163,46 @@ impl MemoryPlan {
         let host_sections = match kind {
             PlanKind::Resident => [false; 5],
             PlanKind::PartlyResident => [false, true, true, true, true],
-            PlanKind::Streamed | PlanKind::Lean => [true; 5],
+            PlanKind::Streamed | PlanKind::Lean | PlanKind::Compact => [true; 5],
         };
         let lean = kind == PlanKind::Lean;
+        let compact = kind == PlanKind::Compact;
         let shape_chunk = if lean { dims.lean_shape_chunk() } else { dims.shape_chunk() };
         // folded matrices stay on the device where they take no more than the two chunks
-        // streaming them would (at 32 GiB PoRep ~0.3 GiB against 0.4–0.8 GiB)
+        // streaming them would (at 32 GiB PoRep ~0.3 GiB against 0.4–0.8 GiB); the compact
+        // plan is offered for folded shapes only (`candidates`) and keeps them, C too
         let folded_fits = dims.folded.is_some() && dims.matrix_bytes() <= dims.shape_staging(shape_chunk);
         let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean) && !folded_fits;
         let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
         let points_on_host: u64 = (0..5).filter(|&s| host_sections[s]).map(|s| dims.points(s)).sum();
-        let matrices = if shape_on_host { dims.whole_matrix_bytes() } else { dims.matrix_bytes() };
-        let h_batch = if lean { dims.lean_h_batch() } else { 0 };
-        let witness_capacity = if lean { dims.witness_len.max(dims.domain()) } else { dims.witness_len };
+        let matrices = if shape_on_host {
+            dims.whole_matrix_bytes()
+        } else if compact {
+            dims.matrix_bytes_with_c()
+        } else {
+            dims.matrix_bytes()
+        };
+        let h_batch = if lean {
+            dims.lean_h_batch()
+        } else if compact {
+            dims.compact_h_batch()
+        } else {
+            0
+        };
+        let witness_capacity = if lean {
+            dims.witness_len.max(dims.domain())
+        } else if compact {
+            0
+        } else {
+            dims.witness_len
+        };
         let staging = if shape_on_host { dims.shape_staging(shape_chunk) } else { 0 };
-        let prove_bytes = if lean {
+        let prove_bytes = if compact {
+            // a (the whole witness in phase 1) and b (phase 1's lists, tails and staging, then
+            // phase 4's H batches in its halves), the H batch's MSM, the sums of the ones and
+            // the chunk bookkeeping
+            (dims.domain().max(dims.witness_len) + dims.domain()) * FR + dims.streamed_msm_bytes(h_batch) + (64 << 20)
+        } else if lean {
             // a and b (phase 1's lists, tails and staging live in them), then the larger of what
             // phase 2 (the shape's staging) and phase 4 (the H batch's MSM) add; the sums of
             // the ones and the chunk bookkeeping (a few MiB)
@@ -211,7 +250,7 @@ impl MemoryPlan {
     /// Every plan, fastest first (measured at 32 GiB on an H200, docs/benchmarks.md): all on the
     /// device, with the one-pass H MSM (1.80 s a partition), then with sppark's batched one
     /// (2.00 s); then partly resident; two witness buffers before one (the next partition's
-    /// upload overlaps the prove); the streamed plan, then the lean one last.
+    /// upload overlaps the prove); the streamed plan, then the lean one, the compact one last.
     fn candidates(dims: &KeyDims) -> Vec<MemoryPlan> {
         let mut out = Vec::new();
         for kind in [PlanKind::Resident, PlanKind::PartlyResident] {
@@ -225,6 +264,13 @@ impl MemoryPlan {
             out.push(MemoryPlan::of(PlanKind::Streamed, false, buffers, dims));
         }
         out.push(MemoryPlan::of(PlanKind::Lean, false, 1, dims));
+        // the compact plan keeps the matrices on the device: folded shapes only (its witness
+        // buffers hold only the compact form)
+        if dims.folded.is_some() {
+            for buffers in [2, 1] {
+                out.push(MemoryPlan::of(PlanKind::Compact, false, buffers, dims));
+            }
+        }
         // a dense witness's queries are full MSMs over their points: on the device, never read
         // from the host (the split that reads host points would gather every one)
         if dims.dense_witness {
@@ -324,7 +370,8 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         .cloned()
         .collect();
     if candidates.is_empty() {
-        // a plan forced that a dense witness cannot have: what the one it can have needs
+        // a plan forced that this circuit cannot have (a dense witness the streaming plans, a
+        // shape without a fold the compact one): what the smallest it can have needs
         let smallest = all.iter().min_by_key(|p| p.needs(prove_reserved)).expect("the resident plans");
         let needs = smallest.needs(prove_reserved) as f64 / GIB;
         return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB });

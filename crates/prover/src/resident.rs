@@ -152,7 +152,7 @@ pub enum LoadError {
 pub fn key_dims(sections: &FileSections, shape: &ConstraintShape, dense_witness: bool) -> KeyDims {
     let folded = upload::device_fold(shape).map(|f| memory_plan::FoldDims {
         rows: f.stored_rows(shape.num_constraints()) as u64,
-        nnz: [f.stored_nnz(&shape.a) as u64, f.stored_nnz(&shape.b) as u64],
+        nnz: [f.stored_nnz(&shape.a) as u64, f.stored_nnz(&shape.b) as u64, f.stored_nnz(&shape.c) as u64],
     });
     KeyDims {
         counts: sections.counts.map(|c| c as u64),
@@ -200,6 +200,7 @@ impl ResidentKey {
             h_batch: plan.h_batch as usize,
             shape_chunk: plan.shape_chunk as usize,
             lean: plan.kind == PlanKind::Lean,
+            compact: plan.kind == PlanKind::Compact,
         };
         let srs = Arc::new(upload_points(device, path, &sections, &placement)?);
         let plan = front::keep(&srs, device.ordinal(), plan);
@@ -208,7 +209,10 @@ impl ResidentKey {
         // a third witness buffer with two lanes: one staged while two prove
         let witness_buffers = plan.witness_buffers + lane_devices.len() - 1;
         let witnesses = (0..witness_buffers)
-            .map(|_| DeviceWitness::new(device, plan.witness_capacity as usize))
+            .map(|_| match plan.kind {
+                PlanKind::Compact => DeviceWitness::new_compact(device),
+                _ => DeviceWitness::new(device, plan.witness_capacity as usize),
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(dev_err)?;
         static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -302,9 +306,10 @@ impl ResidentKey {
     }
 
     /// Whether a witness with `others` values that are neither 0 nor 1 crosses in the compact
-    /// form (unless `SNARKFLOW_WHOLE_WITNESS=1`).
+    /// form (unless `SNARKFLOW_WHOLE_WITNESS=1`); always in the compact plan, which keeps it so.
     pub fn sends_compact(&self, others: usize) -> bool {
-        compact_witness::compact_pays(others, self.witness_len()) && !whole_witness_forced()
+        self.plan.kind == PlanKind::Compact
+            || compact_witness::compact_pays(others, self.witness_len()) && !whole_witness_forced()
     }
 
     /// [`ResidentKey::stage`] for a witness still in the compact wire form, never decoded (4.2 GB

@@ -117,7 +117,7 @@ pub(super) fn status_response(
 fn tier(loaded: &LoadedCircuit) -> pb::srs_status::Tier {
     match loaded.memory_plan.as_deref() {
         Some("partly-resident") => pb::srs_status::Tier::Warm,
-        Some("streamed" | "lean") => pb::srs_status::Tier::Cold,
+        Some("streamed" | "lean" | "compact") => pb::srs_status::Tier::Cold,
         // supraseal-c2 streams its pinned host copy for every partition
         None if loaded.prover == "cuda-supraseal" => pb::srs_status::Tier::Cold,
         _ => pb::srs_status::Tier::Hot,

@@ -22,11 +22,12 @@ pub struct KeyDims {
     pub dense_witness: bool,
 }
 
-/// A folded shape's A and B as the device stores them: the head, one block, the rows after.
+/// A folded shape's matrices as the device stores them: the head, one block, the rows after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FoldDims {
     pub rows: u64,
-    pub nnz: [u64; 2],
+    /// Non-zeros of A, B and C stored.
+    pub nnz: [u64; 3],
 }
 
 pub(super) const G1: u64 = 96;
@@ -76,6 +77,15 @@ impl KeyDims {
         match self.folded {
             Some(f) => 2 * (f.rows + 1) * 8 + (f.nnz[0] + f.nnz[1]) * 8,
             None => self.whole_matrix_bytes(),
+        }
+    }
+
+    /// The matrices as the compact plan stores them: A, B and C, folded (it is offered for
+    /// folded shapes only).
+    pub fn matrix_bytes_with_c(&self) -> u64 {
+        match self.folded {
+            Some(f) => 3 * (f.rows + 1) * 8 + (f.nnz[0] + f.nnz[1] + f.nnz[2]) * 8,
+            None => self.whole_matrix_bytes() + (self.rows + 1) * 8 + self.nnz[2] * 8,
         }
     }
 
@@ -156,6 +166,12 @@ impl KeyDims {
     /// the lean plan's largest after the three vectors).
     pub fn lean_h_batch(&self) -> u64 {
         (self.domain() / 8).clamp(1, self.counts[0].max(1))
+    }
+
+    /// H points per batch in the compact plan: a sixteenth of the domain (two batches are in
+    /// b's halves; the MSM's workspace is what the plan holds beyond its two vectors).
+    pub fn compact_h_batch(&self) -> u64 {
+        (self.domain() / 16).clamp(1, self.counts[0].max(1))
     }
 
     /// The two staging slots of streamed matrices, `chunk` non-zeros each.

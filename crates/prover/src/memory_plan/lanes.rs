@@ -1,7 +1,7 @@
 //! Room for a second prove lane (`SNARKFLOW_PROVE_LANES=2`, the resident prover's
 //! `resident/lanes.rs`): what it adds to a key's plan, and whether the device has it.
 
-use super::{MemoryPlan, PlanKind};
+use super::MemoryPlan;
 
 /// Device bytes a second lane adds to `plan` (chosen for a device with `plan.free_bytes` free
 /// once the lane buffers other keys hold, `lane_reserved`, are set aside): its own set of prove
@@ -9,15 +9,15 @@ use super::{MemoryPlan, PlanKind};
 /// compact staging, about a byte a value), so that a third partition can be staged while two
 /// prove. An error saying why where the plan has no room for it (`main_reserved`: the prove
 /// buffers other loaded keys promised on the first lane, as `memory_plan::choose` counts them)
-/// or is the lean plan, whose phases share the memory of one prove.
+/// or is the lean or compact plan, whose phases share the memory of one prove.
 pub fn second_lane_bytes(
     plan: &MemoryPlan,
     witness_len: u64,
     main_reserved: u64,
     lane_reserved: u64,
 ) -> Result<u64, String> {
-    if plan.kind == PlanKind::Lean {
-        return Err("the lean plan proves one partition at a time".into());
+    if plan.kind.phased() {
+        return Err(format!("the {} plan proves one partition at a time", plan.kind));
     }
     let lane = plan.prove_bytes.saturating_sub(lane_reserved) + plan.witness_capacity * 32 + witness_len;
     let one_lane = plan.device_bytes - plan.prove_bytes + plan.prove_bytes.max(main_reserved);
@@ -35,7 +35,7 @@ pub fn second_lane_bytes(
 mod tests {
     use super::*;
     use crate::memory_plan::tests::porep_32gib;
-    use crate::memory_plan::{self, PlanRequest};
+    use crate::memory_plan::{self, PlanKind, PlanRequest};
 
     #[test]
     fn a_second_lane_fits_an_h200_and_not_an_80_gb_card_at_32_gib() {

@@ -21,7 +21,7 @@ pub(super) fn porep_32gib() -> KeyDims {
 /// The same partition with its 18 challenges stored once (about an 18th of A and B: the
 /// partition's head and its input rows are a few thousand rows).
 fn porep_32gib_folded() -> KeyDims {
-    KeyDims { folded: Some(FoldDims { rows: 7_240_000, nnz: [16_700_000, 7_620_000] }), ..porep_32gib() }
+    KeyDims { folded: Some(FoldDims { rows: 7_240_000, nnz: [16_700_000, 7_620_000, 15_860_000] }), ..porep_32gib() }
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn folded_matrices_stay_on_the_device_and_free_what_the_shape_took() {
     assert!(f.device_bytes < w.device_bytes, "{} against {}", f.summary(), w.summary());
     // a fold that saves little (a large head, few blocks) is streamed whole like no fold
     let barely =
-        KeyDims { folded: Some(FoldDims { rows: whole.rows / 2, nnz: [whole.nnz[0] / 2, whole.nnz[1] / 2] }), ..whole };
+        KeyDims { folded: Some(FoldDims { rows: whole.rows / 2, nnz: [whole.nnz[0] / 2, whole.nnz[1] / 2, whole.nnz[2] / 2] }), ..whole };
     let p = choose(&barely, 23 * GIB, 0, PlanRequest::Auto).unwrap();
     assert!(p.shape_on_host && !p.shape_folded, "{}", p.summary());
     assert_eq!(p.host_bytes, plan(23).unwrap().host_bytes, "the whole matrices pinned, as without a fold");
@@ -264,4 +264,38 @@ fn a_dense_witness_is_planned_resident_or_not_at_all() {
     // and a plan with points on the host is refused even when forced
     let forced = choose(&dense, 135 * GIB, 0, PlanRequest::Only(PlanKind::Streamed)).unwrap_err();
     assert!(forced.to_string().contains("resident"), "{forced}");
+}
+
+#[test]
+fn a_12gb_card_fits_the_compact_plan_with_a_folded_shape() {
+    let folded = porep_32gib_folded();
+    // a 12 GB card: 11.2 GiB free beside one CUDA context (a simulated card), about 10.5 as a
+    // gpu-worker sees it (as measured on 24 GB cards)
+    for free in [112 * GIB / 10, 105 * GIB / 10] {
+        let p = choose(&folded, free, 0, PlanRequest::Auto).unwrap();
+        assert_eq!(p.kind, PlanKind::Compact, "{}", p.summary());
+        assert!(p.needs(0) <= free && !p.shape_on_host && p.shape_folded, "{}", p.summary());
+        assert!(p.host_sections.iter().all(|&h| h) && p.witness_capacity == 0);
+    }
+    let p = choose(&folded, 112 * GIB / 10, 0, PlanRequest::Auto).unwrap();
+    // two 4 GiB vectors, the folded A, B and C, the gather lists, the compact witnesses and the
+    // H batch's MSM
+    let gib = p.device_bytes as f64 / GIB as f64;
+    assert!((9.5..10.2).contains(&gib), "{}", p.summary());
+    assert_eq!((p.h_batch, p.witness_buffers), (1 << 23, 2));
+    assert!(folded.matrix_bytes_with_c() > folded.matrix_bytes() && folded.matrix_bytes_with_c() < 600_000_000);
+    // the same bytes cross PCIe as in the lean plan; a 16 GB card keeps the lean plan, which
+    // makes h with six NTTs
+    let lean = choose(&folded, 152 * GIB / 10, 0, PlanRequest::Auto).unwrap();
+    assert_eq!(lean.kind, PlanKind::Lean, "{}", lean.summary());
+    assert_eq!(p.pcie_bytes_max, lean.pcie_bytes_max);
+    // one prove at a time
+    assert!(second_lane_bytes(&p, folded.witness_len, 0, 0).unwrap_err().contains("compact plan"));
+    // below it nothing fits, and the error names the compact plan's needs
+    let err = choose(&folded, 9 * GIB, 0, PlanRequest::Auto).unwrap_err();
+    assert_eq!(err.smallest, PlanKind::Compact);
+    assert!(err.needed_gib > 9.0 && err.needed_gib < 11.0, "{err}");
+    // a shape that is not folded has no compact plan (its matrices would not fit beside it)
+    let err = choose(&porep_32gib(), 16 * GIB, 0, PlanRequest::Only(PlanKind::Compact)).unwrap_err();
+    assert_eq!(err.smallest, PlanKind::Lean, "{err}");
 }
