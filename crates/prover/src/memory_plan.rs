@@ -17,11 +17,11 @@
 //!   device memory: the 0/1 sums and the tail MSMs first, in the room a and b take later; then
 //!   a, b and c = a∘b written over the witness; smaller H batches and shape chunks (~14 GiB at
 //!   32 GiB: 16 GB cards; crates/cuda-resident/cuda/lean.cuh).
-//! - **Compact**: the lean plan in two domain vectors instead of three, for a folded shape: the
+//! - **Compact**: the lean plan in two domain vectors instead of three: the
 //!   witness stays compact on the device (about a byte a value) and the products read it there,
-//!   c = C·w is made after a and b have gone to the coset (the C matrix, folded, stays on the
-//!   device: seven NTTs instead of six), and the H batches go into b's halves (~10.5 GiB at
-//!   32 GiB: 12 GB cards; crates/cuda-resident/cuda/compact.cuh).
+//!   c = C·w is made after a and b have gone to the coset (the C matrix stays on the device:
+//!   seven NTTs instead of six), and the H batches go into b's halves (~10 GiB at 32 GiB with
+//!   its folded shape: 12 GB cards; crates/cuda-resident/cuda/compact.cuh).
 //!
 //! Each plan has the one-pass H MSM (its ~13.6 GiB workspace at 2^27 points) or sppark's batched
 //! one; the best plan that fits wins, in `PlanKind::PREFERENCE` order. This module is
@@ -170,7 +170,7 @@ impl MemoryPlan {
         let shape_chunk = if lean { dims.lean_shape_chunk() } else { dims.shape_chunk() };
         // folded matrices stay on the device where they take no more than the two chunks
         // streaming them would (at 32 GiB PoRep ~0.3 GiB against 0.4–0.8 GiB); the compact
-        // plan is offered for folded shapes only (`candidates`) and keeps them, C too
+        // plan keeps them, C too, folded or not
         let folded_fits = dims.folded.is_some() && dims.matrix_bytes() <= dims.shape_staging(shape_chunk);
         let shape_on_host = matches!(kind, PlanKind::Streamed | PlanKind::Lean) && !folded_fits;
         let points_on_device: u64 = (0..5).filter(|&s| !host_sections[s]).map(|s| dims.points(s)).sum();
@@ -264,12 +264,10 @@ impl MemoryPlan {
             out.push(MemoryPlan::of(PlanKind::Streamed, false, buffers, dims));
         }
         out.push(MemoryPlan::of(PlanKind::Lean, false, 1, dims));
-        // the compact plan keeps the matrices on the device: folded shapes only (its witness
-        // buffers hold only the compact form)
-        if dims.folded.is_some() {
-            for buffers in [2, 1] {
-                out.push(MemoryPlan::of(PlanKind::Compact, false, buffers, dims));
-            }
+        // the compact plan keeps the three matrices on the device (folded, a large circuit's
+        // fit; whole, a small one's) and its witness buffers hold only the compact form
+        for buffers in [2, 1] {
+            out.push(MemoryPlan::of(PlanKind::Compact, false, buffers, dims));
         }
         // a dense witness's queries are full MSMs over their points: on the device, never read
         // from the host (the split that reads host points would gather every one)
@@ -370,8 +368,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         .cloned()
         .collect();
     if candidates.is_empty() {
-        // a plan forced that this circuit cannot have (a dense witness the streaming plans, a
-        // shape without a fold the compact one): what the smallest it can have needs
+        // a plan forced that a dense witness cannot have: what the one it can have needs
         let smallest = all.iter().min_by_key(|p| p.needs(prove_reserved)).expect("the resident plans");
         let needs = smallest.needs(prove_reserved) as f64 / GIB;
         return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB });

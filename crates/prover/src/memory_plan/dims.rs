@@ -80,8 +80,7 @@ impl KeyDims {
         }
     }
 
-    /// The matrices as the compact plan stores them: A, B and C, folded (it is offered for
-    /// folded shapes only).
+    /// The matrices as the compact plan stores them: A, B and C, folded where the shape is.
     pub fn matrix_bytes_with_c(&self) -> u64 {
         match self.folded {
             Some(f) => 3 * (f.rows + 1) * 8 + (f.nnz[0] + f.nnz[1] + f.nnz[2]) * 8,

@@ -295,7 +295,9 @@ fn a_12gb_card_fits_the_compact_plan_with_a_folded_shape() {
     let err = choose(&folded, 9 * GIB, 0, PlanRequest::Auto).unwrap_err();
     assert_eq!(err.smallest, PlanKind::Compact);
     assert!(err.needed_gib > 9.0 && err.needed_gib < 11.0, "{err}");
-    // a shape that is not folded has no compact plan (its matrices would not fit beside it)
-    let err = choose(&porep_32gib(), 16 * GIB, 0, PlanRequest::Only(PlanKind::Compact)).unwrap_err();
-    assert_eq!(err.smallest, PlanKind::Lean, "{err}");
+    // a shape that is not folded keeps its whole matrices, C too: at 32 GiB more than the lean
+    // plan needs, so a 16 GB card does not get it
+    let whole = choose(&porep_32gib(), 16 * GIB, 0, PlanRequest::Only(PlanKind::Compact)).unwrap();
+    assert!(!whole.shape_folded && !whole.shape_on_host && whole.why.contains("although it needs"), "{}", whole.why);
+    assert!(whole.needs(0) > plan(16).unwrap().needs(0));
 }
