@@ -28,12 +28,12 @@ struct compact_witness {
     {
         const uint64_t word = classes[i / 32];
         const uint32_t at = (uint32_t)(i % 32);
-        const uint32_t cls = (uint32_t)(word >> (2 * at)) & 3;
+        const uint32_t cls = compact_class(word, at);
         fr_bits v = {{0, 0, 0, 0}};
         if (cls == 1)
             v = one;
         else if (cls == 2)
-            v = others[word_others[i / 32] + __popcll((word >> 1) & 0x5555555555555555ull & ((1ull << (2 * at)) - 1))];
+            v = others[compact_other(word, at, word_others[i / 32])];
         return *reinterpret_cast<const scalar_t*>(&v);
     }
 };

@@ -291,6 +291,7 @@ struct sf_csr {
 };
 
 #include "fold.cuh"   // sf_fold: a shape's repeated blocks stored once
+#include "compact_index.h"   // where a compact witness's values are
 
 struct sf_shape_desc {
     size_t num_inputs;

@@ -63,7 +63,6 @@ __global__ void expand_witness(fr_bits* out, const uint64_t* classes, const uint
 {
     const size_t words = (n + 31) / 32;
     const uint32_t lane = threadIdx.x % WARP_SZ;
-    const uint64_t below = (1ull << (2 * lane)) - 1;
     const size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / WARP_SZ;
     const size_t warps = (size_t)gridDim.x * blockDim.x / WARP_SZ;
     for (size_t first = warp * WARP_SZ; first < words; first += warps * WARP_SZ) {
@@ -78,11 +77,11 @@ __global__ void expand_witness(fr_bits* out, const uint64_t* classes, const uint
             if (i >= n)
                 continue;
             fr_bits v = {{0, 0, 0, 0}};
-            const uint32_t cls = (uint32_t)(word >> (2 * lane)) & 3;
+            const uint32_t cls = compact_class(word, lane);
             if (cls == 1)
                 v = one;
             else if (cls == 2)
-                v = others[offset + __popcll((word >> 1) & 0x5555555555555555ull & below)];
+                v = others[compact_other(word, lane, offset)];
             out[i] = v;
         }
     }

@@ -3,7 +3,7 @@
 // warp kernel's groups must make every row of the result exactly once, from the stored row and
 // block that the thread-per-row kernel's fold_row names, the block within one group the same;
 // and fold_col must move exactly the block's own columns. Exit status 0 when all hold. Built
-// and run by tests/fold_layout.rs.
+// and run by tests/host_checks.rs.
 #include <cstdio>
 #include <vector>
 

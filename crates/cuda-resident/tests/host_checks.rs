@@ -1,0 +1,47 @@
+//! The device code's index arithmetic, checked on the host: `cuda/fold.cuh` and
+//! `cuda/compact_index.h` are plain C++ under a host compiler, so the programs in `cuda/tests/`
+//! run them on machines without a GPU.
+//!
+//! - `fold_layout.cpp`: the SpMV kernels' unfolding of a folded constraint matrix over many folds
+//!   (every row of the result made once, from the stored row and block the thread-per-row kernel
+//!   names; only a block's own columns moved).
+//! - `compact_index.cpp`: the compact witness's decoding (`expand_witness`, the compact plan's
+//!   SpMV view): every value's class, and each value that is neither 0 nor 1 at the index a
+//!   sequential walk gives it.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Compile `cuda/tests/{name}.cpp` with the host's C++ compiler, run it, and return what it
+/// printed, asserting it exited 0 and reported no failures.
+fn run_host_check(name: &str) -> String {
+    let cuda = Path::new(env!("CARGO_MANIFEST_DIR")).join("cuda");
+    let dir = std::env::temp_dir().join(format!("sf-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let built = Command::new(&cxx)
+        .args(["-std=c++17", "-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(cuda.join(format!("tests/{name}.cpp")))
+        .output()
+        .unwrap_or_else(|e| panic!("running the C++ compiler {cxx:?}: {e}"));
+    assert!(built.status.success(), "compiling {name}.cpp: {}", String::from_utf8_lossy(&built.stderr));
+    let ran = Command::new(&exe).output().unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ran.status.success(), "{out}");
+    assert!(out.contains(" 0 failures"), "{out}");
+    out
+}
+
+#[test]
+fn the_spmv_kernels_unfold_every_row_once_from_its_stored_row() {
+    run_host_check("fold_layout");
+}
+
+#[test]
+fn a_compact_witness_decodes_every_value_to_its_place() {
+    let out = run_host_check("compact_index");
+    assert!(out.contains("56 witnesses"), "{out}");
+}
