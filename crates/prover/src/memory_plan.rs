@@ -342,15 +342,45 @@ impl MemoryPlan {
     }
 }
 
-/// No plan fits: what the smallest needs, what is free.
+/// No plan fits: what the smallest needs, what is free; or (`opt_in`) the only plan that fits
+/// is one not yet taken unless asked for (the compact plan: [`compact_opt_in`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error(
-    "the resident prover has no memory plan for this circuit on this device: its smallest ({smallest}) needs {needed_gib:.1} GiB of device memory, {free_gib:.1} GiB are free"
-)]
+#[error("{}", self.describe())]
 pub struct NoPlan {
     pub smallest: PlanKind,
     pub needed_gib: f64,
     pub free_gib: f64,
+    pub opt_in: bool,
+}
+
+impl NoPlan {
+    fn describe(&self) -> String {
+        if self.opt_in {
+            return format!(
+                "the resident prover's only memory plan for this circuit on this device is the {} plan ({:.1} GiB needed, {:.1} GiB free), which is taken only when asked for until it is verified on a device: set SNARKFLOW_COMPACT_PLAN=1 or --memory-plan {}",
+                self.smallest, self.needed_gib, self.free_gib, self.smallest
+            );
+        }
+        format!(
+            "the resident prover has no memory plan for this circuit on this device: its smallest ({}) needs {:.1} GiB of device memory, {:.1} GiB are free",
+            self.smallest, self.needed_gib, self.free_gib
+        )
+    }
+
+    /// `plan`, unless `request` is `auto`, it is the compact plan and that is not opted into.
+    pub fn unless_opt_in(plan: MemoryPlan, request: PlanRequest, opted_in: bool) -> Result<MemoryPlan, NoPlan> {
+        if plan.kind != PlanKind::Compact || request != PlanRequest::Auto || opted_in {
+            return Ok(plan);
+        }
+        let gib = |b: u64| b as f64 / GIB;
+        Err(NoPlan { smallest: plan.kind, needed_gib: gib(plan.needs(0)), free_gib: gib(plan.free_bytes), opt_in: true })
+    }
+}
+
+/// Whether `auto` may choose the compact plan (`SNARKFLOW_COMPACT_PLAN=1`): opt-in until the
+/// plan has proved on a device; `--memory-plan compact` takes it regardless.
+pub fn compact_opt_in() -> bool {
+    std::env::var("SNARKFLOW_COMPACT_PLAN").is_ok_and(|v| v.trim() == "1")
 }
 
 /// The best plan for `dims` with `free` device bytes, of which `prove_reserved` are promised to
@@ -371,7 +401,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         // a plan forced that a dense witness cannot have: what the one it can have needs
         let smallest = all.iter().min_by_key(|p| p.needs(prove_reserved)).expect("the resident plans");
         let needs = smallest.needs(prove_reserved) as f64 / GIB;
-        return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB });
+        return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB, opt_in: false });
     }
     let mut smallest: Option<(usize, u64)> = None;
     for (i, plan) in candidates.iter().enumerate() {
@@ -405,7 +435,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         );
         return Ok(plan);
     }
-    Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB })
+    Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB, opt_in: false })
 }
 
 /// Whether `with_room` (chosen with more free memory) is a better plan than `now`: one where

@@ -59,6 +59,7 @@ pub(super) fn choose(
         );
         plan = pick(free()?);
     }
+    let plan = plan.and_then(|p| NoPlan::unless_opt_in(p, request, memory_plan::compact_opt_in()));
     Ok(plan.map(|p| if enabled() { p.with_h_front(dims, main_reserved).with_front_kept(most_points()) } else { p }))
 }
 
