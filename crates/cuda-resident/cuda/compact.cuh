@@ -111,14 +111,7 @@ static void prove_compact(sf_device* d, const sf_srs* srs, const sf_shape* sh, c
         expand_witness<<<std::max<uint32_t>(blocks, 1), 256, 0, d->side>>>(d->a.as<fr_bits>(), cw.classes,
                                                                           cw.word_others, cw.others, cw.one, n);
         check(cudaGetLastError(), "expanding the compact witness");
-        const scalar_t* w = d->a.as<scalar_t>();
-        queue_splits_and_ones(d, srs, sh, w);
-        splits_known(d);
-        prove_tails(d, srs, sh, w, out, t);
-        auto phase = clock_type::now();
-        check(cudaStreamSynchronize(d->side), "the sums of the ones");
-        check(cudaStreamSynchronize(d->fetch), "the sums of the ones");
-        t->wait_ones = ms_since(phase);
+        phase_one(d, srs, sh, d->a.as<scalar_t>(), out, t);
     }
 
     // 2, 3. a, b from the compact witness, c after them in b, seven NTTs

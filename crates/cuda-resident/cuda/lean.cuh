@@ -59,6 +59,21 @@ static void lend_phase_one(sf_device* d, const sf_shape* sh, const dbuf& lists, 
     d->scalars.lend(at, end, (size_t)(end - at) & ~(size_t)255, "allocating gathered scalars");
 }
 
+// Phase 1 of the phased plans over the whole witness `w`: the 0/1 splits, the sums of the
+// points whose scalar is 1 and the tail MSMs, all done when it returns (`wait_ones`: the wait
+// for the sums past the tails).
+static void phase_one(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w, sf_msm_sums* out,
+                      sf_timings* t)
+{
+    queue_splits_and_ones(d, srs, sh, w);
+    splits_known(d);
+    prove_tails(d, srs, sh, w, out, t);
+    auto phase = clock_type::now();
+    check(cudaStreamSynchronize(d->side), "the sums of the ones");
+    check(cudaStreamSynchronize(d->fetch), "the sums of the ones");
+    t->wait_ones = ms_since(phase);
+}
+
 static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_witness* wit, sf_msm_sums* out,
                        sf_timings* t)
 {
@@ -75,18 +90,11 @@ static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_w
     lend_phase_one(d, sh, d->b, d->a);
 
     // 1. splits, ones, tails
-    const scalar_t* w = wit->buf.as<scalar_t>();
-    queue_splits_and_ones(d, srs, sh, w);
-    splits_known(d);
-    prove_tails(d, srs, sh, w, out, t);
-    auto phase = clock_type::now();
-    check(cudaStreamSynchronize(d->side), "the sums of the ones");
-    check(cudaStreamSynchronize(d->fetch), "the sums of the ones");
-    t->wait_ones = ms_since(phase);
+    phase_one(d, srs, sh, wit->buf.as<scalar_t>(), out, t);
     lending.give_back();
 
     // 2, 3. a, b, c over the witness, the NTTs
-    phase = clock_type::now();
+    auto phase = clock_type::now();
     t->h2d_copied += (double)queue_h(d, sh, wit, wit->buf.as<scalar_t>());
     check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
     t->wait_h = ms_since(phase);

@@ -196,25 +196,14 @@ impl DeviceWitness {
                 ),
             });
         }
-        if self.keeps_compact {
-            // SAFETY: the blob holds layout.bytes() bytes (checked), copied into device memory
-            // the call makes large enough
-            return result(unsafe {
-                ffi::sf_witness_keep_compact(
-                    self.raw.as_ptr(),
-                    blob.ptr.as_ptr(),
-                    layout.bytes(),
-                    layout.offsets_at(),
-                    layout.others_at(),
-                    layout.len,
-                    one,
-                )
-            });
-        }
+        // kept as it is (the compact plan: copied into device memory the call makes large
+        // enough), or written out whole into the witness buffer
+        let call = if self.keeps_compact { ffi::sf_witness_keep_compact } else { ffi::sf_witness_upload_compact };
         // SAFETY: the blob holds layout.bytes() bytes (checked), the witness buffer layout.len
-        // values (checked here and there); the kernel reads the blob through its mapping
+        // values where it is written out (checked here and there); the kernel reads the blob
+        // through its mapping
         result(unsafe {
-            ffi::sf_witness_upload_compact(
+            call(
                 self.raw.as_ptr(),
                 blob.ptr.as_ptr(),
                 layout.bytes(),

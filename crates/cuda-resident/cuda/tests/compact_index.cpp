@@ -7,19 +7,7 @@
 #include <vector>
 
 #include "../compact_index.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            if (failures++ < 10) {                                                            \
-                std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
-                std::printf(__VA_ARGS__);                                                     \
-                std::printf("\n");                                                            \
-            }                                                                                 \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 // a witness of `classes` (one per value, 0–2), packed as the encoder packs it, decoded value by
 // value against a running count of the values that are neither

@@ -8,19 +8,7 @@
 #include <vector>
 
 #include "../fold.cuh"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            if (failures++ < 10) {                                                            \
-                std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
-                std::printf(__VA_ARGS__);                                                     \
-                std::printf("\n");                                                            \
-            }                                                                                 \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 static void check_layout(const sf_fold& f, uint64_t stored)
 {
