@@ -373,7 +373,12 @@ impl NoPlan {
             return Ok(plan);
         }
         let gib = |b: u64| b as f64 / GIB;
-        Err(NoPlan { smallest: plan.kind, needed_gib: gib(plan.needs(0)), free_gib: gib(plan.free_bytes), opt_in: true })
+        Err(NoPlan {
+            smallest: plan.kind,
+            needed_gib: gib(plan.needs(0)),
+            free_gib: gib(plan.free_bytes),
+            opt_in: true,
+        })
     }
 }
 

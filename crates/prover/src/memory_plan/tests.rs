@@ -42,8 +42,10 @@ fn folded_matrices_stay_on_the_device_and_free_what_the_shape_took() {
     assert_eq!(w.pcie_bytes_max - f.pcie_bytes_max, whole.matrix_bytes());
     assert!(f.device_bytes < w.device_bytes, "{} against {}", f.summary(), w.summary());
     // a fold that saves little (a large head, few blocks) is streamed whole like no fold
-    let barely =
-        KeyDims { folded: Some(FoldDims { rows: whole.rows / 2, nnz: [whole.nnz[0] / 2, whole.nnz[1] / 2, whole.nnz[2] / 2] }), ..whole };
+    let barely = KeyDims {
+        folded: Some(FoldDims { rows: whole.rows / 2, nnz: [whole.nnz[0] / 2, whole.nnz[1] / 2, whole.nnz[2] / 2] }),
+        ..whole
+    };
     let p = choose(&barely, 23 * GIB, 0, PlanRequest::Auto).unwrap();
     assert!(p.shape_on_host && !p.shape_folded, "{}", p.summary());
     assert_eq!(p.host_bytes, plan(23).unwrap().host_bytes, "the whole matrices pinned, as without a fold");
