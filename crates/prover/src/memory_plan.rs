@@ -357,7 +357,7 @@ impl NoPlan {
     fn describe(&self) -> String {
         if self.opt_in {
             return format!(
-                "the resident prover's only memory plan for this circuit on this device is the {} plan ({:.1} GiB needed, {:.1} GiB free), which is taken only when asked for until it is verified on a device: set SNARKFLOW_COMPACT_PLAN=1 or --memory-plan {}",
+                "the resident prover's only memory plan for this circuit on this device is the {} plan ({:.1} GiB needed, {:.1} GiB free), which is taken only when asked for until it has proved at 32 GiB on a device: set SNARKFLOW_COMPACT_PLAN=1 or --memory-plan {}",
                 self.smallest, self.needed_gib, self.free_gib, self.smallest
             );
         }
@@ -382,8 +382,9 @@ impl NoPlan {
     }
 }
 
-/// Whether `auto` may choose the compact plan (`SNARKFLOW_COMPACT_PLAN=1`): opt-in until the
-/// plan has proved on a device; `--memory-plan compact` takes it regardless.
+/// Whether `auto` may choose the compact plan (`SNARKFLOW_COMPACT_PLAN=1`): opt-in until a
+/// 32 GiB partition has proved in it on a 12 GB card (exact at 2 KiB–512 MiB on an H100,
+/// docs/benchmarks.md); `--memory-plan compact` takes it regardless.
 pub fn compact_opt_in() -> bool {
     std::env::var("SNARKFLOW_COMPACT_PLAN").is_ok_and(|v| v.trim() == "1")
 }
