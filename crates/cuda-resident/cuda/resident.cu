@@ -480,11 +480,11 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         if (wit->kept_compact != srs->compact)
             throw sf_error(-1, wit->kept_compact ? "a witness kept compact is proved in the compact plan only"
                                                  : "the compact plan proves witnesses kept compact");
+        if (srs->lean)
+            prove_lean(d, srs, sh, const_cast<sf_witness*>(wit), out, t);
+        else if (srs->compact)
+            prove_compact(d, srs, sh, wit, out, t);
         if (srs->lean || srs->compact) {
-            if (srs->lean)
-                prove_lean(d, srs, sh, const_cast<sf_witness*>(wit), out, t);
-            else
-                prove_compact(d, srs, sh, wit, out, t);
             t->total = ms_since(started);
             return;
         }

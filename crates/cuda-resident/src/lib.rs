@@ -37,6 +37,8 @@ mod ffi;
 #[cfg(feature = "cuda")]
 mod fixed_base;
 #[cfg(feature = "cuda")]
+mod placement;
+#[cfg(feature = "cuda")]
 mod witness;
 
 /// The SASS architectures this build's kernels were compiled for ("80 86 89 90 100 120"; empty
@@ -48,11 +50,11 @@ pub const PTX_ARCH: &str = env!("SNARKFLOW_CUDA_PTX_ARCH");
 pub const TOOLKIT_BUILT: &str = env!("SNARKFLOW_CUDA_TOOLKIT_BUILT");
 
 #[cfg(feature = "cuda")]
-pub use device::{
-    driver_version, msm_sums, Csr, Device, Placement, RowFold, Section, Shape, ShapeDesc, Srs, Sums, Timings,
-};
+pub use device::{driver_version, msm_sums, Csr, Device, RowFold, Shape, ShapeDesc, Srs, Sums, Timings};
 #[cfg(feature = "cuda")]
 pub use fixed_base::{fixed_base_g1, fixed_base_g1_into, fixed_base_g2, fixed_base_g2_into, COMB_ENTRIES};
+#[cfg(feature = "cuda")]
+pub use placement::{Placement, Section};
 #[cfg(feature = "cuda")]
 pub use witness::{CompactLayout, CompactParts, DeviceWitness, PinnedBuffer};
 
