@@ -11,8 +11,8 @@
 //!   host are copied over in chunks of rows as a, b, c are made, the H points in batches into buffers that
 //!   h no longer needs, each batch's MSM running while the next is copied; L, A and B as in the
 //!   partly resident plan. Where the device has room beyond the plan, a copy of the first H
-//!   points stays on it (`MemoryPlan::with_h_front`; opt-in with `SNARKFLOW_H_FRONT=1` until
-//!   measured on a device), and only the rest of H is streamed.
+//!   points stays on it (`MemoryPlan::with_h_front`; opt-in with `SNARKFLOW_H_FRONT=1`: it
+//!   did not pay at 32 GiB on an H100), and only the rest of H is streamed.
 //! - **Lean**: the streamed plan with a prove's phases one after another, so that they share
 //!   device memory: the 0/1 sums and the tail MSMs first, in the room a and b take later; then
 //!   a, b and c = a∘b written over the witness; smaller H batches and shape chunks (~14 GiB at
@@ -343,7 +343,7 @@ impl MemoryPlan {
 }
 
 mod no_plan;
-pub use no_plan::{compact_opt_in, NoPlan};
+pub use no_plan::NoPlan;
 
 /// The best plan for `dims` with `free` device bytes, of which `prove_reserved` are promised to
 /// the prove buffers of circuits already loaded (they are shared); `request` may force a kind,
@@ -363,7 +363,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         // a plan forced that a dense witness cannot have: what the one it can have needs
         let smallest = all.iter().min_by_key(|p| p.needs(prove_reserved)).expect("the resident plans");
         let needs = smallest.needs(prove_reserved) as f64 / GIB;
-        return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB, opt_in: false });
+        return Err(NoPlan { smallest: smallest.kind, needed_gib: needs, free_gib: free as f64 / GIB });
     }
     let mut smallest: Option<(usize, u64)> = None;
     for (i, plan) in candidates.iter().enumerate() {
@@ -397,7 +397,7 @@ pub fn choose(dims: &KeyDims, free: u64, prove_reserved: u64, request: PlanReque
         );
         return Ok(plan);
     }
-    Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB, opt_in: false })
+    Err(NoPlan { smallest: kind, needed_gib: needs as f64 / GIB, free_gib: free as f64 / GIB })
 }
 
 /// Whether `with_room` (chosen with more free memory) is a better plan than `now`: one where

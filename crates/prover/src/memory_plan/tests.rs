@@ -293,14 +293,6 @@ fn a_12gb_card_fits_the_compact_plan_with_a_folded_shape() {
     assert_eq!(p.pcie_bytes_max, lean.pcie_bytes_max);
     // one prove at a time
     assert!(second_lane_bytes(&p, folded.witness_len, 0, 0).unwrap_err().contains("compact plan"));
-    // `auto` takes it only where opted into (until it has proved on a device); asked for by
-    // name, always
-    let no = NoPlan::unless_opt_in(p.clone(), PlanRequest::Auto, false).unwrap_err();
-    assert!(no.opt_in && no.smallest == PlanKind::Compact, "{no}");
-    assert!(no.to_string().contains("SNARKFLOW_COMPACT_PLAN=1") && no.to_string().contains("GiB free"), "{no}");
-    assert_eq!(NoPlan::unless_opt_in(p.clone(), PlanRequest::Auto, true), Ok(p.clone()));
-    assert!(NoPlan::unless_opt_in(p.clone(), PlanRequest::Only(PlanKind::Compact), false).is_ok());
-    assert!(NoPlan::unless_opt_in(lean.clone(), PlanRequest::Auto, false).is_ok());
     // below it nothing fits, and the error names the compact plan's needs
     let err = choose(&folded, 9 * GIB, 0, PlanRequest::Auto).unwrap_err();
     assert_eq!(err.smallest, PlanKind::Compact);

@@ -1,5 +1,6 @@
-//! The front of H kept on the device (`SNARKFLOW_H_FRONT=1`, opt-in until measured on a
-//! device): in a plan that streams the H points, a copy of as many of the first ones as the
+//! The front of H kept on the device (`SNARKFLOW_H_FRONT=1`, opt-in: exact, but at 32 GiB on
+//! an H100 it did not shorten a partition, the streamed H MSM being bound by its kernels rather
+//! than by PCIe; docs/benchmarks.md, 2026-12-06): in a plan that streams the H points, a copy of as many of the first ones as the
 //! device has room for beyond the plan ([`MemoryPlan::with_h_front`]), so that fewer cross PCIe
 //! per partition. The room is lent, not promised: a key loaded later that would get a better
 //! plan with it (or none without it) gets it, and the copies are given back.
@@ -59,7 +60,6 @@ pub(super) fn choose(
         );
         plan = pick(free()?);
     }
-    let plan = plan.and_then(|p| NoPlan::unless_opt_in(p, request, memory_plan::compact_opt_in()));
     Ok(plan.map(|p| if enabled() { p.with_h_front(dims, main_reserved).with_front_kept(most_points()) } else { p }))
 }
 
