@@ -55,6 +55,78 @@ static bool seven_ntt()
     return on;
 }
 
+// The integers of a comma-separated list in environment variable `name` (empty when unset); an
+// item equal to `word` reads as `word_value`. For the measuring switches that successive calls
+// take in turn (`env_turns`), so that one process compares settings run by run.
+static std::vector<int> env_int_list(const char* name, const char* word = nullptr, int word_value = 0)
+{
+    std::vector<int> v;
+    const char* env = getenv(name);
+    std::string s = env ? env : "";
+    for (size_t at = 0; at <= s.size();) {
+        size_t end = s.find(',', at);
+        if (end == std::string::npos)
+            end = s.size();
+        std::string item = s.substr(at, end - at);
+        if (!item.empty())
+            v.push_back(word && item == word ? word_value : atoi(item.c_str()));
+        at = end + 1;
+    }
+    return v;
+}
+
+// A measuring switch whose values (env_int_list) successive calls of `take` get in turn;
+// `fallback` where the variable is unset.
+struct env_turns {
+    std::vector<int> list;
+    std::atomic<size_t> next{0};
+    explicit env_turns(std::vector<int> l) : list(std::move(l)) {}
+    int take(int fallback) { return list.empty() ? fallback : list[next++ % list.size()]; }
+};
+
+// SNARKFLOW_PREP_PRIORITY=1 (measuring): the stream of a, b, c, the NTTs and the H MSM (`prep`)
+// at the device's greatest stream priority, so that the block scheduler gives its kernels the
+// SMs before those of the tails and the sums of the ones, which have until the end of the prove.
+static bool prep_priority()
+{
+    static const bool on = env_is("SNARKFLOW_PREP_PRIORITY", "1");
+    return on;
+}
+
+// sppark's stream_t makes its stream at the default (lowest) priority and keeps the handle
+// private, while its NTT and MSM take a stream_t. A pointer to that member, obtained through an
+// explicit instantiation (which access checking does not apply to), lets `prioritized_stream`
+// put a stream of the greatest priority in its place; stream_t's destructor destroys it.
+struct stream_handle_tag {
+    typedef cudaStream_t stream_t::*type;
+    friend type handle_member(stream_handle_tag);
+};
+template<typename Tag, typename Tag::type M> struct stream_handle_access {
+    friend typename Tag::type handle_member(Tag) { return M; }
+};
+template struct stream_handle_access<stream_handle_tag, &stream_t::stream>;
+
+// a stream_t on device `id`, at the greatest priority where prep_priority() asks for it
+static stream_t* prep_stream(int id)
+{
+    stream_t* s = new stream_t(id);
+    if (!prep_priority())
+        return s;
+    int least = 0, greatest = 0;
+    cudaStream_t& handle = s->*handle_member(stream_handle_tag{});
+    cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (e == cudaSuccess)
+        e = cudaStreamDestroy(handle);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithPriority(&handle, cudaStreamNonBlocking, greatest);
+    if (e != cudaSuccess) {
+        handle = nullptr;   // not destroyed twice
+        delete s;
+        check(e, "creating the prep stream at a higher priority");
+    }
+    return s;
+}
+
 #define TRACE(...) do { if (tracing_on()) { fprintf(stderr, "resident: " __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 // ---------------------------------------------------------------------------------------------

@@ -121,23 +121,8 @@ struct one_pass_plan {
 // file); 0 (and unset) is `one_pass_plan_for`'s own choice, -1 sppark's.
 static int h_msm_wbits()
 {
-    static const std::vector<int> list = [] {
-        std::vector<int> v;
-        const char* env = getenv("SNARKFLOW_MSM_WBITS");
-        std::string s = env ? env : "";
-        for (size_t at = 0; at <= s.size();) {
-            size_t end = s.find(',', at);
-            if (end == std::string::npos)
-                end = s.size();
-            std::string item = s.substr(at, end - at);
-            if (!item.empty())
-                v.push_back(item == "sppark" ? -1 : atoi(item.c_str()));
-            at = end + 1;
-        }
-        return v;
-    }();
-    static std::atomic<size_t> next{0};
-    return list.empty() ? 0 : list[next++ % list.size()];
+    static env_turns turns(env_int_list("SNARKFLOW_MSM_WBITS", "sppark", -1));
+    return turns.take(0);
 }
 
 // Window width: `wbits` when not 0, else 21 bits from 2^25 points up (13 windows instead of

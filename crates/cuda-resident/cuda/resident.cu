@@ -23,6 +23,7 @@
 
 #include <cuda.h>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <ff/bls12-381.hpp>
 #include <ff/bls12-381-fp2.hpp>
@@ -157,7 +159,7 @@ static RustError::by_value open_device(int ordinal, bool lane, sf_device** out)
             check(e, "creating the side stream and the phase events");
         }
         try {
-            d->prep = new stream_t(gpu.id());
+            d->prep = prep_stream(gpu.id());
             if (lane)
                 d->tails = new stream_t(gpu.id());
         } catch (...) {
