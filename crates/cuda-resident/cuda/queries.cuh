@@ -257,10 +257,18 @@ static uint32_t ones_grid_div()
     return (uint32_t)std::max(turns.take(1), 1);
 }
 
-// The 0/1 splits of the L, A and B scalars of the witness `w` on `side`, then the sums of the
-// points whose scalar is 1 behind them (the points of sections in host memory come over in
-// chunks first: sum_ones_mapped). `split_ready` is recorded once the splits are written.
-static void queue_splits_and_ones(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w)
+// SNARKFLOW_SIDE_AFTER_NTT (measuring; a list of 0 and 1 that successive proves take in turn):
+// 1 queues the sums of the ones and the tail MSMs behind the NTTs (`marks[2]` on `prep`), so
+// that they run beside the H MSM instead of beside the SpMV and the NTTs
+static bool side_after_ntt()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_SIDE_AFTER_NTT"));
+    return turns.take(0) == 1;
+}
+
+// The 0/1 splits of the L, A and B scalars of the witness `w` on `side`. `split_ready` is
+// recorded once the splits are written.
+static void queue_splits(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w)
 {
     const gpu_t& gpu = *d->gpu;
     const uint32_t* a_map = sh->a_gather.as<uint32_t>();
@@ -272,6 +280,13 @@ static void queue_splits_and_ones(sf_device* d, const sf_srs* srs, const sf_shap
     split_async(gpu, d->side, d->split[1], w, a_map, sh->a_gather_len);
     split_async(gpu, d->side, d->split[2], w, b_map, sh->b_gather_len);
     check(cudaEventRecord(d->split_ready, d->side), "the 0/1 split");
+}
+
+// The sums of the points whose scalar is 1, on `side` behind the splits (the points of sections
+// in host memory come over in chunks first: sum_ones_mapped).
+static void queue_ones(sf_device* d, const sf_srs* srs)
+{
+    const gpu_t& gpu = *d->gpu;
     const uint32_t grid_div = ones_grid_div();
     auto ones = [&](auto bucket_tag, uint32_t q, const dbuf& points, const split_t& sp) {
         typedef decltype(bucket_tag) bucket;
@@ -285,6 +300,12 @@ static void queue_splits_and_ones(sf_device* d, const sf_srs* srs, const sf_shap
     ones(bucket_t{}, 1, srs->points[SEC_A], d->split[1]);
     ones(bucket_t{}, 2, srs->points[SEC_B1], d->split[2]);
     ones(bucket2_t{}, 3, srs->points[SEC_B2], d->split[2]);
+}
+
+static void queue_splits_and_ones(sf_device* d, const sf_srs* srs, const sf_shape* sh, const scalar_t* w)
+{
+    queue_splits(d, srs, sh, w);
+    queue_ones(d, srs);
 }
 
 // The tail MSMs of L, A, B-G1 and B-G2 (each timed by the host clock), once the splits are

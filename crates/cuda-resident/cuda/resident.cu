@@ -306,8 +306,17 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             return;
         }
         const scalar_t* w = wit->buf.as<scalar_t>();
-        queue_splits_and_ones(d, srs, sh, w);
+        const bool after = side_after_ntt();
+        queue_splits(d, srs, sh, w);
+        if (!after)
+            queue_ones(d, srs);
         t->h2d_copied += (double)queue_h(d, sh, wit);
+        if (after) {
+            // the NTTs' end (marks[2]) is recorded now: what waits for it is queued behind it
+            check(cudaStreamWaitEvent(d->side, d->marks[2], 0), "the sums of the ones");
+            queue_ones(d, srs);
+            check(cudaStreamWaitEvent(tail_stream(gpu, d), d->marks[2], 0), "the tail MSMs");
+        }
         // deg h ≤ m − 2, so the H query has m − 1 points
         const bool h_streamed = srs->points[SEC_H].on_host();
         const int wbits = h_msm_wbits();
