@@ -110,7 +110,8 @@ cmd_resident_porep() {
 }
 
 # one real PoRep partition per size of SIZES proved in each of PLANS on the whole device, then on
-# simulated cards of CARDS GiB (the ballast holds the rest) with the plan `auto` chooses there
+# simulated cards of CARDS GiB (the ballast holds the rest) with the plan `auto` chooses there;
+# every run printed (the measuring switches that successive proves take in turn show run by run)
 cmd_memory_plans() {
     cli_prologue /tmp/sfplans bins.tar.xz
     build_ballast
@@ -136,7 +137,7 @@ cmd_memory_plans() {
             --memory-plan "${PLANS:-resident,partly-resident,streamed,lean}" "${cards[@]}" >"$log" 2>&1
         rc=$?
         echo "== $size: exit $rc in $(( $(date +%s) - started )) s"
-        grep -E "^(PLAN|RESIDENT |PLANS|COMPARE|CARD|PEAK|RESIDENT-LOAD|USED|FAILED)" "$log" | sed 's/ | pcie/\n      pcie/'
+        grep -E "^(PLAN|RUN |RESIDENT |PLANS|COMPARE|CARD|PEAK|RESIDENT-LOAD|USED|FAILED)" "$log" | sed 's/ | pcie/\n      pcie/'
         grep -iE "error|panic|failed" "$log" | head -5
     done
 }
