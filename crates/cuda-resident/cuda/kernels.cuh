@@ -233,18 +233,3 @@ __global__ void chunk_counts(uint32_t* out, const uint32_t* total, uint32_t chun
     }
 }
 
-// sums[i] += more[i], i < n. `bucket::degree` threads per sum (sppark spreads an Fp2 over a
-// pair of lanes, which must run the same instructions): one pass, no loop, and the threads past
-// n compute on sum 0 without storing, so every lane of a warp takes the same path.
-template<class bucket>
-__global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::mem_t* more, size_t n)
-{
-    const size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / bucket::degree;
-    const bool in = i < n;
-    const size_t at = in ? i : 0;
-    bucket acc = sums[at];
-    bucket b = more[at];
-    acc.uadd(b);
-    if (in)
-        sums[i] = acc;
-}

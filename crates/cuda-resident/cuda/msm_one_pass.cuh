@@ -176,7 +176,7 @@ static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BAT
 // batched MSM, which needs ~1.6 GiB — an 80 GB device holding a 32 GiB PoRep key (53 GiB) and
 // the other per-proof buffers has room for that one only.
 template<class bucket>
-static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_plan& p)
+static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_plan& p, bool batched = false)
 {
     typedef typename bucket::mem_t bucket_h;
     if (p.n == 0)
@@ -188,7 +188,7 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
         w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
         w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
         w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
-        w.ones.ensure(ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
+        w.ones.ensure((batched ? 2 : 1) * ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
         w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
         return true;
     } catch (const sf_error& e) {
@@ -204,26 +204,38 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
     }
 }
 
-// Queue Σ scalars[i]·points[i], i < n, on `s` (scalars in Montgomery form), into buffers
-// `one_pass_reserve` made. Nothing is waited for; `one_pass_collect` reads the result once `s`
-// is done.
+// sums[i] += more[i], i < n. `bucket::degree` threads per sum (sppark spreads an Fp2 over a
+// pair of lanes, which must run the same instructions): one pass, no loop, and the threads past
+// n compute on sum 0 without storing, so every lane of a warp takes the same path.
+template<class bucket>
+__global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::mem_t* more, size_t n)
+{
+    const size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / bucket::degree;
+    const bool in = i < n;
+    const size_t at = in ? i : 0;
+    bucket acc = sums[at];
+    bucket b = more[at];
+    acc.uadd(b);
+    if (in)
+        sums[i] = acc;
+}
+
+// Queue the bucket accumulation of Σ scalars[i]·points[i], i < len ≤ p.n, on `s` (scalars in
+// Montgomery form) into the buffers `one_pass_reserve` made: digits, sort, window 0's first
+// bucket (batch_addition into `ones`), the other buckets. With `persist` (a later batch of a
+// larger MSM, `one_pass_reserve(…, batched)`) the buckets and the first bucket's sums are added
+// to the batches' before instead of replacing them. Nothing is waited for.
 template<class bucket, class mem>
-static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p, const mem* points,
-                           const scalar_t* scalars)
+static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
+                                const mem* points, const scalar_t* scalars, size_t len, bool persist)
 {
     typedef typename bucket::mem_t bucket_h;
-    if (p.n == 0)
-        return;
-    if (p.n >= (size_t)1 << 31)
-        throw sf_error(-1, "an MSM of 2^31 points or more");
-    TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
-          p.top_bits, p.runs());
-
+    if (len >= (size_t)1 << 31 || len > p.n)
+        throw sf_error(-1, "an MSM batch larger than its plan, or of 2^31 points or more");
     vec2d_t<uint32_t> digits{w.digits.ptr, (uint32_t)p.stride};
     vec2d_t<uint2> temps{w.temps.ptr, (uint32_t)p.stride};
     vec2d_t<uint32_t> hist{w.hist.ptr, (uint32_t)p.row};
     uint32_t nwins = p.nwins, wbits = p.wbits, row_bits = p.wbits - 1;
-    size_t len = p.n;
 
     breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
     check(cudaGetLastError(), "the MSM digits");
@@ -241,36 +253,68 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
                   row_bits, top, 0u);
 
     void (*ones)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
-    // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the device)
-    ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(w.ones.as<bucket_h>(), points, len, &digits[0][0], hist[0][0]);
+    // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the
+    // device); a later batch's into the second half of `ones`, then added to the first
+    const size_t slots = ones_slots(gpu);
+    bucket_h* ones_into = w.ones.as<bucket_h>() + (persist ? slots : 0);
+    ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(ones_into, points, len, &digits[0][0], hist[0][0]);
     check(cudaGetLastError(), "the MSM's first bucket");
+    if (persist) {
+        add_sums<bucket><<<(uint32_t)((slots * bucket::degree + 255) / 256), 256, 0, s>>>(w.ones.as<bucket_h>(),
+                                                                                        ones_into, slots);
+        check(cudaGetLastError(), "the MSM's first bucket");
+    }
     if (sppark_accumulate()) {
+        if (persist)
+            throw sf_error(-1, "sppark's accumulate cannot add to the buckets of a batch before");
         // its own work counter (sppark's msm_t uses 0 and 1), so that it may run beside theirs;
         // only one MSM of this process may use it at a time (the H MSM: see tail_query)
         const uint32_t counter = MSM_NSTREAMS - 1;
         s.launch_coop(accumulate<bucket, mem>, {gpu.sm_count(), 0}, w.buckets.as<bucket_h>(), nwins, wbits,
                       const_cast<mem*>(points), digits, hist, counter);
-    } else {
-        // the segments' heads in the sort space, free once the digits are sorted
-        const uint32_t seg_bits = segment_bits<bucket>(nwins, p.stride, w.temps.bytes);
-        const uint32_t segs = (uint32_t)((p.stride + ((size_t)1 << seg_bits) - 1) >> seg_bits);
-        const uint32_t deg = bucket::degree;
-        size_t threads = (size_t)nwins * segs * deg;
-        if (!queue_affine<bucket, mem>(s, w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits,
-                                       segs, points, digits, hist))
-            accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-                w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits,
-                hist);
-        check(cudaGetLastError(), "adding up the MSM buckets");
-        threads = ((size_t)nwins << row_bits) * deg;
-        join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist);
-        check(cudaGetLastError(), "joining the MSM buckets");
+        return;
     }
+    // the segments' heads in the sort space, free once the digits are sorted
+    const uint32_t seg_bits = segment_bits<bucket>(nwins, p.stride, w.temps.bytes);
+    const uint32_t segs = (uint32_t)((p.stride + ((size_t)1 << seg_bits) - 1) >> seg_bits);
+    const uint32_t deg = bucket::degree;
+    size_t threads = (size_t)nwins * segs * deg;
+    if (persist || !queue_affine<bucket, mem>(s, w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits,
+                                              seg_bits, segs, points, digits, hist))
+        accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist,
+            (uint32_t)persist);
+    check(cudaGetLastError(), "adding up the MSM buckets");
+    threads = ((size_t)nwins << row_bits) * deg;
+    join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+        w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist, (uint32_t)persist);
+    check(cudaGetLastError(), "joining the MSM buckets");
+}
+
+// Queue the buckets' reduction into runs (`one_pass_collect` reads them).
+template<class bucket>
+static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& p)
+{
+    typedef typename bucket::mem_t bucket_h;
     uint32_t blocks = (uint32_t)((p.runs() * bucket::degree + 255) / 256);
-    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), nwins, row_bits,
+    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.wbits - 1,
                                                p.top_shift());
     check(cudaGetLastError(), "reducing the MSM buckets");
+}
+
+// Queue Σ scalars[i]·points[i], i < p.n, on `s` (scalars in Montgomery form), into buffers
+// `one_pass_reserve` made. Nothing is waited for; `one_pass_collect` reads the result once `s`
+// is done.
+template<class bucket, class mem>
+static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p, const mem* points,
+                           const scalar_t* scalars)
+{
+    if (p.n == 0)
+        return;
+    TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
+          p.top_bits, p.runs());
+    one_pass_accumulate<bucket, mem>(gpu, s, w, p, points, scalars, p.n, false);
+    one_pass_reduce<bucket>(s, w, p);
 }
 
 // Window y's Σ_x ((x >> shift) + 1)·B_x from its runs: Σ_s res_s + Σ_s c_s·acc_s with

@@ -14,6 +14,10 @@
 // bucket) adds the heads in and clears the empty buckets. The heads live in the sort's space,
 // which nothing uses once the digits are sorted.
 //
+// With `persist` (a batch of a larger MSM whose buckets carry over from the batches before: the
+// H points streamed from the host), a bucket's first part is added to what the bucket holds and
+// an empty bucket is left as it is; the first batch runs without it, which clears the rest.
+//
 // The layout is sppark's (sort.cuh): window y's entries are sorted by bucket, bucket x holding
 // entries [hist[y][x−1], hist[y][x]) (hist[y][−1] = 0), each a point index with the sign in its
 // top bit; digits that are 0 are not entries. Bucket 0 of window 0 stays the caller's
@@ -39,12 +43,23 @@ __device__ __forceinline__ void add_point(bucket_t& acc, const affine_t& p, uint
         acc.uadd(p, negate);
 }
 
+// a bucket's part in its first segment: written, or (`persist`) added to the batches' before
+template<class bucket_t, class bucket_h>
+__device__ __forceinline__ void put_first_part(bucket_h& bucket, bucket_t acc, uint32_t persist)
+{
+    if (persist) {
+        bucket_t before = bucket;
+        acc.add(before);
+    }
+    bucket = acc;
+}
+
 template<class bucket_t, class affine_h, class bucket_h = typename bucket_t::mem_t,
          class affine_t = typename bucket_t::affine_t>
 __launch_bounds__(256) __global__
 void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
                          uint32_t segs, const affine_h* points, const vec2d_t<uint32_t> digits,
-                         const vec2d_t<uint32_t> hist)
+                         const vec2d_t<uint32_t> hist, uint32_t persist)
 {
     // an Fp2 bucket is worked on by two neighbouring threads that follow the same path
     const size_t g = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / bucket_t::degree;
@@ -87,7 +102,7 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
         if (start < seg_begin)
             heads[g] = acc;
         else
-            buckets[((size_t)y << row_bits) + x] = acc;
+            put_first_part(buckets[((size_t)y << row_bits) + x], acc, persist);
         // the next bucket with entries (it starts at i: the entries are contiguous)
         do
             x++;
@@ -100,15 +115,15 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
     if (start < seg_begin)
         heads[g] = acc;
     else
-        buckets[((size_t)y << row_bits) + x] = acc;
+        put_first_part(buckets[((size_t)y << row_bits) + x], acc, persist);
 }
 
 // One thread per bucket: an empty bucket (and window 0's bucket 0) becomes the point at
-// infinity; one that crossed segments gets the heads of the segments after its first.
+// infinity (unless `persist`: then it keeps what the batches before left); one that crossed segments gets the heads of the segments after its first.
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
 void join_segments(bucket_h* buckets, const bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
-                   uint32_t segs, const vec2d_t<uint32_t> hist)
+                   uint32_t segs, const vec2d_t<uint32_t> hist, uint32_t persist)
 {
     const size_t g = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / bucket_t::degree;
     if (g >= ((size_t)nwins << row_bits))
@@ -117,6 +132,8 @@ void join_segments(bucket_h* buckets, const bucket_h* heads, uint32_t nwins, uin
     const uint32_t* h = &hist[y][0];
     const uint32_t start = x ? h[x - 1] : 0, stop = h[x];
     if (start == stop || (x == 0 && y == 0)) {
+        if (persist)
+            return;
         bucket_t none;
         none.inf();
         buckets[g] = none;

@@ -1,6 +1,7 @@
 // a, b, c and the quotient h of a partition on the device, and the H MSM with the H points in
 // host memory (included once, by resident.cu, after queries.cuh: the SpMV streamed from a
-// shape in host memory, z_inverse, queue_h and h_msm_streamed).
+// shape in host memory, z_inverse, queue_h, and h_msm_streamed with its one-pass variant
+// h_msm_batched).
 
 // v = M·w for one matrix whose non-zeros are in mapped host memory: chunks of rows copied to
 // the device on `copy` into two slots in turn, each multiplied on `s` as soon as it is there,
@@ -132,6 +133,94 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
     return copied;
 }
 
+// SNARKFLOW_H_STREAM_ONE_PASS (measuring; a list of 0 and 1 that successive proves take in
+// turn): 1 runs the streamed H MSM through the one-pass driver with its buckets carried across
+// the batches (h_msm_batched) instead of sppark's MSM per batch
+static bool h_stream_one_pass()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_H_STREAM_ONE_PASS"));
+    return turns.take(0) == 1;
+}
+
+// Window width of h_msm_batched: 17 bits (15 windows of 2^16 buckets, 0.19 GB of XYZZ buckets
+// that stay for the whole MSM); SNARKFLOW_H_STREAM_WBITS, a list taken in turn, for measuring
+static uint32_t h_stream_wbits()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_H_STREAM_WBITS"));
+    return (uint32_t)turns.take(17);
+}
+
+// The plan of h_msm_batched for batches of `batch` points: the points of a batch are taken in
+// parts of the largest power of two whose workspace fits what the memory plans reserve for
+// sppark's MSM over one batch (42 bytes a point and 64 MiB: `streamed_msm_bytes` in the
+// prover's memory_plan/dims.rs).
+static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
+{
+    typedef bucket_t::mem_t bucket_h;
+    const size_t budget = batch * 42 + ((size_t)64 << 20);
+    const uint32_t wbits = h_stream_wbits();
+    size_t part = 1;
+    while (part < batch)
+        part <<= 1;
+    for (;; part >>= 1) {
+        one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
+        size_t bytes = (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
+                       (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
+                       (2 * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
+        if (bytes <= budget || part <= ((size_t)1 << 16))
+            return p;
+    }
+}
+
+// Σ h_i·H_i over all of H streamed into the two slots (as h_msm_streamed), every batch's
+// accumulation queued on `prep` behind the one before into the same buckets (one_pass_accumulate
+// with `persist`), the buckets reduced once at the end: no host wait between batches, each
+// copy waiting only for the MSM that last read its slot. Returns the bytes copied, or SIZE_MAX
+// with nothing queued where the device has no room for the workspace.
+static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out,
+                            g1_mem_t* const slots[2], size_t batch)
+{
+    const gpu_t& gpu = *d->gpu;
+    stream_t& s = *d->prep;
+    const one_pass_plan p = h_batched_plan(gpu, batch);
+    if (!one_pass_reserve<bucket_t>(gpu, d->h_msm, p, true))
+        return SIZE_MAX;
+    TRACE("the H MSM in batches of %zu points, parts of %zu, %u-bit windows, buckets carried across", batch, p.n,
+          p.wbits);
+    const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
+    // both slots were last written on `prep` (a, b, c, the NTTs)
+    for (int i = 0; i < 2; i++) {
+        check(cudaEventRecord(d->consumed[i], s), "streaming the H points");
+    }
+    auto copy = [&](size_t first, int slot) {
+        check(cudaStreamWaitEvent(d->copy, d->consumed[slot], 0), "streaming the H points");
+        check(cudaMemcpyAsync(slots[slot], host + first, std::min(batch, n - first) * sizeof(g1_mem_t),
+                              cudaMemcpyHostToDevice, d->copy),
+              "streaming the H points");
+        check(cudaEventRecord(d->staged[slot], d->copy), "streaming the H points");
+    };
+    copy(0, 0);
+    if (batch < n)
+        copy(batch, 1);
+    bool persist = false;
+    int slot = 0;
+    for (size_t first = 0; first < n; first += batch, slot ^= 1) {
+        const size_t len = std::min(batch, n - first);
+        check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the H points");
+        for (size_t off = 0; off < len; off += p.n, persist = true)
+            one_pass_accumulate<bucket_t, g1_mem_t>(gpu, s, d->h_msm, p, slots[slot] + off, h + first + off,
+                                                    std::min(p.n, len - off), persist);
+        check(cudaEventRecord(d->consumed[slot], s), "streaming the H points");
+        if (first + 2 * batch < n)
+            copy(first + 2 * batch, slot);
+    }
+    one_pass_reduce<bucket_t>(s, d->h_msm, p);
+    one_pass_collect<bucket_t, point_t>(gpu, s, d->h_msm, p, out);
+    // the room is the plans' for one batch of sppark's MSM, which allocates it per call
+    d->h_msm.release();
+    return n * sizeof(g1_mem_t);
+}
+
 // Σ h_i·H_i with the H points in mapped host memory: batches of points copied on `copy` into
 // two slots in turn (h is in a; b and c are free once h is made, and are the slots; the lean
 // plan passes the witness's buffer for c, the compact plan b's two halves), each batch's MSM
@@ -164,6 +253,11 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
     }
     const g1_mem_t* host = srs->points[SEC_H].as_host<g1_mem_t>();
     g1_mem_t* slots[2] = {slot0.as<g1_mem_t>(), slot1.as<g1_mem_t>()};
+    if (h_stream_one_pass() && kept == 0 && !sppark_accumulate()) {
+        size_t copied = h_msm_batched(d, srs, h, n, out, slots, batch);
+        if (copied != SIZE_MAX)
+            return copied;
+    }
     // the slots were last written by the prep stream: the copies wait for it
     check(cudaEventRecord(d->consumed[0], *d->prep), "streaming the H points");
     check(cudaStreamWaitEvent(d->copy, d->consumed[0], 0), "streaming the H points");
