@@ -256,6 +256,8 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the
     // device); a later batch's into the second half of `ones`, then added to the first
     const size_t slots = ones_slots(gpu);
+    if (persist && w.ones.bytes < 2 * slots * sizeof(bucket_h))
+        throw sf_error(-1, "an MSM batch added to the ones before it needs one_pass_reserve(…, batched)");
     bucket_h* ones_into = w.ones.as<bucket_h>() + (persist ? slots : 0);
     ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(ones_into, points, len, &digits[0][0], hist[0][0]);
     check(cudaGetLastError(), "the MSM's first bucket");

@@ -119,7 +119,8 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
 }
 
 // One thread per bucket: an empty bucket (and window 0's bucket 0) becomes the point at
-// infinity (unless `persist`: then it keeps what the batches before left); one that crossed segments gets the heads of the segments after its first.
+// infinity (unless `persist`: then it keeps what the batches before left); one that crossed
+// segments gets the heads of the segments after its first.
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
 void join_segments(bucket_h* buckets, const bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,

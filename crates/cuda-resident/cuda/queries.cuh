@@ -176,12 +176,29 @@ static void tail_msm(const gpu_t& gpu, sf_device* d, point& out, const mem* poin
     msm<bucket, point, affine>(gpu, out, points, scalars, n, what);
 }
 
+// SNARKFLOW_TAIL_COPY_SMS (measuring; a list successive proves take in turn): the tails' copies
+// of their points from mapped host memory on one block for every n SMs (`1`: a block a SM, `4`:
+// one for every fourth SM, leaving the others' load units to the SpMV and NTTs beside them);
+// 0 (unset) is a quarter of grid_for's blocks (up to 8 a SM: 2 a SM at 32 GiB)
+static int tail_copy_sms()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_TAIL_COPY_SMS"));
+    return turns.take(0);
+}
+
+static uint32_t tail_copy_blocks(const gpu_t& gpu, uint32_t blocks, int sms_per_block)
+{
+    if (sms_per_block <= 0)
+        return std::max(blocks / 4, 1u);
+    return std::max((uint32_t)gpu.sm_count() / (uint32_t)sms_per_block, 1u);
+}
+
 // Σ s_i·P_i over one query, once its split is known, except the sum of the points whose scalar
 // is 1 (still being made on `side`; `add_ones` adds it): a Pippenger MSM over the tail's points
 // (gathered next to each other), or a plain MSM over all points when the split does not pay.
 template<class bucket, class point, class affine, class mem>
 static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* points, const split_t& sp,
-                       const scalar_t* w, const uint32_t* map, const char* what)
+                       const scalar_t* w, const uint32_t* map, const char* what, int copy_sms)
 {
     stream_t& s = tail_stream(gpu, d);
     uint32_t blocks, threads;
@@ -211,8 +228,8 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
     grid_for(gpu, sp.n_tail, blocks, threads);
     gather_selected<<<blocks, threads, 0, s>>>(d->scalars.as<scalar_t>(), w, map, sp.tail(), sp.n_tail);
     if (sp.forced)   // points in mapped host memory: whole points per read
-        copy_points<mem><<<std::max(blocks / 4, 1u), 256, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail(),
-                                                                  sp.n_tail, nullptr);
+        copy_points<mem><<<tail_copy_blocks(gpu, blocks, copy_sms), 256, 0, s>>>(d->tail_points.as<mem>(), points,
+                                                                                 sp.tail(), sp.n_tail, nullptr);
     else
         gather_points<mem><<<blocks, threads, 0, s>>>(d->tail_points.as<mem>(), points, sp.tail(), sp.n_tail);
     check(cudaGetLastError(), what);
@@ -316,22 +333,23 @@ static void prove_tails(sf_device* d, const sf_srs* srs, const sf_shape* sh, con
     const gpu_t& gpu = *d->gpu;
     const uint32_t* a_map = sh->a_gather.as<uint32_t>();
     const uint32_t* b_map = sh->b_gather.as<uint32_t>();
+    const int copy_sms = tail_copy_sms();
     auto phase = clock_type::now();
     tail_query<bucket_t, point_t, affine_t>(gpu, d, out->l, srs->points[SEC_L].as<g1_mem_t>(), d->split[0],
-                                            w + sh->num_inputs, nullptr, "the L MSM");
+                                            w + sh->num_inputs, nullptr, "the L MSM", copy_sms);
     t->msm_l = ms_since(phase);
     phase = clock_type::now();
     // the A and B queries have points only for the variables of their density
     tail_query<bucket_t, point_t, affine_t>(gpu, d, out->a, srs->points[SEC_A].as<g1_mem_t>(), d->split[1], w, a_map,
-                                            "the A MSM");
+                                            "the A MSM", copy_sms);
     t->msm_a = ms_since(phase);
     phase = clock_type::now();
     tail_query<bucket_t, point_t, affine_t>(gpu, d, out->b_g1, srs->points[SEC_B1].as<g1_mem_t>(), d->split[2], w,
-                                            b_map, "the B-G1 MSM");
+                                            b_map, "the B-G1 MSM", copy_sms);
     t->msm_b_g1 = ms_since(phase);
     phase = clock_type::now();
     tail_query<bucket2_t, point2_t, affine2_t>(gpu, d, out->b_g2, srs->points[SEC_B2].as<g2_mem_t>(), d->split[2], w,
-                                               b_map, "the B-G2 MSM");
+                                               b_map, "the B-G2 MSM", copy_sms);
     t->msm_b_g2 = ms_since(phase);
 }
 

@@ -150,40 +150,46 @@ static uint32_t h_stream_wbits()
     return (uint32_t)turns.take(17);
 }
 
-// The plan of h_msm_batched for batches of `batch` points: the points of a batch are taken in
-// parts of the largest power of two whose workspace fits what the memory plans reserve for
-// sppark's MSM over one batch (42 bytes a point and 64 MiB: `streamed_msm_bytes` in the
-// prover's memory_plan/dims.rs).
+// The plan of h_msm_batched for batches of `batch` points: the widest windows up to
+// h_stream_wbits() (from 12 bits), each batch taken in parts of the largest power of two (of at
+// least 2^16 points and 8 a bucket), whose workspace fits what the memory plans reserve for sppark's MSM over one batch (42
+// bytes a point and 64 MiB: `streamed_msm_bytes` in the prover's memory_plan/dims.rs); a plan of
+// no points where none fits (sppark's MSM then).
 static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
 {
     typedef bucket_t::mem_t bucket_h;
     const size_t budget = batch * 42 + ((size_t)64 << 20);
-    const uint32_t wbits = h_stream_wbits();
-    size_t part = 1;
-    while (part < batch)
-        part <<= 1;
-    for (;; part >>= 1) {
-        one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
-        size_t bytes = (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
-                       (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
-                       (2 * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
-        if (bytes <= budget || part <= ((size_t)1 << 16))
-            return p;
+    size_t most = (size_t)1 << 16;
+    while (most < batch)
+        most <<= 1;
+    for (uint32_t wbits = h_stream_wbits(); wbits >= 12; wbits--) {
+        // parts of at least 8 points a bucket: smaller ones would be mostly sorting
+        for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
+            one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
+            size_t bytes = (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
+                           (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
+                           (2 * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
+            if (bytes <= budget)
+                return p;
+        }
     }
+    return one_pass_plan{};
 }
 
 // Σ h_i·H_i over all of H streamed into the two slots (as h_msm_streamed), every batch's
 // accumulation queued on `prep` behind the one before into the same buckets (one_pass_accumulate
 // with `persist`), the buckets reduced once at the end: no host wait between batches, each
 // copy waiting only for the MSM that last read its slot. Returns the bytes copied, or SIZE_MAX
-// with nothing queued where the device has no room for the workspace.
+// with nothing queued where the plans' room or the device has none for the workspace. The
+// workspace is given back at the end (the lean and compact plans lend that room to other
+// buffers in the next prove's first phase).
 static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, size_t n, point_t& out,
                             g1_mem_t* const slots[2], size_t batch)
 {
     const gpu_t& gpu = *d->gpu;
     stream_t& s = *d->prep;
     const one_pass_plan p = h_batched_plan(gpu, batch);
-    if (!one_pass_reserve<bucket_t>(gpu, d->h_msm, p, true))
+    if (p.n == 0 || !one_pass_reserve<bucket_t>(gpu, d->h_msm, p, true))
         return SIZE_MAX;
     TRACE("the H MSM in batches of %zu points, parts of %zu, %u-bit windows, buckets carried across", batch, p.n,
           p.wbits);
