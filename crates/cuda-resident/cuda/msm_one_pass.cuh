@@ -171,6 +171,16 @@ struct one_pass_work {
 // Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
 static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
+// The bytes `one_pass_reserve` allocates for `p` (`batched`: the second half of `ones` too).
+template<class bucket>
+static size_t one_pass_bytes(const gpu_t& gpu, const one_pass_plan& p, bool batched)
+{
+    typedef typename bucket::mem_t bucket_h;
+    return (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
+           (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
+           ((batched ? 2 : 1) * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
+}
+
 // Allocate `p`'s buffers (kept for later proves). False, with nothing kept, when the device has
 // no room for them (~13.6 GiB at 2^27 points and 21-bit windows): the caller then runs sppark's
 // batched MSM, which needs ~1.6 GiB — an 80 GB device holding a 32 GiB PoRep key (53 GiB) and

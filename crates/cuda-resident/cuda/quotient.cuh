@@ -157,7 +157,6 @@ static uint32_t h_stream_wbits()
 // no points where none fits (sppark's MSM then).
 static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
 {
-    typedef bucket_t::mem_t bucket_h;
     const size_t budget = batch * 42 + ((size_t)64 << 20);
     size_t most = (size_t)1 << 16;
     while (most < batch)
@@ -166,10 +165,7 @@ static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
         // parts of at least 8 points a bucket: smaller ones would be mostly sorting
         for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
             one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
-            size_t bytes = (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
-                           (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
-                           (2 * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
-            if (bytes <= budget)
+            if (one_pass_bytes<bucket_t>(gpu, p, true) <= budget)
                 return p;
         }
     }
