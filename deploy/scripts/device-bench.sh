@@ -115,7 +115,7 @@ cmd_resident_porep() {
 cmd_memory_plans() {
     cli_prologue /tmp/sfplans bins.tar.xz
     build_ballast
-    local size fx log started rc compare cards
+    local size fx log started rc compare cards failed=0
     for size in ${SIZES:-2KiB 512MiB}; do
         fx="$S/fixture-$size$(data_suffix)"
         log="$out/plans-$size.log"
@@ -139,7 +139,9 @@ cmd_memory_plans() {
         echo "== $size: exit $rc in $(( $(date +%s) - started )) s"
         grep -E "^(PLAN|RUN |RESIDENT |PLANS|COMPARE|CARD|PEAK|RESIDENT-LOAD|USED|FAILED)" "$log" | sed 's/ | pcie/\n      pcie/'
         grep -iE "error|panic|failed" "$log" | head -5
+        [ "$rc" = 0 ] || failed=1
     done
+    return "${failed:-0}"
 }
 
 # msm_fallback_bench LOG: one real PoRep partition of the fixture $fx proved RUNS times
