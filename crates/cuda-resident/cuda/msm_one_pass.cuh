@@ -156,14 +156,15 @@ static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbit
 
 // Device buffers of the one-pass MSM, kept between proves (sized by the largest n seen).
 struct one_pass_work {
-    dbuf digits, temps, hist, buckets, ones, runs;
+    // `part`: a later batch's buckets, added to `buckets` by join_segments (batched MSMs only)
+    dbuf digits, temps, hist, buckets, part, ones, runs;
     // a point count whose buffers did not fit on the device (0: none), not tried again
     size_t refused_n = 0;
 
     void release()
     {
         digits.release(); temps.release(); hist.release();
-        buckets.release(); ones.release(); runs.release();
+        buckets.release(); part.release(); ones.release(); runs.release();
         refused_n = 0;   // after an eviction there may be room again
     }
 };
@@ -171,13 +172,14 @@ struct one_pass_work {
 // Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
 static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
-// The bytes `one_pass_reserve` allocates for `p` (`batched`: the second half of `ones` too).
+// The bytes `one_pass_reserve` allocates for `p` (`batched`: a later batch's buckets and the
+// second half of `ones` too).
 template<class bucket>
 static size_t one_pass_bytes(const gpu_t& gpu, const one_pass_plan& p, bool batched)
 {
     typedef typename bucket::mem_t bucket_h;
     return (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
-           (size_t)p.nwins * p.row * (sizeof(uint32_t) + sizeof(bucket_h)) +
+           (size_t)p.nwins * p.row * (sizeof(uint32_t) + (batched ? 2 : 1) * sizeof(bucket_h)) +
            ((batched ? 2 : 1) * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
 }
 
@@ -198,6 +200,8 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
         w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
         w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
         w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
+        if (batched)
+            w.part.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
         w.ones.ensure((batched ? 2 : 1) * ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
         w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
         return true;
@@ -266,7 +270,8 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the
     // device); a later batch's into the second half of `ones`, then added to the first
     const size_t slots = ones_slots(gpu);
-    if (persist && w.ones.bytes < 2 * slots * sizeof(bucket_h))
+    if (persist && (w.ones.bytes < 2 * slots * sizeof(bucket_h) ||
+                    w.part.bytes < (size_t)nwins * p.row * sizeof(bucket_h)))
         throw sf_error(-1, "an MSM batch added to the ones before it needs one_pass_reserve(…, batched)");
     bucket_h* ones_into = w.ones.as<bucket_h>() + (persist ? slots : 0);
     ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(ones_into, points, len, &digits[0][0], hist[0][0]);
@@ -291,15 +296,17 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     const uint32_t segs = (uint32_t)((p.stride + ((size_t)1 << seg_bits) - 1) >> seg_bits);
     const uint32_t deg = bucket::degree;
     size_t threads = (size_t)nwins * segs * deg;
-    if (persist || !queue_affine<bucket, mem>(s, w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits,
-                                              seg_bits, segs, points, digits, hist))
+    // a later batch into its own buckets, which join_segments adds to the ones carried
+    bucket_h* into = persist ? w.part.as<bucket_h>() : w.buckets.as<bucket_h>();
+    if (!queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits,
+                                   hist))
         accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-            w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist,
-            (uint32_t)persist);
+            into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
     check(cudaGetLastError(), "adding up the MSM buckets");
     threads = ((size_t)nwins << row_bits) * deg;
     join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-        w.buckets.as<bucket_h>(), w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist, (uint32_t)persist);
+        into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist,
+        persist ? w.buckets.as<bucket_h>() : nullptr);
     check(cudaGetLastError(), "joining the MSM buckets");
 }
 

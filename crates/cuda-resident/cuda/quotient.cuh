@@ -142,34 +142,43 @@ static bool h_stream_one_pass()
     return turns.take(0) == 1;
 }
 
-// Window width of h_msm_batched: 17 bits (15 windows of 2^16 buckets, 0.19 GB of XYZZ buckets
-// that stay for the whole MSM); SNARKFLOW_H_STREAM_WBITS, a list taken in turn, for measuring
+// Widest window of h_msm_batched: 17 bits (15 windows of 2^16 buckets); SNARKFLOW_H_STREAM_WBITS,
+// a list taken in turn, for measuring
 static uint32_t h_stream_wbits()
 {
     static env_turns turns(env_int_list("SNARKFLOW_H_STREAM_WBITS"));
     return (uint32_t)turns.take(17);
 }
 
-// The plan of h_msm_batched for batches of `batch` points: the widest windows up to
-// h_stream_wbits() (from 12 bits), each batch taken in parts of the largest power of two (of at
-// least 2^16 points and 8 a bucket), whose workspace fits what the memory plans reserve for sppark's MSM over one batch (42
-// bytes a point and 64 MiB: `streamed_msm_bytes` in the prover's memory_plan/dims.rs); a plan of
-// no points where none fits (sppark's MSM then).
+// The plan of h_msm_batched for batches of `batch` points. Each window width from
+// h_stream_wbits() down to 12 bits gets the largest part (a power of two of at least 2^16
+// points and 8 a bucket) whose workspace fits what the memory plans reserve for sppark's MSM
+// over one batch (42 bytes a point and 64 MiB: `streamed_msm_bytes` in the prover's
+// memory_plan/dims.rs); of those the one of least work a point: its windows' entries plus each
+// part's join of every bucket into the carried ones (a general addition and its loads, counted
+// as two entries). A plan of no points where none fits (sppark's MSM then).
 static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
 {
     const size_t budget = batch * 42 + ((size_t)64 << 20);
     size_t most = (size_t)1 << 16;
     while (most < batch)
         most <<= 1;
+    one_pass_plan best{};
+    double best_cost = 0;
     for (uint32_t wbits = h_stream_wbits(); wbits >= 12; wbits--) {
-        // parts of at least 8 points a bucket: smaller ones would be mostly sorting
         for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
             one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
-            if (one_pass_bytes<bucket_t>(gpu, p, true) <= budget)
-                return p;
+            if (one_pass_bytes<bucket_t>(gpu, p, true) > budget)
+                continue;
+            double cost = p.nwins * (1.0 + 2.0 * (double)p.row / (double)part);
+            if (best.n == 0 || cost < best_cost) {
+                best = p;
+                best_cost = cost;
+            }
+            break;
         }
     }
-    return one_pass_plan{};
+    return best;
 }
 
 // Σ h_i·H_i over all of H streamed into the two slots (as h_msm_streamed), every batch's
