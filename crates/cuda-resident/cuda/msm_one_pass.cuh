@@ -201,7 +201,7 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
         w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
         w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
         if (batched)
-            w.part.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
+            w.part.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM's batch buckets");
         w.ones.ensure((batched ? 2 : 1) * ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
         w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
         return true;
@@ -272,7 +272,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     const size_t slots = ones_slots(gpu);
     if (persist && (w.ones.bytes < 2 * slots * sizeof(bucket_h) ||
                     w.part.bytes < (size_t)nwins * p.row * sizeof(bucket_h)))
-        throw sf_error(-1, "an MSM batch added to the ones before it needs one_pass_reserve(…, batched)");
+        throw sf_error(-1, "an MSM batch added to the buckets before it needs one_pass_reserve(…, batched)");
     bucket_h* ones_into = w.ones.as<bucket_h>() + (persist ? slots : 0);
     ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(ones_into, points, len, &digits[0][0], hist[0][0]);
     check(cudaGetLastError(), "the MSM's first bucket");
@@ -298,8 +298,10 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     size_t threads = (size_t)nwins * segs * deg;
     // a later batch into its own buckets, which join_segments adds to the ones carried
     bucket_h* into = persist ? w.part.as<bucket_h>() : w.buckets.as<bucket_h>();
-    if (!queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits,
-                                   hist))
+    // (not the affine kernel for a later batch: its local memory is beyond the room the
+    // streamed plans keep for this MSM)
+    if (persist || !queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points,
+                                              digits, hist))
         accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
             into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
     check(cudaGetLastError(), "adding up the MSM buckets");

@@ -19,7 +19,7 @@
 // `join_segments` adds each of its buckets to the carried one (`total`): one general addition a
 // bucket in a kernel of one thread a bucket, where adding the carried bucket at the end of each
 // first part would put a load and a general addition inside the accumulation's divergent loop
-// (measured 2.5x slower at 32 entries a bucket). The first batch runs without `total`, which
+// (measured 2.5x slower at 32 entries a bucket). The first part runs without `total`, which
 // clears the buckets it leaves empty.
 //
 // The layout is sppark's (sort.cuh): window y's entries are sorted by bucket, bucket x holding

@@ -167,10 +167,12 @@ static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
     double best_cost = 0;
     for (uint32_t wbits = h_stream_wbits(); wbits >= 12; wbits--) {
         for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
-            one_pass_plan p = one_pass_plan_for(gpu, part, wbits);
+            one_pass_plan p = one_pass_plan_for(gpu, std::min(part, batch), wbits);
             if (one_pass_bytes<bucket_t>(gpu, p, true) > budget)
                 continue;
-            double cost = p.nwins * (1.0 + 2.0 * (double)p.row / (double)part);
+            // a batch is taken in ⌈batch / part⌉ parts, each joined over every bucket
+            const size_t joins = (batch + p.n - 1) / p.n;
+            double cost = p.nwins * (1.0 + 2.0 * (double)p.row * (double)joins / (double)batch);
             if (best.n == 0 || cost < best_cost) {
                 best = p;
                 best_cost = cost;
