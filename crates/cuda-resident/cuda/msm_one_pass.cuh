@@ -125,6 +125,14 @@ static int h_msm_wbits()
     return turns.take(0);
 }
 
+// SNARKFLOW_SEGMENTS_PREFETCH, for measuring: a list of 0/1 that successive H MSMs of the process
+// take in turn; 1 accumulates their buckets with accumulate_segments' prefetching variant.
+static bool segments_prefetch()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_SEGMENTS_PREFETCH"));
+    return turns.take(0) == 1;
+}
+
 // Window width: `wbits` when not 0, else 21 bits from 2^25 points up (13 windows instead of
 // sppark's 15 at 18 bits; 2^20 buckets a window), else sppark's own choice for that many points.
 static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbits)
@@ -241,7 +249,8 @@ __global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::me
 // to the batches' before instead of replacing them. Nothing is waited for.
 template<class bucket, class mem>
 static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
-                                const mem* points, const scalar_t* scalars, size_t len, bool persist)
+                                const mem* points, const scalar_t* scalars, size_t len, bool persist,
+                                bool prefetch = false)
 {
     typedef typename bucket::mem_t bucket_h;
     if (len >= (size_t)1 << 31 || len > p.n)
@@ -302,8 +311,11 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     // streamed plans keep for this MSM)
     if (persist || !queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points,
                                               digits, hist))
-        accumulate_segments<bucket, mem><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-            into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
+    {
+        auto kernel = prefetch ? accumulate_segments<bucket, mem, true> : accumulate_segments<bucket, mem, false>;
+        kernel<<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(into, w.temps.as<bucket_h>(), nwins, row_bits,
+                                                                 seg_bits, segs, points, digits, hist);
+    }
     check(cudaGetLastError(), "adding up the MSM buckets");
     threads = ((size_t)nwins << row_bits) * deg;
     join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
@@ -328,13 +340,13 @@ static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& 
 // is done.
 template<class bucket, class mem>
 static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p, const mem* points,
-                           const scalar_t* scalars)
+                           const scalar_t* scalars, bool prefetch = false)
 {
     if (p.n == 0)
         return;
     TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
           p.top_bits, p.runs());
-    one_pass_accumulate<bucket, mem>(gpu, s, w, p, points, scalars, p.n, false);
+    one_pass_accumulate<bucket, mem>(gpu, s, w, p, points, scalars, p.n, false, prefetch);
     one_pass_reduce<bucket>(s, w, p);
 }
 

@@ -47,7 +47,11 @@ __device__ __forceinline__ void add_point(bucket_t& acc, const affine_t& p, uint
         acc.uadd(p, negate);
 }
 
-template<class bucket_t, class affine_h, class bucket_h = typename bucket_t::mem_t,
+// `prefetch` (a measuring variant, SNARKFLOW_SEGMENTS_PREFETCH for the H MSM): each step loads
+// the next entry's point before adding the current one, so the gather's latency hides behind
+// the addition in every warp, not only behind the other warps' (an SM holds one block of 8 warps
+// at this kernel's ~186 registers).
+template<class bucket_t, class affine_h, bool prefetch = false, class bucket_h = typename bucket_t::mem_t,
          class affine_t = typename bucket_t::affine_t>
 __launch_bounds__(256) __global__
 void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
@@ -82,10 +86,26 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
     bucket_t acc;
     acc = first;
     acc.cneg(digit >> 31);
+    uint32_t next_digit = 0;
+    affine_t next;
+    if (prefetch && i + 1 < end) {
+        next_digit = d[i + 1];
+        next = points[next_digit & 0x7fffffff];
+    }
     #pragma unroll 1
     while (++i < end) {
-        digit = d[i];
-        affine_t p = points[digit & 0x7fffffff];
+        affine_t p;
+        if (prefetch) {
+            digit = next_digit;
+            p = next;
+            if (i + 1 < end) {
+                next_digit = d[i + 1];
+                next = points[next_digit & 0x7fffffff];
+            }
+        } else {
+            digit = d[i];
+            p = points[digit & 0x7fffffff];
+        }
         if (i < stop) {
             add_point(acc, p, digit >> 31);
             continue;

@@ -216,13 +216,14 @@ static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, 
     if (batch < n)
         copy(batch, 1);
     bool persist = false;
+    const bool prefetch = segments_prefetch();
     int slot = 0;
     for (size_t first = 0; first < n; first += batch, slot ^= 1) {
         const size_t len = std::min(batch, n - first);
         check(cudaStreamWaitEvent(s, d->staged[slot], 0), "streaming the H points");
         for (size_t off = 0; off < len; off += p.n, persist = true)
             one_pass_accumulate<bucket_t, g1_mem_t>(gpu, s, d->h_msm, p, slots[slot] + off, h + first + off,
-                                                    std::min(p.n, len - off), persist);
+                                                    std::min(p.n, len - off), persist, prefetch);
         check(cudaEventRecord(d->consumed[slot], s), "streaming the H points");
         if (first + 2 * batch < n)
             copy(first + 2 * batch, slot);
