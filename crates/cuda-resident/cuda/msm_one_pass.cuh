@@ -25,14 +25,7 @@
 #include <thread>
 #include <vector>
 
-static const uint32_t RUN_BITS = 9;
-static const uint32_t RUN = 1u << RUN_BITS;
-// windows sorted by one launch (one grid row each): sppark's msm_t sorts two at a time, beside
-// its other batches' work; here the sort runs alone before the accumulation, so more rows keep
-// more SMs busy. The top window is always sorted alone (a launch gives rows past the first one
-// width between them).
-static const uint32_t SORT_ROWS = 4;
-
+#include "one_pass_plan.h"   // RUN_BITS, SORT_ROWS, one_pass_plan and its arithmetic
 #include "msm_segments.cuh"
 #include "msm_affine.cuh"
 
@@ -106,16 +99,6 @@ void reduce_runs(bucket_h* out, const bucket_h* buckets, uint32_t nwins, uint32_
     out[2 * g + 1] = acc;
 }
 
-struct one_pass_plan {
-    size_t n = 0, stride = 0;
-    uint32_t wbits = 0, nwins = 0, top_bits = 0;
-    size_t row = 0, runs_per_row = 0;
-    uint32_t sort_grid = 0;
-
-    uint32_t top_shift() const { return wbits - top_bits; }
-    size_t runs() const { return (size_t)nwins * runs_per_row; }
-};
-
 // SNARKFLOW_MSM_WBITS, for measuring: a comma-separated list of window widths taken in turn by
 // successive H MSMs of the process, `sppark` for sppark's msm_t after h (the path before this
 // file); 0 (and unset) is `one_pass_plan_for`'s own choice, -1 sppark's.
@@ -133,33 +116,26 @@ static bool segments_prefetch()
     return turns.take(0) == 1;
 }
 
-// Window width: `wbits` when not 0, else 21 bits from 2^25 points up (13 windows instead of
-// sppark's 15 at 18 bits; 2^20 buckets a window), else sppark's own choice for that many points.
+// Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
+static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
+
+// What one_pass_plan.h's arithmetic needs of this device and the curve (buckets of
+// `bucket_bytes`; the plan itself does not depend on them)
+static one_pass_dims one_pass_dims_of(const gpu_t& gpu, size_t bucket_bytes)
+{
+    return one_pass_dims{(uint32_t)gpu.sm_count(), (uint32_t)scalar_t::bit_length(), DIGIT_BITS, WARP_SZ,
+                         bucket_bytes, ones_slots(gpu)};
+}
+
+// Window width: `wbits` when not 0, else one_pass_default_wbits (21 bits from 2^25 points up).
 static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbits)
 {
-    one_pass_plan p;
-    p.n = n;
-    p.stride = (n + WARP_SZ - 1) & ~(size_t)(WARP_SZ - 1);
-    uint32_t lg = 0;
-    for (size_t v = n + n / 2; v >>= 1;)
-        lg++;
     if (wbits == 0)
-        wbits = n >= ((size_t)1 << 25) ? 21 : std::min<uint32_t>(std::max<uint32_t>(lg, 18) - 8, 18);
-    // a row must hold at least one run; the sort handles keys of up to 2·DIGIT_BITS bits
-    if (wbits < RUN_BITS + 1 || wbits - 1 > 2 * DIGIT_BITS)
+        wbits = one_pass_default_wbits(n);
+    const one_pass_dims d = one_pass_dims_of(gpu, 0);
+    if (!one_pass_wbits_ok(d, wbits))
         throw sf_error(-1, "MSM window width out of range: " + std::to_string(wbits));
-    p.wbits = wbits;
-    const uint32_t nbits = (uint32_t)scalar_t::bit_length();
-    p.nwins = (nbits - 1) / p.wbits + 1;
-    p.top_bits = nbits - p.wbits * (p.nwins - 1);
-    p.row = (size_t)1 << (p.wbits - 1);
-    p.runs_per_row = p.row >> RUN_BITS;
-    // the sort runs best on about a third of the SMs, in a power of two of blocks (at most a
-    // warp's worth: the sort's own limit)
-    p.sort_grid = 1;
-    while (p.sort_grid * 2 <= (uint32_t)gpu.sm_count() / 3 && p.sort_grid * 2 <= WARP_SZ)
-        p.sort_grid *= 2;
-    return p;
+    return one_pass_plan_of(d, n, wbits);
 }
 
 // Device buffers of the one-pass MSM, kept between proves (sized by the largest n seen).
@@ -177,18 +153,12 @@ struct one_pass_work {
     }
 };
 
-// Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
-static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
-
 // The bytes `one_pass_reserve` allocates for `p` (`batched`: a later batch's buckets and the
 // second half of `ones` too).
 template<class bucket>
 static size_t one_pass_bytes(const gpu_t& gpu, const one_pass_plan& p, bool batched)
 {
-    typedef typename bucket::mem_t bucket_h;
-    return (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * sizeof(uint2) +
-           (size_t)p.nwins * p.row * (sizeof(uint32_t) + (batched ? 2 : 1) * sizeof(bucket_h)) +
-           ((batched ? 2 : 1) * ones_slots(gpu) + 2 * p.runs()) * sizeof(bucket_h);
+    return one_pass_bytes_of(one_pass_dims_of(gpu, sizeof(typename bucket::mem_t)), p, batched);
 }
 
 // Allocate `p`'s buffers (kept for later proves). False, with nothing kept, when the device has

@@ -150,37 +150,12 @@ static uint32_t h_stream_wbits()
     return (uint32_t)turns.take(17);
 }
 
-// The plan of h_msm_batched for batches of `batch` points. Each window width from
-// h_stream_wbits() down to 12 bits gets the largest part (a power of two of at least 2^16
-// points and 8 a bucket) whose workspace fits what the memory plans reserve for sppark's MSM
-// over one batch (42 bytes a point and 64 MiB: `streamed_msm_bytes` in the prover's
-// memory_plan/dims.rs); of those the one of least work a point: its windows' entries plus each
-// part's join of every bucket into the carried ones (a general addition and its loads, counted
-// as two entries). A plan of no points where none fits (sppark's MSM then).
+// The plan of h_msm_batched for batches of `batch` points (one_pass_plan.h's
+// one_pass_batched_plan: the window width of least work a point whose workspace fits the room
+// the memory plans keep for sppark's MSM over one batch; no points where none fits).
 static one_pass_plan h_batched_plan(const gpu_t& gpu, size_t batch)
 {
-    const size_t budget = batch * 42 + ((size_t)64 << 20);
-    size_t most = (size_t)1 << 16;
-    while (most < batch)
-        most <<= 1;
-    one_pass_plan best{};
-    double best_cost = 0;
-    for (uint32_t wbits = h_stream_wbits(); wbits >= 12; wbits--) {
-        for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
-            one_pass_plan p = one_pass_plan_for(gpu, std::min(part, batch), wbits);
-            if (one_pass_bytes<bucket_t>(gpu, p, true) > budget)
-                continue;
-            // a batch is taken in ⌈batch / part⌉ parts, each joined over every bucket
-            const size_t joins = (batch + p.n - 1) / p.n;
-            double cost = p.nwins * (1.0 + 2.0 * (double)p.row * (double)joins / (double)batch);
-            if (best.n == 0 || cost < best_cost) {
-                best = p;
-                best_cost = cost;
-            }
-            break;
-        }
-    }
-    return best;
+    return one_pass_batched_plan(one_pass_dims_of(gpu, sizeof(bucket_t::mem_t)), batch, h_stream_wbits());
 }
 
 // Σ h_i·H_i over all of H streamed into the two slots (as h_msm_streamed), every batch's

@@ -1,6 +1,6 @@
-//! The device code's index arithmetic, checked on the host: `cuda/fold.cuh` and
-//! `cuda/compact_index.h` are plain C++ under a host compiler, so the programs in `cuda/tests/`
-//! run them on machines without a GPU.
+//! The device code's index and plan arithmetic, checked on the host: `cuda/fold.cuh`,
+//! `cuda/compact_index.h` and `cuda/one_pass_plan.h` are plain C++ under a host compiler, so
+//! the programs in `cuda/tests/` run them on machines without a GPU.
 //!
 //! - `fold_layout.cpp`: the SpMV kernels' unfolding of a folded constraint matrix over many folds
 //!   (every row of the result made once, from the stored row and block the thread-per-row kernel
@@ -8,6 +8,10 @@
 //! - `compact_index.cpp`: the compact witness's decoding (`expand_witness`, the compact plan's
 //!   SpMV view): every value's class, and each value that is neither 0 nor 1 at the index a
 //!   sequential walk gives it.
+//! - `one_pass_plan.cpp`: the one-pass MSM's plan arithmetic (`cuda/one_pass_plan.h`): the
+//!   resident H's windows and workspace at 2^27 points, and the batched H's plan for each batch
+//!   size the streamed plans stream: within the room the memory plans keep for it, and the least
+//!   work a point of every window and part that fits.
 
 use std::path::Path;
 use std::process::Command;
@@ -44,4 +48,10 @@ fn the_spmv_kernels_unfold_every_row_once_from_its_stored_row() {
 fn a_compact_witness_decodes_every_value_to_its_place() {
     let out = run_host_check("compact_index");
     assert!(out.contains("56 witnesses"), "{out}");
+}
+
+#[test]
+fn the_batched_h_takes_the_least_work_that_fits_the_room_kept_for_it() {
+    let out = run_host_check("one_pass_plan");
+    assert!(out.contains("batch   44739242: 17-bit windows"), "{out}");
 }

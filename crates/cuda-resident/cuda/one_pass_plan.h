@@ -1,0 +1,111 @@
+// The one-pass MSM's plan arithmetic (msm_one_pass.cuh): window widths, the workspace's bytes,
+// and the batched H's choice of window and part (quotient.cuh's h_batched_plan). Plain C++, so
+// that tests/one_pass_plan.cpp checks it on a machine without a GPU; what it needs of the
+// device and the curve comes in `one_pass_dims`.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+static const uint32_t RUN_BITS = 9;
+static const uint32_t RUN = 1u << RUN_BITS;
+// windows sorted by one launch (one grid row each): sppark's msm_t sorts two at a time, beside
+// its other batches' work; here the sort runs alone before the accumulation, so more rows keep
+// more SMs busy. The top window is always sorted alone (a launch gives rows past the first one
+// width between them).
+static const uint32_t SORT_ROWS = 4;
+
+struct one_pass_plan {
+    size_t n = 0, stride = 0;
+    uint32_t wbits = 0, nwins = 0, top_bits = 0;
+    size_t row = 0, runs_per_row = 0;
+    uint32_t sort_grid = 0;
+
+    uint32_t top_shift() const { return wbits - top_bits; }
+    size_t runs() const { return (size_t)nwins * runs_per_row; }
+};
+
+// The device's SMs, the scalars' bits, sppark's sort digit and warp widths, the bytes of a
+// bucket and the per-warp sums of the ones (ones_slots in msm_one_pass.cuh).
+struct one_pass_dims {
+    uint32_t sm_count, scalar_bits, digit_bits, warp;
+    size_t bucket_bytes, ones_slots;
+};
+
+// 21 bits from 2^25 points up (13 windows instead of sppark's 15 at 18 bits; 2^20 buckets a
+// window), else sppark's own choice for that many points
+inline uint32_t one_pass_default_wbits(size_t n)
+{
+    uint32_t lg = 0;
+    for (size_t v = n + n / 2; v >>= 1;)
+        lg++;
+    return n >= ((size_t)1 << 25) ? 21 : std::min<uint32_t>(std::max<uint32_t>(lg, 18) - 8, 18);
+}
+
+// a row must hold at least one run; the sort handles keys of up to 2·digit_bits bits
+inline bool one_pass_wbits_ok(const one_pass_dims& d, uint32_t wbits)
+{
+    return wbits >= RUN_BITS + 1 && wbits - 1 <= 2 * d.digit_bits;
+}
+
+// The plan for n points in windows of `wbits` (one_pass_wbits_ok).
+inline one_pass_plan one_pass_plan_of(const one_pass_dims& d, size_t n, uint32_t wbits)
+{
+    one_pass_plan p;
+    p.n = n;
+    p.stride = (n + d.warp - 1) & ~(size_t)(d.warp - 1);
+    p.wbits = wbits;
+    p.nwins = (d.scalar_bits - 1) / p.wbits + 1;
+    p.top_bits = d.scalar_bits - p.wbits * (p.nwins - 1);
+    p.row = (size_t)1 << (p.wbits - 1);
+    p.runs_per_row = p.row >> RUN_BITS;
+    // the sort runs best on about a third of the SMs, in a power of two of blocks (at most a
+    // warp's worth: the sort's own limit)
+    p.sort_grid = 1;
+    while (p.sort_grid * 2 <= d.sm_count / 3 && p.sort_grid * 2 <= d.warp)
+        p.sort_grid *= 2;
+    return p;
+}
+
+// The bytes one_pass_reserve allocates for `p`: digits, sort space, histogram and buckets,
+// the ones' sums, the runs (`batched`: a later batch's buckets and the ones' second half too).
+inline size_t one_pass_bytes_of(const one_pass_dims& d, const one_pass_plan& p, bool batched)
+{
+    const size_t copies = batched ? 2 : 1;
+    return (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * 2 * sizeof(uint32_t) +
+           (size_t)p.nwins * p.row * (sizeof(uint32_t) + copies * d.bucket_bytes) +
+           (copies * d.ones_slots + 2 * p.runs()) * d.bucket_bytes;
+}
+
+// The batched H's plan for batches of `batch` points (h_batched_plan): each window width from
+// `widest` down to 12 bits gets the largest part (a power of two of at least 2^16 points and 8
+// a bucket, or the whole batch) whose workspace fits what the memory plans reserve for sppark's
+// MSM over one batch (42 bytes a point and 64 MiB: `streamed_msm_bytes` in the prover's
+// memory_plan/dims.rs); of those the one of least work a point: its windows' entries plus each
+// part's join of every bucket into the carried ones (a general addition and its loads, counted
+// as two entries). A plan of no points where none fits.
+inline one_pass_plan one_pass_batched_plan(const one_pass_dims& d, size_t batch, uint32_t widest)
+{
+    const size_t budget = batch * 42 + ((size_t)64 << 20);
+    size_t most = (size_t)1 << 16;
+    while (most < batch)
+        most <<= 1;
+    one_pass_plan best{};
+    double best_cost = 0;
+    for (uint32_t wbits = widest; wbits >= 12 && one_pass_wbits_ok(d, wbits); wbits--) {
+        for (size_t part = most; part >= std::max((size_t)1 << 16, (size_t)1 << (wbits + 2)); part >>= 1) {
+            one_pass_plan p = one_pass_plan_of(d, std::min(part, batch), wbits);
+            if (one_pass_bytes_of(d, p, true) > budget)
+                continue;
+            // a batch is taken in ⌈batch / part⌉ parts, each joined over every bucket
+            const size_t joins = (batch + p.n - 1) / p.n;
+            double cost = p.nwins * (1.0 + 2.0 * (double)p.row * (double)joins / (double)batch);
+            if (best.n == 0 || cost < best_cost) {
+                best = p;
+                best_cost = cost;
+            }
+            break;
+        }
+    }
+    return best;
+}
