@@ -168,20 +168,20 @@ static size_t one_pass_bytes(const gpu_t& gpu, const one_pass_plan& p, bool batc
 template<class bucket>
 static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_plan& p, bool batched = false)
 {
-    typedef typename bucket::mem_t bucket_h;
     if (p.n == 0)
         return true;
     if (w.refused_n == p.n)
         return false;
+    const one_pass_sizes z = one_pass_sizes_of(one_pass_dims_of(gpu, sizeof(typename bucket::mem_t)), p, batched);
     try {
-        w.digits.ensure((size_t)p.nwins * p.stride * sizeof(uint32_t), "allocating the MSM digits");
-        w.temps.ensure(SORT_ROWS * p.stride * sizeof(uint2), "allocating the MSM sort space");
-        w.hist.ensure((size_t)p.nwins * p.row * sizeof(uint32_t), "allocating the MSM histogram");
-        w.buckets.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM buckets");
+        w.digits.ensure(z.digits, "allocating the MSM digits");
+        w.temps.ensure(z.temps, "allocating the MSM sort space");
+        w.hist.ensure(z.hist, "allocating the MSM histogram");
+        w.buckets.ensure(z.buckets, "allocating the MSM buckets");
         if (batched)
-            w.part.ensure((size_t)p.nwins * p.row * sizeof(bucket_h), "allocating the MSM's batch buckets");
-        w.ones.ensure((batched ? 2 : 1) * ones_slots(gpu) * sizeof(bucket_h), "allocating the MSM buckets");
-        w.runs.ensure(2 * p.runs() * sizeof(bucket_h), "allocating the MSM buckets");
+            w.part.ensure(z.part, "allocating the MSM's batch buckets");
+        w.ones.ensure(z.ones, "allocating the MSM buckets");
+        w.runs.ensure(z.runs, "allocating the MSM buckets");
         return true;
     } catch (const sf_error& e) {
         if (e.code != cudaErrorMemoryAllocation)
@@ -279,9 +279,9 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     bucket_h* into = persist ? w.part.as<bucket_h>() : w.buckets.as<bucket_h>();
     // (not the affine kernel for a later batch: its local memory is beyond the room the
     // streamed plans keep for this MSM)
-    if (persist || !queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points,
-                                              digits, hist))
-    {
+    const bool affine = !persist && queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits,
+                                                             seg_bits, segs, points, digits, hist);
+    if (!affine) {
         auto kernel = prefetch ? accumulate_segments<bucket, mem, true> : accumulate_segments<bucket, mem, false>;
         kernel<<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(into, w.temps.as<bucket_h>(), nwins, row_bits,
                                                                  seg_bits, segs, points, digits, hist);

@@ -67,14 +67,30 @@ inline one_pass_plan one_pass_plan_of(const one_pass_dims& d, size_t n, uint32_t
     return p;
 }
 
-// The bytes one_pass_reserve allocates for `p`: digits, sort space, histogram and buckets,
-// the ones' sums, the runs (`batched`: a later batch's buckets and the ones' second half too).
+// The buffers one_pass_reserve allocates for `p`, in bytes: digits, sort space, histogram,
+// buckets, a later batch's buckets (`batched` only), the ones' sums (twice when `batched`: a
+// later batch's half), the runs.
+struct one_pass_sizes {
+    size_t digits, temps, hist, buckets, part, ones, runs;
+
+    size_t total() const { return digits + temps + hist + buckets + part + ones + runs; }
+};
+
+inline one_pass_sizes one_pass_sizes_of(const one_pass_dims& d, const one_pass_plan& p, bool batched)
+{
+    const size_t buckets = (size_t)p.nwins * p.row * d.bucket_bytes;
+    return one_pass_sizes{(size_t)p.nwins * p.stride * sizeof(uint32_t),
+                          SORT_ROWS * p.stride * 2 * sizeof(uint32_t),
+                          (size_t)p.nwins * p.row * sizeof(uint32_t),
+                          buckets,
+                          batched ? buckets : 0,
+                          (batched ? 2 : 1) * d.ones_slots * d.bucket_bytes,
+                          2 * p.runs() * d.bucket_bytes};
+}
+
 inline size_t one_pass_bytes_of(const one_pass_dims& d, const one_pass_plan& p, bool batched)
 {
-    const size_t copies = batched ? 2 : 1;
-    return (size_t)p.nwins * p.stride * sizeof(uint32_t) + SORT_ROWS * p.stride * 2 * sizeof(uint32_t) +
-           (size_t)p.nwins * p.row * (sizeof(uint32_t) + copies * d.bucket_bytes) +
-           (copies * d.ones_slots + 2 * p.runs()) * d.bucket_bytes;
+    return one_pass_sizes_of(d, p, batched).total();
 }
 
 // The batched H's plan for batches of `batch` points (h_batched_plan): each window width from
