@@ -200,13 +200,22 @@ cmd_paramgen() {
 
 # the resident prover at 32 GiB, one step per device command: check, gen, prove, kernels
 cmd_resident_32gib() {
-    local step=${1:-} fixture extra=()
+    local step=${1:-} fixture extra=() input kind=${KIND:-porep-c2} size=${SIZE:-32GiB}
     case "$step" in
     check | gen | prove | kernels) ;;
     *) die "usage: device.sh resident-32gib check|gen|prove|kernels" ;;
     esac
+    case "$kind" in
+    porep-c2 | window-post | winning-post) ;;
+    *) die "KIND=$kind: the fixtures are porep-c2, window-post and winning-post" ;;
+    esac
     cli_prologue /tmp/sfres32 resident.tar.xz
     fixture="${FIXTURE:-$S/fixture}"
+    if [ "$kind" = porep-c2 ]; then
+        input=(--c1 "$fixture/c1.json" --miner-id "$MINER")
+    else
+        input=(--input "$fixture/$kind.json")
+    fi
     # shellcheck disable=SC2034 # read by measure (device-lib.sh): peak device memory too
     MEASURE_DEVICE=1
     case "$step" in
@@ -215,17 +224,19 @@ cmd_resident_32gib() {
         paramgen_check "$S"
         ;;
     gen)
-        echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --sector-size 32GiB --miner-id "$MINER" \
-            --data "${DATA:-zeros}" --out "$fixture")"
-        echo "PARAMGEN porep-c2 32GiB gpu: $(measure "$S/params.log" "$sf" params generate --kind porep-c2 --sector-size 32GiB \
+        # a WindowPoSt partition of distinct sectors (fewer would be padded with the last)
+        [ "$kind" = window-post ] && extra=(--sectors "${SECTORS:-2349}")
+        echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --proof "$kind" --sector-size "$size" \
+            --miner-id "$MINER" --data "${DATA:-zeros}" --out "$fixture" "${extra[@]}")"
+        echo "PARAMGEN $kind $size gpu: $(measure "$S/params.log" "$sf" params generate --kind "$kind" --sector-size "$size" \
             --seed 7 --device gpu --params-dir "$P")"
         tail -3 "$S/params.log"
         ls -la "$P"
         ;;
     prove)
         [ "${SUPRA:-0}" = 1 ] && extra=(--supraseal)
-        echo "BENCH: $(SNARKFLOW_RESIDENT_TRACE="${TRACE:-0}" measure "$out/bench.log" "$sf" bench resident --kind porep-c2 \
-            --c1 "$fixture/c1.json" --miner-id "$MINER" --partitions 1 --runs "${RUNS:-3}" --no-cpu "${extra[@]}")"
+        echo "BENCH: $(SNARKFLOW_RESIDENT_TRACE="${TRACE:-0}" measure "$out/bench.log" "$sf" bench resident --kind "$kind" \
+            "${input[@]}" --partitions 1 --runs "${RUNS:-3}" --no-cpu "${extra[@]}")"
         grep -E "^(RESIDENT|LANES|PROOF|COMPARE|shape|parameters)" "$out/bench.log" | cut -c1-400
         grep -vE "^(RESIDENT|LANES|PROOF|COMPARE)" "$out/bench.log" | tail -8
         ;;
@@ -233,7 +244,7 @@ cmd_resident_32gib() {
         # one run, every kernel timed alone (ncu serialises them): what the device computes,
         # without the overlap, the host's waits and the launch gaps that the wall time includes
         ncu --metrics gpu__time_duration.sum --csv --print-units base --clock-control none --cache-control none \
-            --log-file "$out/ncu.csv" "$sf" bench resident --kind porep-c2 --c1 "$fixture/c1.json" --miner-id "$MINER" \
+            --log-file "$out/ncu.csv" "$sf" bench resident --kind "$kind" "${input[@]}" \
             --partitions 1 --runs 1 --no-cpu >"$out/kernels-bench.log" 2>&1
         echo "ncu exit $?"
         grep -E "^(RESIDENT|PROOF)" "$out/kernels-bench.log" | cut -c1-400

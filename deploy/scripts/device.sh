@@ -39,9 +39,11 @@ The resident prover, the CLI in one process:
   resident-porep      real PoRep per size: resident vs CPU prover vs supraseal-c2, same r, s
                       SIZES="8MiB 512MiB" FIXTURE_SEED=7 PARAMS_SEED=3 PARTITIONS=1 RUNS=1 NO_CPU
                       CASE_LIMIT=300 SNARKFLOW_MSM_WBITS S=/tmp/sfporep P BINS=bins.tar.xz RUST_LOG
-  resident-32gib STEP the resident prover at 32 GiB, one step per command:
+  resident-32gib STEP the resident prover at 32 GiB (KIND=porep-c2, window-post or winning-post;
+                      SIZE=32GiB or 64GiB), one step per command:
                       check    GPU vs CPU parameter generator on small circuits (files identical)
-                      gen      the sparse 32 GiB fixture, then GPU parameters (seed 7), timed
+                      gen      the sparse fixture (WindowPoSt: SECTORS=2349 distinct sectors), then
+                               GPU parameters (seed 7), timed
                       prove    `bench resident` on one partition: peak RSS and device memory
                       kernels  one prove under Nsight Compute, kernel times summed (ncu-summary.py)
                       RUNS=3 SUPRA=0 (1: also supraseal-c2, bytes compared) TRACE=0 FIXTURE=$S/fixture
