@@ -206,8 +206,8 @@ cmd_resident_32gib() {
     *) die "usage: device.sh resident-32gib check|gen|prove|kernels" ;;
     esac
     case "$kind" in
-    porep-c2 | window-post | winning-post) ;;
-    *) die "KIND=$kind: the fixtures are porep-c2, window-post and winning-post" ;;
+    porep-c2 | window-post | winning-post | snap-update) ;;
+    *) die "KIND=$kind: the fixtures are porep-c2, window-post, winning-post and snap-update" ;;
     esac
     cli_prologue /tmp/sfres32 resident.tar.xz
     fixture="${FIXTURE:-$S/fixture}"
@@ -226,6 +226,8 @@ cmd_resident_32gib() {
     gen)
         # a WindowPoSt partition of distinct sectors (fewer would be padded with the last)
         [ "$kind" = window-post ] && extra=(--sectors "${SECTORS:-2349}")
+        # (snap-update: an empty replica updated with constant data, whatever DATA says)
+        [ "$kind" = snap-update ] && DATA=zeros
         echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --proof "$kind" --sector-size "$size" \
             --miner-id "$MINER" --data "${DATA:-zeros}" --out "$fixture" "${extra[@]}")"
         echo "PARAMGEN $kind $size gpu: $(measure "$S/params.log" "$sf" params generate --kind "$kind" --sector-size "$size" \

@@ -39,8 +39,8 @@ The resident prover, the CLI in one process:
   resident-porep      real PoRep per size: resident vs CPU prover vs supraseal-c2, same r, s
                       SIZES="8MiB 512MiB" FIXTURE_SEED=7 PARAMS_SEED=3 PARTITIONS=1 RUNS=1 NO_CPU
                       CASE_LIMIT=300 SNARKFLOW_MSM_WBITS S=/tmp/sfporep P BINS=bins.tar.xz RUST_LOG
-  resident-32gib STEP the resident prover at 32 GiB (KIND=porep-c2, window-post or winning-post;
-                      SIZE=32GiB or 64GiB), one step per command:
+  resident-32gib STEP the resident prover at 32 GiB (KIND=porep-c2, window-post, winning-post or
+                      snap-update; SIZE=32GiB or 64GiB), one step per command:
                       check    GPU vs CPU parameter generator on small circuits (files identical)
                       gen      the sparse fixture (WindowPoSt: SECTORS=2349 distinct sectors), then
                                GPU parameters (seed 7), timed

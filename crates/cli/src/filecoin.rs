@@ -31,11 +31,13 @@ pub(crate) enum FilecoinCommand {
     },
     /// A TEST FIXTURE for a committed-capacity sector of any size (32 GiB and 64 GiB
     /// included) without sealing it, from sparse trees: a PoRep C1 output (SDR labels wherever
-    /// a challenge looks) as the Curio/lotus-bench envelope `DIR/c1.json`, or a PoSt job input.
+    /// a challenge looks) as the Curio/lotus-bench envelope `DIR/c1.json`, a PoSt job input, or
+    /// a SnapDeals job input (an empty replica updated with one value repeated as its data).
     /// It passes filecoin-proofs' vanilla verification and proves with the real circuit.
     Fixture {
-        /// `porep-c2` (interactive PoRep; writes `c1.json`, the envelope), `window-post` or
-        /// `winning-post` (write `<kind>.json`, a job's `input` with vanilla proofs).
+        /// `porep-c2` (interactive PoRep; writes `c1.json`, the envelope), `window-post`,
+        /// `winning-post` or `snap-update` (write `<kind>.json`, a job's `input` with vanilla
+        /// proofs).
         #[arg(long, default_value = "porep-c2")]
         proof: String,
         #[arg(long, default_value = "32GiB")]
@@ -183,7 +185,20 @@ async fn fixture(
             .await??;
             (if proof == "window-post" { "window-post.json" } else { "winning-post.json" }, input)
         }
-        other => bail!("--proof {other}: fixtures are made for porep-c2, window-post and winning-post"),
+        "snap-update" => {
+            if data != snarkflow_filecoin::sparse::SectorData::Zeros {
+                bail!("--proof snap-update: the fixture updates an empty replica with constant data; --data random is not made");
+            }
+            let input = tokio::task::spawn_blocking(move || -> anyhow::Result<Value> {
+                let input = snarkflow_filecoin::sparse_snap::snap_request(size, &mut fixture_rng(seed))?;
+                // filecoin-proofs' vanilla verification of every partition, as a job's submission runs it
+                snarkflow_filecoin::snap::parse(input.as_object().context("a JSON object")?)?;
+                Ok(input)
+            })
+            .await??;
+            ("snap-update.json", input)
+        }
+        other => bail!("--proof {other}: fixtures are made for porep-c2, window-post, winning-post and snap-update"),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let path = out.join(file);
@@ -197,6 +212,7 @@ async fn fixture(
             if sectors.len() > 1 { "s" } else { "" },
             if sectors.len() > 1 { format!("–{}", sectors[sectors.len() - 1]) } else { String::new() },
             match data {
+                _ if proof == "snap-update" => "an empty replica updated with constant data",
                 snarkflow_filecoin::sparse::SectorData::Zeros => "CC: zeros, sparse trees",
                 snarkflow_filecoin::sparse::SectorData::Random => "random data and subtrees",
             }

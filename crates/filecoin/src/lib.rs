@@ -35,10 +35,11 @@
 //!   [`VerifyFailure`] names the partitions that fail.
 //! - [`manifest`]: the parameter files filecoin-proofs publishes, and their digests.
 //! - [`stock`]: filecoin-proofs' own `seal_commit_phase2` in-process, for comparison.
-//! - [`sparse`], [`sparse_post`] (on `sparse_tree.rs`): PoRep C1 outputs and PoSt vanilla
-//!   proofs of any sector size without sealing, for tests and benchmarks: CC sectors with
-//!   empty unopened subtrees, or (`SectorData::Random`) random data and random subtrees, whose
-//!   witnesses repeat values as sealed sectors' do.
+//! - [`sparse`], [`sparse_post`], [`sparse_snap`] (on `sparse_tree.rs`): PoRep C1 outputs,
+//!   PoSt vanilla proofs and SnapDeals partition proofs of any sector size without sealing,
+//!   for tests and benchmarks: CC sectors with empty unopened subtrees, or
+//!   (`SectorData::Random`, PoRep and PoSt) random data and random subtrees, whose witnesses
+//!   repeat values as sealed sectors' do; an update of an empty replica with constant data.
 //! - `fixtures` (feature `fixtures`): real sectors sealed with filecoin-proofs, and what a
 //!   storage node would send for them; `random_snap` (same feature): SnapDeals partition
 //!   circuits of any size with random contents.
@@ -60,6 +61,7 @@ mod request;
 pub mod snap;
 pub mod sparse;
 pub mod sparse_post;
+pub mod sparse_snap;
 mod sparse_tree;
 pub mod stock;
 mod verify;

@@ -57,7 +57,11 @@ pub fn parse(input: &Map<String, Value>) -> Result<Parsed<u64, SnapInput>, Filec
 pub fn checked(parsed: SnapInput) -> Result<Parsed<u64, SnapInput>, FilecoinError> {
     let registered_proof = parsed.registered_proof;
     let sector_size = sector_size_of(u64::from(registered_proof.sector_size()))?;
-    let partitions = usize::from(registered_proof.partitions());
+    // an update's partitions (16 from 32 MiB up), not `RegisteredUpdateProof::partitions()`,
+    // which in filecoin-proofs-api 19.1 answers the PoRep's (10 at 32 GiB, 1 at 8 MiB):
+    // filecoin-proofs proves and verifies with `SectorUpdateConfig`'s
+    let config = filecoin_proofs::SectorUpdateConfig::from_porep_config(&registered_proof.as_v1_config());
+    let partitions = usize::from(config.update_partitions);
     if parsed.vanilla_proofs.len() != partitions {
         return Err(err(format!(
             "input.vanilla_proofs has {} partition proofs; this sector size has {partitions}",

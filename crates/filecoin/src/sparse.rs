@@ -37,7 +37,7 @@ use storage_proofs_porep::stacked::{
     self, Column, ColumnProof, EncodingProof, LabelingProof, ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
 };
 
-use crate::sparse_tree::{SparseTree, TreeD, TreeProof};
+use crate::sparse_tree::{PoseidonNodes as _, SparseTree, TreeD, TreeProof};
 use crate::FilecoinError;
 
 type VanillaProof<Tree> = stacked::Proof<Tree, Sha256Hasher>;

@@ -18,7 +18,7 @@ use rand::RngCore;
 use storage_proofs_post::fallback;
 
 use crate::sparse::{fr_safe_bytes, SectorData};
-use crate::sparse_tree::SparseTree;
+use crate::sparse_tree::{PoseidonNodes as _, SparseTree};
 use crate::{FilecoinError, PostKind};
 
 /// The `input` of a `window-post` or `winning-post` job for `sector_ids` of miner `miner_id`,

@@ -1,7 +1,8 @@
 //! Merkle trees of which only a few leaves are set, for test fixtures: a Poseidon tree in any
 //! of the sector shapes (its empty subtrees are one hash per height, or random values as if
-//! they held data) and tree D of a sector whose data repeats a pattern (all zeros: a CC sector;
-//! every subtree above the pattern's is the same).
+//! they held data), a Poseidon tree whose leaves are constant over aligned regions (a SnapDeals
+//! replica: data times ρ of each node's high bits), and tree D of a sector whose data repeats a
+//! pattern (all zeros: a CC sector; every subtree above the pattern's is the same).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,13 +45,7 @@ impl SparseTree {
         leaves: BTreeMap<u64, PoseidonDomain>,
         fill: Option<[u8; 32]>,
     ) -> anyhow::Result<Self> {
-        let (sub, top) = (Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
-        let base_arity = Tree::Arity::to_usize();
-        let base_leaves = nodes / sub.max(1) as u64 / top.max(1) as u64;
-        let base_levels = base_leaves.ilog(base_arity as u64) as usize;
-        ensure!((base_arity as u64).pow(base_levels as u32) == base_leaves, "{nodes} nodes do not fill the base trees");
-        let mut arities = vec![base_arity; base_levels];
-        arities.extend([sub, top].into_iter().filter(|a| *a > 0));
+        let arities = arities_of::<Tree>(nodes)?;
         let mut hasher = PoseidonFunction::default();
         let mut empty = vec![PoseidonDomain::from(Fr::ZERO)];
         for (height, arity) in arities.iter().enumerate() {
@@ -72,8 +67,13 @@ impl SparseTree {
         }
         Ok(tree)
     }
+}
 
-    /// The node at `index` of level `height`.
+impl PoseidonNodes for SparseTree {
+    fn arities(&self) -> &[usize] {
+        &self.arities
+    }
+
     fn at(&self, height: usize, index: u64) -> PoseidonDomain {
         if let Some(value) = self.levels[height].get(&index) {
             return *value;
@@ -93,16 +93,38 @@ impl SparseTree {
             }
         }
     }
+}
 
-    pub(crate) fn root(&self) -> PoseidonDomain {
-        self.at(self.arities.len(), 0)
+/// The levels' arities of a tree R of `nodes` leaves in `Tree`'s shape, leaf level first (e.g.
+/// 8 ×9, 8, 2 at 64 GiB).
+fn arities_of<Tree: MerkleTreeTrait>(nodes: u64) -> anyhow::Result<Vec<usize>> {
+    let (sub, top) = (Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
+    let base_arity = Tree::Arity::to_usize();
+    let base_leaves = nodes / sub.max(1) as u64 / top.max(1) as u64;
+    let base_levels = base_leaves.ilog(base_arity as u64) as usize;
+    ensure!((base_arity as u64).pow(base_levels as u32) == base_leaves, "{nodes} nodes do not fill the base trees");
+    let mut arities = vec![base_arity; base_levels];
+    arities.extend([sub, top].into_iter().filter(|a| *a > 0));
+    Ok(arities)
+}
+
+/// A Poseidon tree R that can name any of its nodes: its root and openings.
+pub(crate) trait PoseidonNodes {
+    /// Arity of each level, leaf level first.
+    fn arities(&self) -> &[usize];
+
+    /// The node at `index` of level `height` (0: the leaves).
+    fn at(&self, height: usize, index: u64) -> PoseidonDomain;
+
+    fn root(&self) -> PoseidonDomain {
+        self.at(self.arities().len(), 0)
     }
 
     /// The full-length opening of leaf `index`, packaged for `Tree`'s base/sub/top shape.
-    pub(crate) fn proof<Tree: MerkleTreeTrait<Hasher = PoseidonHasher>>(&self, index: u64) -> TreeProof<Tree> {
-        let mut path = Vec::with_capacity(self.arities.len());
+    fn proof<Tree: MerkleTreeTrait<Hasher = PoseidonHasher>>(&self, index: u64) -> TreeProof<Tree> {
+        let mut path = Vec::with_capacity(self.arities().len());
         let mut i = index;
-        for (height, arity) in self.arities.iter().enumerate() {
+        for (height, arity) in self.arities().iter().enumerate() {
             let arity = *arity as u64;
             let (group, at) = (i / arity, i % arity);
             let siblings = (0..arity).filter(|j| *j != at).map(|j| self.at(height, group * arity + j)).collect();
@@ -111,6 +133,68 @@ impl SparseTree {
         }
         let leaf = self.at(0, index);
         MerkleProof::from_parts(leaf, self.root(), path)
+    }
+}
+
+/// A Poseidon tree R whose leaf `i` is `regions[i >> region_bits]`: constant over aligned regions
+/// of 2^region_bits leaves. A subtree inside one region has the same value wherever it is in
+/// it, so a level whose nodes span at most a region keeps one value per region; above, one per
+/// node (fewer than there are regions).
+pub(crate) struct RegionTree {
+    arities: Vec<usize>,
+    region_bits: u32,
+    /// Leaves under one node of each level.
+    spans: Vec<u64>,
+    /// Per level: a value per region (span ≤ region), else per node.
+    levels: Vec<Vec<PoseidonDomain>>,
+}
+
+impl RegionTree {
+    pub(crate) fn new<Tree: MerkleTreeTrait>(
+        nodes: u64,
+        region_bits: u32,
+        regions: Vec<PoseidonDomain>,
+    ) -> anyhow::Result<Self> {
+        ensure!(
+            nodes.is_power_of_two() && (regions.len() as u64) << region_bits == nodes,
+            "{} regions of 2^{region_bits} leaves do not make {nodes}",
+            regions.len()
+        );
+        let arities = arities_of::<Tree>(nodes)?;
+        let mut tree = RegionTree { arities, region_bits, spans: vec![1], levels: vec![regions] };
+        let mut hasher = PoseidonFunction::default();
+        for height in 0..tree.arities.len() {
+            let arity = tree.arities[height] as u64;
+            let span = tree.spans[height] * arity;
+            let count = if span <= 1 << region_bits { tree.levels[0].len() as u64 } else { nodes / span };
+            let level = (0..count)
+                .map(|j| {
+                    // a node of this level in region j (span ≤ region), or node j
+                    let first = if span <= 1 << region_bits { (j << region_bits) / span } else { j };
+                    let children: Vec<_> = (0..arity).map(|m| tree.at(height, first * arity + m)).collect();
+                    hasher.reset();
+                    hasher.multi_node(&children, height)
+                })
+                .collect();
+            tree.spans.push(span);
+            tree.levels.push(level);
+        }
+        Ok(tree)
+    }
+}
+
+impl PoseidonNodes for RegionTree {
+    fn arities(&self) -> &[usize] {
+        &self.arities
+    }
+
+    fn at(&self, height: usize, index: u64) -> PoseidonDomain {
+        let span = self.spans[height];
+        if span <= 1 << self.region_bits {
+            self.levels[height][((index * span) >> self.region_bits) as usize]
+        } else {
+            self.levels[height][index as usize]
+        }
     }
 }
 
@@ -179,5 +263,10 @@ impl TreeD {
     /// The data of node `challenge`.
     pub(crate) fn leaf(&self, challenge: u64) -> Sha256Domain {
         self.at(0, challenge)
+    }
+
+    /// The node at `index` of level `height` (0: the data).
+    pub(crate) fn node(&self, height: usize, index: u64) -> Sha256Domain {
+        self.at(height, index)
     }
 }

@@ -180,7 +180,7 @@ async fn bad_porep_inputs_get_clear_errors_and_enqueue_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "slow tier: CPU SnapDeals and PoSt proofs and 0.7 GB of SnapDeals parameters (~250 s on 2 cores beside the PoRep test); the fast tier keeps the sparse PoSt fixtures and the compact rebuild of every kind"]
+#[ignore = "slow tier: CPU SnapDeals (a sealed sector's update and a sparse fixture) and PoSt proofs and 0.7 GB of SnapDeals parameters (~250 s on 2 cores beside the PoRep test); the fast tier keeps the sparse PoSt fixtures and the compact rebuild of every kind"]
 async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
     filecoin_env();
     let dir = tempfile::tempdir().unwrap();
@@ -208,9 +208,15 @@ async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
     // every witness from the native generators (the default), each checked against the gadgets
     let listen = format!("127.0.0.1:{}", snarkflow_e2e::free_port());
     let stack = Stack::start_with(&["--native-check-every", "1", "--status-listen", &listen]).await.unwrap();
-    for (kind, input, priority) in
-        [("window-post", window, "high"), ("winning-post", winning, "critical"), ("snap-update", snap, "normal")]
-    {
+    // and a sparse SnapDeals fixture (`snarkflow filecoin fixture --proof snap-update`: an empty
+    // replica updated with constant data), which proves like a real update
+    let sparse_snap = snarkflow_filecoin::sparse_snap::snap_request(2048, &mut rand::thread_rng()).unwrap();
+    for (kind, input, priority) in [
+        ("window-post", window, "high"),
+        ("winning-post", winning, "critical"),
+        ("snap-update", snap, "normal"),
+        ("snap-update", sparse_snap, "normal"),
+    ] {
         let id = stack.submit(&json!({"kind": kind, "input": input})).await.unwrap();
         let job = stack.wait_finished(&id, JOB_TIMEOUT).await.unwrap();
         assert_eq!(job["state"], "done", "{kind}: {job}");
@@ -220,9 +226,9 @@ async fn post_and_snap_jobs_verify_with_filecoin_proofs() {
         assert_eq!(status, 200);
         assert_eq!(proof.len(), 192 * job["partitions"]["total"].as_u64().unwrap() as usize);
     }
-    // one partition each, all three native and equal to the gadgets'
+    // one partition each, all four native and equal to the gadgets'
     let (witness, mismatches) = witness_metrics(&reqwest::Client::new(), &listen).await;
-    assert_eq!(witness, r#"snarkflow_synth_witness_total{path="native"} 3"#);
+    assert_eq!(witness, r#"snarkflow_synth_witness_total{path="native"} 4"#);
     assert_eq!(mismatches, "snarkflow_synth_native_mismatches_total 0");
 }
 

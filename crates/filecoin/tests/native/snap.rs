@@ -35,6 +35,23 @@ fn different_random_partitions_give_different_witnesses() {
 }
 
 #[test]
+fn the_native_snap_witness_equals_the_gadgets_on_sparse_fixtures() {
+    // `sparse_snap`: an empty replica updated with constant data, vanilla proofs that verify;
+    // 2 KiB (one partition) and 8 MiB (partitions 0 and 3 of 4, 10 challenges each)
+    for (size, parts) in [(2048u64, &[0usize][..]), (8 << 20, &[0, 3])] {
+        let request = snarkflow_filecoin::sparse_snap::snap_request(size, &mut rand::thread_rng()).unwrap();
+        let input = snap::parse(request.as_object().unwrap()).expect("a valid request").input;
+        let verifier = snap::public_inputs(&input).expect("verifier inputs");
+        for &k in parts {
+            let gadgets = snap::visit_partition(&input, k, SynthesizeWitness("snap", k as u32)).unwrap().unwrap();
+            let native = snap::native_witness(&input, k, "snap").unwrap();
+            assert_eq!(native.difference(&gadgets), None, "{size} bytes, partition {k}");
+            assert_eq!(native.inputs[1..], verifier[k][..], "{size} bytes, partition {k}: not the verifier's inputs");
+        }
+    }
+}
+
+#[test]
 fn the_native_snap_witness_equals_the_gadgets_on_real_updated_2kib_sectors() {
     let dir = tempfile::tempdir().unwrap();
     for (sector, seed) in [(3u64, 11u64), (4, 12)] {
