@@ -270,3 +270,34 @@ impl TreeD {
         self.at(height, index)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use filecoin_proofs::{SectorShape2KiB, SectorShape8MiB};
+
+    /// A region tree is the tree of its leaves written out one by one: same root, same openings
+    /// (regions smaller than a base-tree node, and larger).
+    fn equals_the_tree_of_its_leaves<Tree: MerkleTreeTrait<Hasher = PoseidonHasher>>(nodes: u64, region_bits: u32) {
+        let regions: Vec<PoseidonDomain> =
+            (0..nodes >> region_bits).map(|r| PoseidonDomain::from(Fr::from(r * 7 + 3))).collect();
+        let leaves = (0..nodes).map(|i| (i, regions[(i >> region_bits) as usize])).collect();
+        let full = SparseTree::filled::<Tree>(nodes, leaves, None).unwrap();
+        let tree = RegionTree::new::<Tree>(nodes, region_bits, regions).unwrap();
+        assert_eq!(tree.root(), full.root(), "{nodes} nodes, regions of 2^{region_bits}");
+        for leaf in [0, 1, nodes / 3, nodes - 1] {
+            use storage_proofs_core::merkle::MerkleProofTrait as _;
+            let (a, b) = (tree.proof::<Tree>(leaf), full.proof::<Tree>(leaf));
+            assert!(a.verify(), "leaf {leaf}");
+            assert_eq!(a.path(), b.path(), "leaf {leaf}");
+        }
+    }
+
+    #[test]
+    fn a_region_tree_is_the_tree_of_its_leaves() {
+        equals_the_tree_of_its_leaves::<SectorShape2KiB>(64, 5);
+        equals_the_tree_of_its_leaves::<SectorShape2KiB>(64, 1);
+        equals_the_tree_of_its_leaves::<SectorShape8MiB>(1 << 18, 8);
+        equals_the_tree_of_its_leaves::<SectorShape8MiB>(1 << 18, 13);
+    }
+}
