@@ -7,6 +7,7 @@ mod added_kind;
 mod autoscale;
 mod chaos;
 mod curio;
+mod curio_listener;
 mod curio_proxy;
 mod device_errors;
 mod filecoin;
