@@ -209,8 +209,8 @@ static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, 
     // A batch is copied and accumulated in pieces, each accumulation waiting only for its own
     // piece's copy: nothing runs until the first piece is on the device (the slots are b and c,
     // busy until the NTTs end), so the first piece is a quarter part and the rest whole parts.
-    // Copying whole batches left the first batch's copy bare (~0.27 s of a 24 GB card's 1.3 s
-    // H MSM at 32 GiB: three batches of 44.7 M points at 16 GB/s).
+    // Copying whole batches left the first batch's copy bare (4.3 GB at 32 GiB on a 24 GB card:
+    // ~80 ms of its 1.3 s H MSM on an H100's ~50 GB/s link, ~170 ms at PCIe 4.0's 25 GB/s).
     const size_t head = std::max<size_t>(p.n / 4, 1);
     auto pieces = [&](size_t first, auto&& each) {
         const size_t len = std::min(batch, n - first);
