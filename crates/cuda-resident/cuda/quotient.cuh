@@ -220,7 +220,7 @@ static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, 
             off += piece;
         }
     };
-    const size_t per_slot = (batch - std::min(head, batch) + p.n - 1) / p.n + 1;
+    const size_t per_slot = batch / p.n + 2;   // pieces a batch can have: the head and ⌈rest / part⌉
     event_set ready(2 * per_slot);
     // both slots were last written on `prep` (a, b, c, the NTTs)
     for (int i = 0; i < 2; i++) {
@@ -234,7 +234,6 @@ static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, 
                   "streaming the H points");
             check(cudaEventRecord(ready[slot * per_slot + k], d->copy), "streaming the H points");
         });
-        check(cudaEventRecord(d->staged[slot], d->copy), "streaming the H points");
     };
     copy(0, 0);
     if (batch < n)
