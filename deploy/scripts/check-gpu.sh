@@ -23,6 +23,16 @@ target_dir="${CARGO_TARGET_DIR:-target/gpu-check}"
 # memory-hungry step here (CI's CUDA 12 build of resident.cu failed once without a message,
 # stop 47). Nothing below is a release build, so nothing shipped changes.
 export CARGO_PROFILE_DEV_DEBUG=false
+# …and no optimisation: these builds are started once, to read /readyz. At the workspace's
+# opt-levels (1, and 3 for the proving crates) their Rust codegen was half of check-gpu's time.
+# Clippy gets the same settings, so the dependencies' build-script runs (supraseal-c2's and
+# sppark's nvcc, bellperson's kernels) are shared with the build after it; our own kernels are
+# not compiled under clippy at all (crates/cuda-resident/build.rs).
+export CARGO_PROFILE_DEV_OPT_LEVEL=0
+mapfile -t unoptimised < <(python3 -c '
+import tomllib
+for name in tomllib.load(open("Cargo.toml", "rb"))["profile"]["dev"].get("package", {}):
+    print(f"--config=profile.dev.package.\"{name}\".opt-level=0")')
 # the features of one GPU build: `cuda-supraseal` builds carry the resident prover too
 features() {
     case "$1" in
@@ -42,7 +52,7 @@ gpu_cargo() {
 clippy() {
     for build in ${SNARKFLOW_GPU_BACKENDS:-cuda cuda-supraseal}; do
         echo "== $build (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
-        gpu_cargo clippy -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
+        gpu_cargo clippy "${unoptimised[@]}" -p snarkflow-prover -p snarkflow-gpu-worker -p snarkflow-cli -p snarkflow-cuda-resident \
             --features "$(features "$build")" -- -D warnings
     done
 }
@@ -55,7 +65,7 @@ readiness() {
         echo "== $backend: readiness without a driver (CUDA $SNARKFLOW_CUDA_TOOLKIT, sm_$SNARKFLOW_CUDA_ARCHS)"
         build=$backend
         [ "$backend" = cuda-resident ] && build=cuda-supraseal
-        gpu_cargo build -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
+        gpu_cargo build "${unoptimised[@]}" -p snarkflow-gpu-worker --features "$(features "$build" | sed 's/,snarkflow-cli[^,]*//g; s/^snarkflow-cli[^,]*,//')"
         log=$(mktemp)
         LD_LIBRARY_PATH="$stub" RUST_LOG=warn "$CARGO_TARGET_DIR/debug/gpu-worker" --backend "$backend" \
             --status-listen "127.0.0.1:$port" --nats-url nats://127.0.0.1:1 >"$log" 2>&1 &
