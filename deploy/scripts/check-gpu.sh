@@ -26,13 +26,15 @@ export CARGO_PROFILE_DEV_DEBUG=false
 # …and no optimisation: these builds are started once, to read /readyz. At the workspace's
 # opt-levels (1, and 3 for the proving crates) their Rust codegen was half of check-gpu's time.
 # Clippy gets the same settings, so the dependencies' build-script runs (supraseal-c2's and
-# sppark's nvcc, bellperson's kernels) are shared with the build after it; our own kernels are
-# not compiled under clippy at all (crates/cuda-resident/build.rs).
+# sppark's nvcc, bellperson's kernels) can be shared with the build after it where their
+# features agree; our own kernels are not compiled under clippy at all
+# (crates/cuda-resident/build.rs).
 export CARGO_PROFILE_DEV_OPT_LEVEL=0
 mapfile -t unoptimised < <(python3 -c '
 import tomllib
 for name in tomllib.load(open("Cargo.toml", "rb"))["profile"]["dev"].get("package", {}):
     print(f"--config=profile.dev.package.\"{name}\".opt-level=0")')
+[ "${#unoptimised[@]}" -gt 0 ] || { echo "check-gpu: could not read Cargo.toml's [profile.dev.package] (python3 ≥ 3.11 has tomllib)"; exit 1; }
 # the features of one GPU build: `cuda-supraseal` builds carry the resident prover too
 features() {
     case "$1" in
