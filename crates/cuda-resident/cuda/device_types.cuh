@@ -93,6 +93,17 @@ static bool prep_priority()
     return on;
 }
 
+// SNARKFLOW_SIDE_PRIORITY=1 (measuring): the `side` stream (the 0/1 splits and the sums of the
+// points whose scalar is 1) at the device's greatest stream priority. Where those points are in
+// host memory (partly resident and streamed plans) the sums wait on PCIe, and beside the one-pass
+// H MSM, whose blocks fill every SM, they got too few blocks in flight to keep the bus busy (a
+// 48 GB card: 10.2 GB/s, 0.33 s waited for them after the H MSM).
+static bool side_priority()
+{
+    static const bool on = env_is("SNARKFLOW_SIDE_PRIORITY", "1");
+    return on;
+}
+
 // sppark's stream_t makes its stream at the default (lowest) priority and keeps the handle
 // private, while its NTT and MSM take a stream_t. A pointer to that member, obtained through an
 // explicit instantiation (which access checking does not apply to), lets `prioritized_stream`

@@ -133,7 +133,15 @@ static RustError::by_value open_device(int ordinal, bool lane, sf_device** out)
         auto* d = new sf_device();
         d->ordinal = ordinal;
         d->gpu = &gpu;
-        cudaError_t e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking);
+        cudaError_t e = cudaSuccess;
+        if (side_priority()) {
+            int least = 0, greatest = 0;
+            e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+            if (e == cudaSuccess)
+                e = cudaStreamCreateWithPriority(&d->side, cudaStreamNonBlocking, greatest);
+        } else {
+            e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking);
+        }
         for (auto& ev : d->marks)
             if (e == cudaSuccess)
                 e = cudaEventCreate(&ev);
