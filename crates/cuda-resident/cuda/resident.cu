@@ -133,15 +133,14 @@ static RustError::by_value open_device(int ordinal, bool lane, sf_device** out)
         auto* d = new sf_device();
         d->ordinal = ordinal;
         d->gpu = &gpu;
-        cudaError_t e = cudaSuccess;
-        if (side_priority()) {
-            int least = 0, greatest = 0;
-            e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
-            if (e == cudaSuccess)
-                e = cudaStreamCreateWithPriority(&d->side, cudaStreamNonBlocking, greatest);
-        } else {
-            e = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking);
-        }
+        // the side stream and the one its points come over on (`fetch`): at the greatest priority
+        // where SNARKFLOW_SIDE_PRIORITY=1 asks for it, else the default
+        int least = 0, side_rank = 0;
+        cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &side_rank);
+        if (!side_priority())
+            side_rank = 0;
+        if (e == cudaSuccess)
+            e = cudaStreamCreateWithPriority(&d->side, cudaStreamNonBlocking, side_rank);
         for (auto& ev : d->marks)
             if (e == cudaSuccess)
                 e = cudaEventCreate(&ev);
@@ -150,7 +149,7 @@ static RustError::by_value open_device(int ordinal, bool lane, sf_device** out)
         if (e == cudaSuccess)
             e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking);
         if (e == cudaSuccess)
-            e = cudaStreamCreateWithFlags(&d->fetch, cudaStreamNonBlocking);
+            e = cudaStreamCreateWithPriority(&d->fetch, cudaStreamNonBlocking, side_rank);
         if (e == cudaSuccess)
             e = cudaEventCreateWithFlags(&d->counted, cudaEventDisableTiming);
         for (int i = 0; i < 2 && e == cudaSuccess; i++) {
