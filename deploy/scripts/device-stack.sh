@@ -104,7 +104,7 @@ gib32_gen() {
     echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$sf" filecoin fixture --proof winning-post \
         --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"
     gib32_stop_stack
-    rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids"
+    rm -rf "$S/nats" "$S/spans.jsonl" "$S/pids" "$S/ids" "$S/stop-report.txt"
     mkdir -p "$S/pids"
     # the generator outlives this command (setsid); its exit status and numbers land in params.done
     rm -f "$S/params.done"
@@ -270,15 +270,25 @@ PY
 
 # peak RSS per process; the stack stopped; per-stage spans and the waterfall
 gib32_stop() {
-    local f
-    for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$(cat "$f")/status" 2>/dev/null)"; done
-    [ -f "$logs/gpu-util.log" ] && gib32_gpu_busy
+    local f alive=0
+    for f in "$S"/pids/*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+    # a second stop (its first report lost with an OUT left on the device): that report again,
+    # from the state directory; the peak RSS went with the processes
+    if [ "$alive" = 0 ] && [ -f "$S/stop-report.txt" ]; then
+        echo "the stack is stopped already; its report:"
+        cat "$S/stop-report.txt"
+        return 0
+    fi
+    {
+        for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$(cat "$f")/status" 2>/dev/null)"; done
+        [ -f "$logs/gpu-util.log" ] && gib32_gpu_busy
+    } | tee "$S/stop-report.txt"
     for f in "$S"/pids/*; do [ "$(basename "$f")" = collector ] || kill -TERM "$(cat "$f")" 2>/dev/null; done
     sleep 3
     kill -INT "$(cat "$S/pids/collector")" 2>/dev/null
     sleep 2
     "$sf" waterfall --otlp-file "$S/spans.jsonl" --width 100 --svg "$out/waterfall.svg" >"$out/waterfall.txt" 2>&1
-    head -70 "$out/waterfall.txt"
+    head -70 "$out/waterfall.txt" | tee -a "$S/stop-report.txt"
     grep -hE " ERROR " "$logs"/*.log | head -10 | cut -c1-300
     gib32_stop_stack
     # the spans and logs come back for a closer look
