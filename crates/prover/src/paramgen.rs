@@ -76,7 +76,7 @@ pub fn generate_random<C: Circuit<Fr>, R: RngCore>(
 /// for byte. For large circuits use [`write_from_shape`], which never holds them whole.
 pub fn generate_from_shape(shape: &ConstraintShape, t: &ToxicWaste) -> Result<Parameters<Bls12>, SynthesisError> {
     let mut bytes = Vec::new();
-    write_from_shape(shape, t, &mut bytes, |_| Ok(()))?;
+    write_from_shape(shape, t, &mut bytes, |_, _| Ok(()))?;
     Ok(Parameters::read(&bytes[..], false)?)
 }
 
@@ -116,7 +116,7 @@ pub fn write_from_shape_on<W: Write + Send>(
     t: &ToxicWaste,
     out: &mut W,
     device: &ParamDevice,
-    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>, u64) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let piece = match device {
         ParamDevice::Cpu => PIECE,
@@ -131,12 +131,13 @@ pub fn write_from_shape_on<W: Write + Send>(
 /// verifying key. Each section's points are made and written a piece at a time, so memory
 /// holds the shape, the three QAP evaluations (3 × 32 bytes per variable) and a few pieces —
 /// not the points (~480 bytes per constraint: 47 GB at 32 GiB PoRep). `on_vk` gets the
-/// verifying key as soon as it is known, before the (long) sections are made.
+/// verifying key and the bytes the whole file will take as soon as both are known, before the
+/// (long) sections are made: an error it returns stops the generation there.
 pub fn write_from_shape<W: Write + Send>(
     shape: &ConstraintShape,
     t: &ToxicWaste,
     out: &mut W,
-    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>, u64) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     write_in_pieces(shape, t, out, PIECE, None, &ParamDevice::Cpu, on_vk)
 }
@@ -148,7 +149,7 @@ fn write_in_pieces<W: Write + Send>(
     piece: usize,
     digits: Option<Digits>,
     device: &ParamDevice,
-    on_vk: impl FnOnce(&VerifyingKey<Bls12>) -> std::io::Result<()>,
+    on_vk: impl FnOnce(&VerifyingKey<Bls12>, u64) -> std::io::Result<()>,
 ) -> Result<VerifyingKey<Bls12>, SynthesisError> {
     let mut steps = Steps::start();
     let (num_inputs, num_aux) = (shape.num_inputs, shape.num_aux);
@@ -156,8 +157,12 @@ fn write_in_pieces<W: Write + Send>(
     let products = Products::new(device, (t.g1, t.g2), digits, qap.n + num_aux);
     let points = |ks: &[Fr], skip_zero: bool, in_g2: bool| products.points(ks, skip_zero, in_g2);
     let vk = verifying_key(t, &qap, &products.g1, num_inputs);
+    // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
+    // a point is the identity exactly when its scalar is zero
+    let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
+    let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&qap.at), nonzero(&qap.bt));
+    on_vk(&vk, file_bytes(&vk, qap.n - 1, num_aux, in_a, in_b))?;
     vk.write(&mut *out)?;
-    on_vk(&vk)?;
 
     // H: τ^i·t(τ)/δ for i < n − 1, each stretch of 2^14 powers from its own first power
     let n = qap.n;
@@ -179,10 +184,6 @@ fn write_in_pieces<W: Write + Send>(
     let l_scalars = |r: std::ops::Range<usize>| r.into_par_iter().map(|i| qap.ext(t, num_inputs + i)).collect();
     let l = write_counted(out, piece, num_aux, num_aux, l_scalars, |ks| points(ks, false, false))?;
     steps.section("L", l);
-    // A, B in G1 and G2: bellperson drops the points at infinity (variables absent from A or B);
-    // a point is the identity exactly when its scalar is zero
-    let nonzero = |v: &[Fr]| v.par_iter().filter(|k| !bool::from(k.is_zero())).count();
-    let (all, in_a, in_b) = (num_inputs + num_aux, nonzero(&qap.at), nonzero(&qap.bt));
     let a = write_counted(out, piece, in_a, all, |r| qap.at[r].to_vec(), |ks| points(ks, true, false))?;
     steps.section("A", a);
     let b1 = write_counted(out, piece, in_b, all, |r| qap.bt[r].to_vec(), |ks| points(ks, true, false))?;
@@ -190,6 +191,16 @@ fn write_in_pieces<W: Write + Send>(
     let b2 = write_counted(out, piece, in_b, all, |r| qap.bt[r].to_vec(), |ks| points(ks, true, true))?;
     steps.section("B in G2", b2);
     Ok(vk)
+}
+
+/// Bytes of a parameter file in bellperson's format (`Parameters::write`, uncompressed points):
+/// the verifying key, then H, L, A, B-G1 and B-G2, each a 4-byte count and its points.
+fn file_bytes(vk: &VerifyingKey<Bls12>, h: usize, l: usize, a: usize, b: usize) -> u64 {
+    const G1: u64 = 96;
+    const G2: u64 = 192;
+    // α, β, δ in G1; β, γ, δ in G2; the IC count and points
+    let vk_bytes = 3 * G1 + 3 * G2 + 4 + G1 * vk.ic.len() as u64;
+    vk_bytes + 5 * 4 + G1 * (h + l + a + b) as u64 + G2 * b as u64
 }
 
 /// The QAP polynomials of every variable at τ, over the evaluation domain of `n` points.
@@ -271,12 +282,18 @@ mod tests {
         assert!(!ours.b_g2.is_empty() && !ours.h.is_empty());
         assert!(bytes(&ours) == bytes(&theirs), "{name}: parameters differ");
         // written in many small pieces (as a 32 GiB circuit is in 1 M-point ones): the same
-        let mut pieces = Vec::new();
-        write_in_pieces(&shape, &t, &mut pieces, 1000, None, &ParamDevice::Cpu, |_| Ok(())).unwrap();
+        let (mut pieces, mut told) = (Vec::new(), 0);
+        write_in_pieces(&shape, &t, &mut pieces, 1000, None, &ParamDevice::Cpu, |_, bytes| {
+            told = bytes;
+            Ok(())
+        })
+        .unwrap();
         assert!(pieces == bytes(&theirs), "{name}: parameters written in pieces differ");
+        // the size told before the sections are made (the disk-space check's) is the file's
+        assert_eq!(told, pieces.len() as u64, "{name}: the file's size told ahead");
         // with the 16-bit digits that circuits of millions of points get: the same
         let mut wide = Vec::new();
-        write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), &ParamDevice::Cpu, |_| Ok(())).unwrap();
+        write_in_pieces(&shape, &t, &mut wide, PIECE, Some(Digits::Bits16), &ParamDevice::Cpu, |_, _| Ok(())).unwrap();
         assert!(wide == bytes(&theirs), "{name}: parameters from 16-bit digits differ");
     }
 

@@ -325,7 +325,10 @@ impl ParamStore {
         let made = std::thread::scope(|scope| {
             scope.spawn(|| keep_shape(&shape, &shape_path));
             write(&path, &|out| {
-                crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk| {
+                crate::write_from_shape_on(&shape, &toxic, out, &self.param_device, |vk, bytes| {
+                    // minutes before the last section would find the disk full (a 32 GiB
+                    // WindowPoSt's ~74 GB on a 64 GB disk), say so now
+                    room_for(&self.dir, bytes)?;
                     write(&vk_path, &|out| vk.write(out).map_err(werr(&vk_path)))
                         .map_err(|e| std::io::Error::other(e.to_string()))
                 })
@@ -355,6 +358,26 @@ impl ParamStore {
         info!(circuit_id = %id, seconds = started.elapsed().as_secs_f64(), path = %path.display(), "parameters generated");
         Ok(path)
     }
+}
+
+/// An error unless the file system of `dir` has `bytes` free for a parameter file (the space a
+/// `.tmp` of an earlier, failed run still takes counts as taken: it is replaced only later).
+fn room_for(dir: &Path, bytes: u64) -> std::io::Result<()> {
+    let free = fs2::available_space(dir)?;
+    if free >= bytes {
+        return Ok(());
+    }
+    let gb = |b: u64| b as f64 / 1e9;
+    Err(std::io::Error::new(
+        std::io::ErrorKind::StorageFull,
+        format!(
+            "the parameters take {:.1} GB and {} has {:.1} GB free: free space there or choose another \
+             --params-dir",
+            gb(bytes),
+            dir.display(),
+            gb(free)
+        ),
+    ))
 }
 
 /// Write the constraint shape to `path` unless a file is there; a failure is only logged (the

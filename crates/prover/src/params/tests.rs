@@ -85,3 +85,16 @@ fn random_filecoin_parameters_are_never_written_beside_trusted_setup_ones() {
     fs::write(dir.path().join(real).with_extension(RANDOM_MARK), b"").unwrap();
     assert_eq!(store.trusted_setup_file(), None);
 }
+
+#[test]
+fn generation_without_room_for_the_file_is_refused_with_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let free = fs2::available_space(dir.path()).unwrap();
+    room_for(dir.path(), free / 2).expect("half the free space fits");
+    let err = room_for(dir.path(), free + (100 << 30)).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
+    let said = err.to_string();
+    assert!(said.starts_with("the parameters take "), "{said}");
+    assert!(said.contains(&format!("{} has ", dir.path().display())), "{said}");
+    assert!(said.ends_with("choose another --params-dir"), "{said}");
+}
