@@ -95,10 +95,10 @@ static bool prep_priority()
 
 // SNARKFLOW_SIDE_PRIORITY=1 (measuring): the `side` stream (the 0/1 splits and the sums of the
 // points whose scalar is 1) and `fetch` (the gathers of those points from host memory) at the
-// device's greatest stream priority. Where those points are in
-// host memory (partly resident and streamed plans) the sums wait on PCIe, and beside the one-pass
-// H MSM, whose blocks fill every SM, they got too few blocks in flight to keep the bus busy (a
-// 48 GB card: 10.2 GB/s, 0.33 s waited for them after the H MSM).
+// device's greatest stream priority. Where those points are in host memory (partly resident and
+// streamed plans) the sums wait on PCIe, and beside the one-pass H MSM, whose blocks fill every
+// SM, they got too few blocks in flight to keep the bus busy (a 48 GB card: 10.2 GB/s, 0.33 s
+// waited for them after the H MSM).
 static bool side_priority()
 {
     static const bool on = env_is("SNARKFLOW_SIDE_PRIORITY", "1");

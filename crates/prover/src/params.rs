@@ -360,8 +360,10 @@ impl ParamStore {
     }
 }
 
-/// An error unless the file system of `dir` has `bytes` free for a parameter file (the space a
-/// `.tmp` of an earlier, failed run still takes counts as taken: it is replaced only later).
+/// An error unless the file system of `dir` has `bytes` free for a parameter file. Checked when
+/// the parameters' `.tmp` holds nothing yet; the shape file written beside it meanwhile (9 GB at
+/// 32 GiB PoRep, where none was kept before) is not counted, so a disk that misses by less
+/// still fills later.
 fn room_for(dir: &Path, bytes: u64) -> std::io::Result<()> {
     let free = fs2::available_space(dir)?;
     if free >= bytes {
