@@ -117,8 +117,10 @@ gib32_gen() {
     for i in $(seq 1 "$SYNTH"); do
         # the WinningPoSt shape recorded at start (1.2 s at 32 GiB), as an operator would, so
         # the WinningPoSt under load does not pay for it
+        # each its own status port: a second worker on the default one exits at start
         gib32_spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" \
-            --memory-budget "${SYNTH_BUDGET:-20GiB}" --preload-shapes "winning-post-$SIZE"
+            --memory-budget "${SYNTH_BUDGET:-20GiB}" --preload-shapes "winning-post-$SIZE" \
+            --status-listen "127.0.0.1:$((9110 + i))"
     done
     until http_get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
     # as soon as the generator has written their verifying key
@@ -268,7 +270,23 @@ for label, part in (("staged", lines[:mark] if mark else lines), ("live", lines[
 PY
 }
 
-# peak RSS per process; the stack stopped; per-stage spans and the waterfall
+# one process of the stack: its peak RSS and CPU seconds (user + system, all threads), and for
+# a synth-worker those per partition it synthesized (its log's "partition synthesized" lines)
+gib32_process_line() {
+    local name pid cpu n
+    name=$(basename "$1") pid=$(cat "$1")
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$pid/stat" 2>/dev/null)
+    echo -n "$name peak RSS: $(awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$pid/status" 2>/dev/null), CPU ${cpu:-?} core-s"
+    case "$name" in
+    synth-*)
+        n=$(grep -c "partition synthesized" "$logs/$name.log" 2>/dev/null)
+        [ "${n:-0}" -gt 0 ] && [ -n "$cpu" ] && echo -n " for $n partitions: $(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.2f", c / n }') core-s each"
+        ;;
+    esac
+    echo
+}
+
+# peak RSS and CPU per process; the stack stopped; per-stage spans and the waterfall
 gib32_stop() {
     local f alive=0
     for f in "$S"/pids/*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
@@ -280,7 +298,7 @@ gib32_stop() {
         return 0
     fi
     {
-        for f in "$S"/pids/*; do echo "$(basename "$f") peak RSS: $(awk '/VmHWM/ { printf "%.2f GiB", $2 / 1048576 }' "/proc/$(cat "$f")/status" 2>/dev/null)"; done
+        for f in "$S"/pids/*; do gib32_process_line "$f"; done
         [ -f "$logs/gpu-util.log" ] && gib32_gpu_busy
     } | tee "$S/stop-report.txt"
     for f in "$S"/pids/*; do [ "$(basename "$f")" = collector ] || kill -TERM "$(cat "$f")" 2>/dev/null; done
@@ -333,7 +351,7 @@ cmd_pipeline() {
     "$d/gateway" --insecure-no-auth --enable-test-kinds >"$out/gateway.log" 2>&1 &
     pids+=($!)
     for i in $(seq 1 "$synth"); do
-        "$d/synth-worker" --worker-id "synth-$i" >/dev/null 2>&1 &
+        "$d/synth-worker" --worker-id "synth-$i" --status-listen "127.0.0.1:$((9110 + i))" >/dev/null 2>&1 &
         pids+=($!)
     done
     start=$(date +%s)

@@ -41,7 +41,7 @@ pub use connect::{Bus, BusConfig};
 pub use dead_letters::{DeadLetter, DEAD_LETTER_RETRY};
 pub use lanes::{Heartbeat, Lanes};
 pub use ledger::{KeyClaim, KeyHold, Ledger, LedgerChange, TaskStatus};
-pub use objects::{Fetched, Stored, StrayChunks};
+pub use objects::{object_digest, Fetched, Stored, StrayChunks};
 pub use security::{inbox_prefix, redact_url, NatsSecurity, Secret, SecurityError};
 pub use settle::{settle, Failure, Outcome, TaskRef};
 pub use trace_context::{extract_context, inject_current_context};

@@ -19,6 +19,11 @@ const NOT_FOUND_LOOKS: u32 = 5;
 /// Most bytes reserved before an object's chunks arrive (the buffer grows past it as they do).
 const PREALLOCATE_MAX: usize = 64 << 20;
 
+/// The digest an object is stored under and checked against when read: its SHA-256, in hex.
+pub fn object_digest(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
 /// What storing an object cost.
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -54,7 +59,7 @@ impl Bus {
     pub async fn put_object(&self, name: &str, data: &[u8]) -> Result<Stored, BusError> {
         let started = Instant::now();
         self.check_object_room(name, data.len() as u64).await?;
-        let sha256_hex = hex::encode(Sha256::digest(data));
+        let sha256_hex = object_digest(data);
         let meta =
             ObjectMetadata { name: name.to_owned(), chunk_size: Some(self.config.chunk_size), ..Default::default() };
         let mut reader = data;
@@ -108,7 +113,7 @@ impl Bus {
                 }
                 None => return Err(BusError::NotFound(name.to_owned())),
                 Some(data) => {
-                    let actual = hex::encode(Sha256::digest(&data));
+                    let actual = object_digest(&data);
                     if actual == expected_sha256_hex {
                         return Ok(Fetched { data, seconds: started.elapsed().as_secs_f64() });
                     }

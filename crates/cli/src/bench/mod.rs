@@ -1,5 +1,6 @@
 //! `snarkflow bench`: benchmarks that print numbers, each in its own module (`hop.rs`: `hop`
-//! and `shape`; `hammer.rs`; `stock_c2.rs`; `resident.rs` and `resident_lanes.rs`, feature `cuda-resident`).
+//! and `shape`; `synth.rs`; `hammer.rs`; `stock_c2.rs`; `resident.rs` and `resident_lanes.rs`,
+//! feature `cuda-resident`).
 
 mod hammer;
 mod hop;
@@ -8,6 +9,7 @@ mod resident;
 #[cfg(feature = "cuda-resident")]
 mod resident_lanes;
 mod stock_c2;
+mod synth;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,6 +35,27 @@ pub(crate) enum BenchCommand {
         prove: bool,
         #[command(flatten)]
         params: ParamsDir,
+    },
+    /// A synth-worker's steps on one partition, each alone: the witness (native where the kind
+    /// has a generator), the compact wire form, the store's digest; wall and core-seconds per
+    /// thread count, and the synthesis cores a GPU proving a partition every --gpu-seconds needs.
+    Synth {
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        /// The partition to synthesize.
+        #[arg(long, default_value_t = 0)]
+        partition: u32,
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Thread counts to run the steps on, each in turn (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1")]
+        threads: Vec<usize>,
+        /// The gadgets' witness even where the kind has a native generator.
+        #[arg(long)]
+        gadgets: bool,
+        /// GPU seconds per partition to size synthesis for (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1.0,1.37")]
+        gpu_seconds: Vec<f64>,
     },
     /// A circuit's constraint shape recorded the kind's way (PoRep: two challenges, copied)
     /// and recorded whole from its blank circuit: both times and hashes; exit code 1 if they
@@ -131,7 +154,7 @@ impl BenchCommand {
             | BenchCommand::Hammer { params, .. }
             | BenchCommand::Resident { params, .. }
             | BenchCommand::StockC2 { params, .. } => Some(params),
-            BenchCommand::Shape { .. } => None,
+            BenchCommand::Shape { .. } | BenchCommand::Synth { .. } => None,
         }
     }
 }
@@ -143,6 +166,14 @@ pub(crate) async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             let (spec, input, _) = circuit.resolve()?;
             let params_dir = params.dir();
             tokio::task::spawn_blocking(move || hop::hop(spec, input, runs, prove, params_dir)).await??;
+            true
+        }
+        BenchCommand::Synth { circuit, partition, runs, threads, gadgets, gpu_seconds } => {
+            let (spec, input, partitions) = circuit.resolve()?;
+            anyhow::ensure!(partition < partitions, "partition {partition} of a circuit with {partitions} partitions");
+            anyhow::ensure!(threads.iter().all(|&t| t > 0), "--threads: every count must be at least 1");
+            let run = synth::SynthRun { partition, runs, threads, gadgets, gpu_seconds };
+            tokio::task::spawn_blocking(move || synth::synth(spec, input, run)).await??;
             true
         }
         BenchCommand::Shape { circuit } => {
