@@ -1,5 +1,6 @@
 //! The `snarkflow` binary run as a user runs it, one test binary: HTTPS to a gateway, the
-//! parameter commands and doctor.
+//! parameter commands and doctor, `bench synth`.
 
+mod bench;
 mod https;
 mod params;
