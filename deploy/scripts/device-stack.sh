@@ -13,7 +13,7 @@ stack_env() {
     export SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
 }
 
-# A 32 GiB PoRep through the pipeline, one step per device command; the state stays in /tmp/sf32
+# A 32 GiB PoRep (or SnapDeals: KIND=snap-update) through the pipeline, one step per device command; the state stays in /tmp/sf32
 # between the calls of one lease. The steps are described in device.sh's help.
 cmd_32gib() {
     local step=${1:-}
@@ -29,7 +29,11 @@ cmd_32gib() {
     stack_env
     # random parameters under filecoin-proofs' names: the gpu-workers skip the published-digest check
     export SNARKFLOW_TEST_PARAMS=1
-    WAIT="${WAIT:-540}" SIZE="${SIZE:-32GiB}"
+    WAIT="${WAIT:-540}" SIZE="${SIZE:-32GiB}" KIND="${KIND:-porep-c2}"
+    case "$KIND" in
+    porep-c2 | snap-update) ;;
+    *) die "KIND=$KIND: the pipeline runs porep-c2 or snap-update jobs (WindowPoSt: resident-32gib)" ;;
+    esac
     SYNTH="${SYNTH:-2}" CONC="${CONC:-4}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-1}"
     started=$(date +%s)
     "gib32_$step"
@@ -81,9 +85,16 @@ gib32_submit() {
     echo "$id $label $t" >>"$S/ids"
 }
 
-gib32_porep_jobs() {
+# JOBS jobs of KIND, labelled "<short kind>-$1" (porep-staged, snap-live)
+gib32_main_jobs() {
     local j
-    for j in $(seq 1 "$JOBS"); do gib32_submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id "$MINER"; done
+    for j in $(seq 1 "$JOBS"); do
+        if [ "$KIND" = porep-c2 ]; then
+            gib32_submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id "$MINER"
+        else
+            gib32_submit "snap-$1" --kind snap-update --input "$S/fixture/snap-update.json"
+        fi
+    done
 }
 
 # stop what an earlier step started, by its pid files (a `pkill -f` on the binaries' path would
@@ -98,9 +109,16 @@ gib32_gen() {
     local i
     unpack_bins "$d" bins32.tar.xz snarkflow-supraseal
     describe_host
-    echo "PoRep fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --sector-size "$SIZE" --miner-id "$MINER" \
-        --data "${DATA:-zeros}" --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
-    [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
+    if [ "$KIND" = porep-c2 ]; then
+        echo "PoRep fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --sector-size "$SIZE" --miner-id "$MINER" \
+            --data "${DATA:-zeros}" --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
+        [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
+    else
+        # an empty replica updated with constant data (the fixture has no other kind of data)
+        echo "SnapDeals fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --proof snap-update \
+            --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"
+        [ -f "$S/fixture/snap-update.json" ] || { tail "$logs/fixture.log"; exit 1; }
+    fi
     echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$sf" filecoin fixture --proof winning-post \
         --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"
     gib32_stop_stack
@@ -124,7 +142,7 @@ gib32_gen() {
     done
     until http_get http://127.0.0.1:8080/readyz | grep -q '"ready":true'; do sleep 0.5; done
     # as soon as the generator has written their verifying key
-    gib32_porep_jobs staged
+    gib32_main_jobs staged
     echo "submitted $(awk '{print $1}' "$S/ids" | xargs): $SYNTH synth-workers x $CONC, ${SYNTH_BUDGET:-20GiB} each"
     gib32_wait_params
 }
@@ -135,10 +153,10 @@ gib32__gen() {
     local w r f
     w=$(measure "$logs/params-winning.log" "$sf" params generate --proof winning-post --sector-size "$SIZE" \
         --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
-    r=$(measure "$logs/params.log" "$sf" params generate --proof porep-c2 --sector-size "$SIZE" \
+    r=$(measure "$logs/params.log" "$sf" params generate --proof "$KIND" --sector-size "$SIZE" \
         --device "${PARAMGEN_DEVICE:-gpu}" --params-dir "$P")
     {
-        echo "PoRep parameters: $r"
+        echo "$KIND parameters: $r"
         echo "WinningPoSt parameters: $w"
         for f in "$logs"/params.log "$logs"/params-winning.log; do
             grep -iE "constraints|comb|written|step done|shape recorded|generated" "$f" | sed 's/\x1b\[[0-9;]*m//g' \
@@ -183,7 +201,7 @@ gib32_up() {
     fi
     t=$(date +%s.%N)
     for g in $(seq 0 $((GPUS - 1))); do
-        cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "porep-c2-$SIZE,winning-post-$SIZE"
+        cmd=("$d/gpu-worker-supraseal" --worker-id "gpu-$g" --preload "$KIND-$SIZE,winning-post-$SIZE"
             --prefetch "$PREFETCH" --memory-budget "${GPU_BUDGET:-60GiB}" --status-listen "127.0.0.1:$((9102 + g))")
         [ "$GPUS" -gt 1 ] && cmd+=(--gpu "$g")
         gib32_spawn "gpu-worker-$g" "${cmd[@]}"
@@ -201,12 +219,12 @@ gib32_up() {
     grep -hE "parameters loaded|constraint shape loaded" "$logs"/gpu-worker-*.log | sed 's/^.*Z //' | cut -c1-300
     grep -c "partition synthesized" "$logs"/synth-*.log | xargs echo "partitions synthesized so far (per log):"
     if [ "${WINNING:-1}" = 1 ]; then
-        # once the first PoRep partition is proved (the next ones are on the GPU or prepared),
+        # once the first partition of KIND is proved (the next ones are on the GPU or prepared),
         # a WinningPoSt: it should wait for the partition on the device only
         until grep -q "partition proved" "$logs"/gpu-worker-0.log; do sleep 0.2; done
         sleep "${WINNING_AFTER:-1}"
         gib32_submit winning --kind winning-post --input "$S/fixture/winning-post.json"
-        echo "WinningPoSt submitted while the GPU proves PoRep partitions"
+        echo "WinningPoSt submitted while the GPU proves $KIND partitions"
     fi
 }
 
@@ -217,8 +235,8 @@ gib32_live() {
     # the GPU-busy samples so far belong to the staged run
     [ -f "$logs/gpu-util.log" ] && wc -l <"$logs/gpu-util.log" >"$S/util.mark"
     for i in $(seq $((live + 1)) "$SYNTH"); do kill -TERM "$(cat "$S/pids/synth-$i")" 2>/dev/null; done
-    gib32_porep_jobs live
-    echo "submitted $(awk '$2 == "porep-live" {print $1}' "$S/ids" | xargs): synthesis live on $live synth-worker(s)"
+    gib32_main_jobs live
+    echo "submitted $(awk '$2 ~ /-live$/ {print $1}' "$S/ids" | xargs): synthesis live on $live synth-worker(s)"
 }
 
 # every job submitted so far (at most WAIT s), each timed from its submit to when this step first

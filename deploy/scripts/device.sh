@@ -67,11 +67,11 @@ The hop benchmark (no tarball: BIN is a directory of binaries carried or built t
                       BIN=target/device SIZE=32GiB (fixture in /tmp/fixture)
 
 The services on the device host (nats-server, gateway, synth-workers, gpu-workers, collector):
-  32gib STEP          a 32 GiB PoRep through the pipeline, one step per command (state in
+  32gib STEP          a 32 GiB PoRep (KIND=snap-update: SnapDeals) through the pipeline, one step per command (state in
                       /tmp/sf32; the calls of one lease follow each other within its idle limit):
                       params   disk speed, GPU vs CPU parameter files, then the generators alone
                       gen      fixtures; parameters made in the background; the stack without
-                               gpu-workers; JOBS PoRep jobs submitted (synthesized meanwhile)
+                               gpu-workers; JOBS jobs of KIND submitted (synthesized meanwhile)
                       up       gpu-workers once the parameters (and STAGED partitions) are there;
                                a WinningPoSt once the first partition is proved
                       wait     every job submitted so far, each timed from its submit
@@ -79,7 +79,7 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       stop     peak RSS per process, GPU busy, the stack stopped, the waterfall
                       stock    filecoin-proofs' seal_commit_phase2 on the same C1, peak RSS
                       prove    up, wait and stop in one command (small sizes, after gen)
-                      SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB DATA=zeros
+                      KIND=porep-c2 SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB DATA=zeros
                       GPUS=1 PREFETCH=2 GPU_BUDGET=60GiB STAGED WINNING=1 WINNING_AFTER=1
                       CARD_GIB (up: GPU 0 held down to a card of that size, the plan chosen there)
                       LIVE_SYNTH=1 STOCK_CAP_GIB (90% of RAM) PARAMGEN_DEVICE=gpu CAP_KIB
