@@ -143,7 +143,7 @@ stack_up() { # gpu-worker binary, synth count, rebuild threads, pin|nopin|nice, 
     # an isolated benchmark host: no API tokens, test kinds on
     "$d/gateway" --insecure-no-auth --enable-test-kinds >"$logs/gateway.log" 2>&1 & pids+=($!)
     for i in $(seq 1 "$synth"); do
-        $scpu "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" --status-listen "127.0.0.1:$((9110 + i))" \
+        $scpu env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$d/synth-worker" --worker-id "synth-$i" --wire-format "$WIRE" --status-listen "127.0.0.1:$((9110 + i))" \
             >"$logs/synth-$i.log" 2>&1 & pids+=($!)
     done
     gpu_workers_ready || return 1

@@ -14,7 +14,7 @@ equals deploy/nats's. Then what the rendered manifests expose (issue 39):
   - no Service publishes NATS's monitoring port; every pod runs as non-root without a
     service-account token, with images pinned to a tag that is not `latest`;
   - every worker serves its status port (SNARKFLOW_STATUS_LISTEN) and is annotated for
-    Prometheus on it; the PoSt pool, where PodDisruptionBudgets exist, is two pods on two nodes
+    Prometheus on it; a synth-worker's malloc asks for huge pages (GLIBC_TUNABLES); the PoSt pool, where PodDisruptionBudgets exist, is two pods on two nodes
     with a budget.
 Run by deploy/scripts/check-k8s.sh (which makes the virtual environment)."""
 import pathlib
@@ -289,6 +289,8 @@ def check_pods(overlay, docs):
                 elif annotations.get("prometheus.io/scrape") != "true" or \
                         annotations.get("prometheus.io/port") != listen.rsplit(":", 1)[-1]:
                     problems.append(f"{where}: not annotated for Prometheus on its status port {listen}")
+            if command == "synth-worker" and env_of(c).get("GLIBC_TUNABLES") != "glibc.malloc.hugetlb=1":
+                problems.append(f"{where}: no GLIBC_TUNABLES=glibc.malloc.hugetlb=1: the witness buffers get 4 KiB pages")
             if command == "gateway" and annotations.get("prometheus.io/scrape") != "true":
                 problems.append(f"{where}: not annotated for Prometheus")
     return problems + check_post_pool(overlay, docs)

@@ -7,6 +7,7 @@
   - the gpu-worker's start timeout covers a 32 GiB preload and digest check (>= 900 s);
   - every worker's example environment serves its status port (SNARKFLOW_STATUS_LISTEN), one
     port per gpu-worker instance;
+  - the synth-worker's malloc asks for huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1);
   - a nats-server unit exists.
 Run by deploy/scripts/check-systemd.sh; standard library only."""
 import pathlib
@@ -103,6 +104,10 @@ def main():
     if timeout is None or timeout < 900:
         problems.append("snarkflow-gpu-worker@.service: TimeoutStartSec under 900 s: a 32 GiB preload and "
                         "digest check outlast it and systemd kills the worker")
+    synth_unit = units.get("snarkflow-synth-worker.service", [])
+    if "GLIBC_TUNABLES=glibc.malloc.hugetlb=1" not in values(synth_unit, "Environment"):
+        problems.append("snarkflow-synth-worker.service: no Environment=GLIBC_TUNABLES=glibc.malloc.hugetlb=1: "
+                        "its witness buffers get 4 KiB pages (about half the native witness's time faulting them in)")
     synth = env_file("synth-worker.env") or {}
     if "SNARKFLOW_STATUS_LISTEN" not in synth:
         problems.append("synth-worker.env: no SNARKFLOW_STATUS_LISTEN (no /metrics, no /readyz)")

@@ -135,8 +135,9 @@ gib32_gen() {
     for i in $(seq 1 "$SYNTH"); do
         # the WinningPoSt shape recorded at start (1.2 s at 32 GiB), as an operator would, so
         # the WinningPoSt under load does not pay for it
-        # each its own status port: a second worker on the default one exits at start
-        gib32_spawn "synth-$i" "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" \
+        # each its own status port (a second worker on the default one exits at start), huge
+        # pages for the witness buffers as the packaged unit gives them
+        gib32_spawn "synth-$i" env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$d/synth-worker" --worker-id "synth-$i" --concurrency "$CONC" \
             --memory-budget "${SYNTH_BUDGET:-20GiB}" --preload-shapes "winning-post-$SIZE" \
             --status-listen "127.0.0.1:$((9110 + i))"
     done
