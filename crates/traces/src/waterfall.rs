@@ -73,10 +73,33 @@ pub struct StageMedian {
     pub max_parallel: usize,
 }
 
+/// One job's proving: how long its partitions took on the devices, first prove start to last
+/// prove end (a staged run's seconds per proof), and when its first partition began.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobWindow {
+    pub job_id: String,
+    /// Partitions with a prove span.
+    pub partitions: usize,
+    /// The first prove's start to the last prove's end.
+    pub proving: Interval,
+    /// When its first partition's first span (synthesis, else queue wait, else prove) began.
+    pub first_start_ns: u64,
+}
+
+impl JobWindow {
+    pub fn proving_s(&self) -> f64 {
+        (self.proving.1 - self.proving.0) as f64 / 1e9
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     pub window: Interval,
     pub rows: Vec<Row>,
+    /// Each job that proved a partition, in the order its proving began.
+    pub jobs: Vec<JobWindow>,
+    /// The first prove's start to the last prove's end, over every job.
+    pub proving: Option<Interval>,
     pub devices: Vec<Device>,
     pub stages: Vec<StageMedian>,
     /// Total synthesis seconds over total proving seconds.
@@ -179,7 +202,33 @@ pub fn analyze(spans: &[Span]) -> Report {
     let bound_by = bound_by(&stages, &devices);
     let mut rows: Vec<Row> = rows.into_values().collect();
     rows.sort_by_key(|r| (r.synth.first().or(r.queue.first()).or(r.prove.first()).map(|i| i.0), r.partition));
-    Report { window, rows, devices, stages, synth_gpu_ratio, bound_by }
+    let jobs = job_windows(&rows);
+    let proving = jobs.iter().map(|j| j.proving).reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    Report { window, rows, jobs, proving, devices, stages, synth_gpu_ratio, bound_by }
+}
+
+/// Each job's proving window from its rows, in the order its proving began.
+fn job_windows(rows: &[Row]) -> Vec<JobWindow> {
+    let mut jobs: BTreeMap<&str, JobWindow> = BTreeMap::new();
+    for r in rows {
+        let Some(proving) = r.prove.iter().copied().reduce(|a, b| (a.0.min(b.0), a.1.max(b.1))) else {
+            continue;
+        };
+        let first = [&r.synth, &r.queue, &r.prove].iter().find_map(|ivs| ivs.iter().map(|i| i.0).min());
+        let first = first.unwrap_or(proving.0);
+        let job = jobs.entry(r.job_id.as_str()).or_insert_with(|| JobWindow {
+            job_id: r.job_id.clone(),
+            partitions: 0,
+            proving,
+            first_start_ns: first,
+        });
+        job.partitions += 1;
+        job.proving = (job.proving.0.min(proving.0), job.proving.1.max(proving.1));
+        job.first_start_ns = job.first_start_ns.min(first);
+    }
+    let mut jobs: Vec<JobWindow> = jobs.into_values().collect();
+    jobs.sort_by_key(|j| (j.proving.0, j.job_id.clone()));
+    jobs
 }
 
 fn interval(s: &Span) -> Interval {

@@ -12,7 +12,8 @@
 //! By hand: window 0–10 s; the prover is busy 2–4, 5–6, 8–10 = 5 s → 50%; idle gaps 4–5 and
 //! 6–8 → 2 gaps, median 1.5 s, max 2 s; synthesis 2+3+4+5 = 14 s over proving 2+1+1+1 = 5 s →
 //! 2.8; synthesis median 3.5 s with at most 2 at once → 0.57 partitions/s, proving median 1 s,
-//! 1 at once → 1 partition/s: synthesis bounds throughput.
+//! 1 at once → 1 partition/s: synthesis bounds throughput. Proving runs 2–10 s in all; job a's
+//! partitions prove 2–6 s (4 s, its first synthesis at 0 s), job b's 8–10 s (2 s, from 2 s).
 
 use snarkflow_traces::{otlp, waterfall};
 
@@ -46,6 +47,34 @@ fn ratio_medians_and_bound_match_the_hand_computation() {
     assert_eq!((stage("prove").median_s, stage("prove").max_parallel), (1.0, 1));
     assert_eq!((stage("queue.wait").median_s, stage("queue.wait").count), (2.0, 3));
     assert!(r.bound_by.starts_with("synthesis"), "{}", r.bound_by);
+}
+
+#[test]
+fn each_jobs_proving_window_matches_the_hand_computation() {
+    let r = report();
+    let s = 1_000_000_000u64;
+    let t0 = r.window.0;
+    assert_eq!(r.proving.map(|(a, b)| (a - t0, b - t0)), Some((2 * s, 10 * s)));
+    let jobs: Vec<(String, usize, f64, u64)> =
+        r.jobs.iter().map(|j| (j.job_id[..1].to_owned(), j.partitions, j.proving_s(), j.first_start_ns - t0)).collect();
+    assert_eq!(jobs, vec![("a".to_owned(), 2, 4.0, 0), ("b".to_owned(), 2, 2.0, 2 * s)]);
+    let text = waterfall::render_text(&r, 20);
+    assert!(
+        text.contains("proving, first prove start to last prove end: 8.000 s for 4 partitions of 2 jobs"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  aaaaaaaa: 2 partitions proved in 4.000 s (2.000–6.000 s; its first partition began at 0.000 s)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  bbbbbbbb: 2 partitions proved in 2.000 s (8.000–10.000 s; its first partition began at 2.000 s)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

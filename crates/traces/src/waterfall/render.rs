@@ -65,6 +65,28 @@ pub fn render_text(report: &Report, width: usize) -> String {
             d.gaps.max_s
         );
     }
+    if let Some((first, last)) = report.proving {
+        let partitions: usize = report.jobs.iter().map(|j| j.partitions).sum();
+        let _ = writeln!(
+            out,
+            "proving, first prove start to last prove end: {:.3} s for {partitions} partitions of {} jobs",
+            (last - first) as f64 / 1e9,
+            report.jobs.len()
+        );
+        let at = |t: u64| (t - report.window.0) as f64 / 1e9;
+        for j in &report.jobs {
+            let _ = writeln!(
+                out,
+                "  {}: {} partitions proved in {:.3} s ({:.3}–{:.3} s; its first partition began at {:.3} s)",
+                short(&j.job_id),
+                j.partitions,
+                j.proving_s(),
+                at(j.proving.0),
+                at(j.proving.1),
+                at(j.first_start_ns)
+            );
+        }
+    }
     if let Some(r) = report.synth_gpu_ratio {
         let _ = writeln!(out, "synthesis / GPU time: {r:.3}");
     }
