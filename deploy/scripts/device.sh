@@ -48,6 +48,8 @@ The resident prover, the CLI in one process:
                       kernels  one prove under Nsight Compute, kernel times summed (ncu-summary.py)
                       RUNS=3 SUPRA=0 (1: also supraseal-c2, bytes compared) TRACE=0 FIXTURE=$S/fixture
                       DATA=zeros (random: gen makes a sector holding random data)
+                      PARAMS_TMPFS_GIB (gen: the parameters in a tmpfs of that size at P, for
+                      files larger than the disk: WindowPoSt 32 GiB with 80 on a 128 GiB host)
                       S=/tmp/sfres32 P BINS=resident.tar.xz RUST_LOG; S=/tmp/sf32 reuses `32gib`'s
   memory-plans        one PoRep partition per size in every plan, then on simulated cards
                       SIZES="2KiB 512MiB" PLANS=resident,partly-resident,streamed,lean (and compact)
