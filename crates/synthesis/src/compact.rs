@@ -92,29 +92,40 @@ fn push_varint(out: &mut Vec<u8>, mut x: u64) {
     }
 }
 
-fn encode_piece(values: impl Iterator<Item = Fr>, len: usize) -> EncodedPiece {
-    let mut piece = EncodedPiece { tags: vec![0u8; len.div_ceil(4)], ..Default::default() };
-    for (i, v) in values.enumerate() {
-        // zero and one are told apart in Montgomery form (a compare); only the few other values
-        // pay for the conversion to their canonical bytes. Whether a bit is 0 or 1 is as good as
-        // random, so it picks the tag without a branch; the branch is on "0 or 1 at all", which
-        // ~99 % of a PoRep partition's values are.
-        // (plain compares: `is_zero` is constant-time, a quarter of the encoding's time in
-        // subtle's optimisation barriers)
-        let (zero, one) = (v == Fr::ZERO, v == Fr::ONE);
-        let tag = if zero | one {
-            TAG_ZERO + one as u8 * (TAG_ONE - TAG_ZERO)
-        } else {
-            let repr = v.to_repr();
-            if repr[8..].iter().all(|b| *b == 0) {
-                push_varint(&mut piece.smalls, u64::from_le_bytes(repr[..8].try_into().expect("8 bytes")));
-                TAG_SMALL
+/// The tag of a value neither 0 nor 1, its varint or canonical bytes written to `piece`.
+#[cold]
+fn encode_other(v: &Fr, smalls: &mut Vec<u8>, raws: &mut Vec<u8>) -> u8 {
+    let repr = v.to_repr();
+    if repr[8..].iter().all(|b| *b == 0) {
+        push_varint(smalls, u64::from_le_bytes(repr[..8].try_into().expect("8 bytes")));
+        TAG_SMALL
+    } else {
+        raws.extend_from_slice(&repr);
+        TAG_RAW
+    }
+}
+
+fn encode_piece(values: &[Fr]) -> EncodedPiece {
+    let mut piece = EncodedPiece { tags: Vec::with_capacity(values.len().div_ceil(4)), ..Default::default() };
+    // a tag byte at a time, from four values, kept in a register until written
+    for four in values.chunks(4) {
+        let mut byte = 0u8;
+        for (k, v) in four.iter().enumerate() {
+            // zero and one are told apart in Montgomery form (a compare); only the few other
+            // values pay for the conversion to their canonical bytes. Whether a bit is 0 or 1
+            // is as good as random, so it picks the tag without a branch; the branch is on "0
+            // or 1 at all", which ~99 % of a PoRep partition's values are.
+            // (plain compares: `is_zero` is constant-time, a quarter of the encoding's time in
+            // subtle's optimisation barriers)
+            let (zero, one) = (*v == Fr::ZERO, *v == Fr::ONE);
+            let tag = if zero | one {
+                TAG_ZERO + one as u8 * (TAG_ONE - TAG_ZERO)
             } else {
-                piece.raws.extend_from_slice(&repr);
-                TAG_RAW
-            }
-        };
-        piece.tags[i / 4] |= tag << (2 * (i % 4));
+                encode_other(v, &mut piece.smalls, &mut piece.raws)
+            };
+            byte |= tag << (2 * k);
+        }
+        piece.tags.push(byte);
     }
     piece
 }
@@ -123,12 +134,17 @@ fn encode_compact_in_pieces(w: &PartitionWitness, shape_hash: [u8; 32], chunk: u
     use rayon::prelude::*;
     debug_assert!(chunk > 0 && chunk.is_multiple_of(4), "pieces must hold whole tag bytes");
     let (ni, n) = (w.inputs.len(), w.inputs.len() + w.aux.len());
-    let value = |i: usize| if i < ni { w.inputs[i] } else { w.aux[i - ni] };
     let pieces: Vec<EncodedPiece> = (0..n.div_ceil(chunk))
         .into_par_iter()
         .map(|c| {
             let (start, end) = (c * chunk, ((c + 1) * chunk).min(n));
-            encode_piece((start..end).map(value), end - start)
+            if start >= ni {
+                encode_piece(&w.aux[start - ni..end - ni])
+            } else {
+                // the pieces over the inputs (a few hundred values) and the first aux values
+                let joined: Vec<Fr> = (start..end).map(|i| if i < ni { w.inputs[i] } else { w.aux[i - ni] }).collect();
+                encode_piece(&joined)
+            }
         })
         .collect();
     let header = Header {
