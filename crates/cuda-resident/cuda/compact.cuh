@@ -117,7 +117,7 @@ static void prove_compact(sf_device* d, const sf_srs* srs, const sf_shape* sh, c
     // 2, 3. a, b from the compact witness, c after them in b, seven NTTs
     auto phase = clock_type::now();
     queue_h_compact(d, sh, cw);
-    check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
+    wait_stream(*d->prep, "a, b, c and the NTTs");
     t->wait_h = ms_since(phase);
     t->spmv = event_ms(d->marks[0], d->marks[1]);
     t->ntt = event_ms(d->marks[1], d->marks[2]);

@@ -38,6 +38,8 @@ static bool env_is(const char* name, const char* value)
     return v && std::string(v) == value;
 }
 
+#include "waits.cuh"   // wait_stream, wait_event: how the host waits for the device
+
 // SNARKFLOW_RESIDENT_TRACE=1 prints each step of a prove to stderr (for debugging the device
 // code; the timings come back to the caller either way)
 static bool tracing_on()

@@ -69,8 +69,8 @@ static void phase_one(sf_device* d, const sf_srs* srs, const sf_shape* sh, const
     splits_known(d);
     prove_tails(d, srs, sh, w, out, t);
     auto phase = clock_type::now();
-    check(cudaStreamSynchronize(d->side), "the sums of the ones");
-    check(cudaStreamSynchronize(d->fetch), "the sums of the ones");
+    wait_stream(d->side, "the sums of the ones");
+    wait_stream(d->fetch, "the sums of the ones");
     t->wait_ones = ms_since(phase);
 }
 
@@ -96,7 +96,7 @@ static void prove_lean(sf_device* d, const sf_srs* srs, const sf_shape* sh, sf_w
     // 2, 3. a, b, c over the witness, the NTTs
     auto phase = clock_type::now();
     t->h2d_copied += (double)queue_h(d, sh, wit, wit->buf.as<scalar_t>());
-    check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
+    wait_stream(*d->prep, "a, b, c and the NTTs");
     t->wait_h = ms_since(phase);
     t->spmv = event_ms(d->marks[0], d->marks[1]);
     t->ntt = event_ms(d->marks[1], d->marks[2]);

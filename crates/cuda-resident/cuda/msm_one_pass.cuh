@@ -353,7 +353,7 @@ static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work&
     out.inf();
     if (p.n == 0)
         return;
-    check(cudaStreamSynchronize(s), "the one-pass MSM");
+    wait_stream(s, "the one-pass MSM");
     std::vector<bucket> runs(2 * p.runs());
     std::vector<bucket> ones(ones_slots(gpu));
 #ifndef __CUDA_ARCH__   // on the device an Fp2 bucket is spread over two threads

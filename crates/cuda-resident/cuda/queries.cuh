@@ -172,7 +172,7 @@ static void tail_msm(const gpu_t& gpu, sf_device* d, point& out, const mem* poin
         }
     }
     // sppark's MSM runs on its own streams: the gathers must be done first
-    check(cudaStreamSynchronize(s), what);
+    wait_stream(s, what);
     msm<bucket, point, affine>(gpu, out, points, scalars, n, what);
 }
 
@@ -216,7 +216,7 @@ static void tail_query(const gpu_t& gpu, sf_device* d, point& out, const mem* po
             scalars = d->scalars.as<scalar_t>();
         }
         // sppark's MSM runs on its own streams: everything above must be done first
-        check(cudaStreamSynchronize(s), what);
+        wait_stream(s, what);
         msm<bucket, point, affine>(gpu, out, points, scalars, sp.n, what);
         return;
     }
@@ -254,7 +254,7 @@ static void add_ones(point& out, const split_t& sp, const ones_sum_t& o, const c
 // their counts back.
 static void splits_known(sf_device* d)
 {
-    check(cudaEventSynchronize(d->split_ready), "the 0/1 split");
+    wait_event(d->split_ready, "the 0/1 split");
     for (auto& sp : d->split) {
         if (sp.n == 0)
             continue;
@@ -359,7 +359,7 @@ static void prove_tails(sf_device* d, const sf_srs* srs, const sf_shape* sh, con
 static void finish_ones(sf_device* d, const sf_srs* srs, sf_msm_sums* out, sf_timings* t)
 {
     auto phase = clock_type::now();
-    check(cudaStreamSynchronize(d->side), "the sums of the ones");
+    wait_stream(d->side, "the sums of the ones");
     t->wait_ones = ms_since(phase);
     add_ones<bucket_t>(out->l, d->split[0], d->ones[0], "the L MSM");
     add_ones<bucket_t>(out->a, d->split[1], d->ones[1], "the A MSM");

@@ -315,7 +315,7 @@ static size_t h_msm_streamed(sf_device* d, const sf_srs* srs, const scalar_t* h,
         // the other slot's MSM returned (sppark's invoke waits for its work): refill it
         if (first + batch < n)
             copy(first + batch, slot ^ 1);
-        check(cudaEventSynchronize(d->staged[slot]), "streaming the H points");
+        wait_event(d->staged[slot], "streaming the H points");
         point_t part;
         msm<bucket_t, point_t, affine_t>(gpu, part, slots[slot], h + first, std::min(batch, n - first), "the H MSM");
         out.add(part);

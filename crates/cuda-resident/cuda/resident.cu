@@ -342,7 +342,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         prove_tails(d, srs, sh, w, out, t);
 
         auto phase = clock_type::now();
-        check(cudaStreamSynchronize(*d->prep), "a, b, c and the NTTs");
+        wait_stream(*d->prep, "a, b, c and the NTTs");
         t->wait_h = ms_since(phase);
         t->spmv = event_ms(d->marks[0], d->marks[1]);
         t->ntt = event_ms(d->marks[1], d->marks[2]);

@@ -39,7 +39,7 @@ SF_FFI RustError::by_value sf_witness_upload(sf_witness* w, const scalar_t* host
         w->len = 0;
         w->kept_compact = false;
         check(cudaMemcpyAsync(w->buf.ptr, host, len * sizeof(scalar_t), cudaMemcpyHostToDevice, w->stream), "uploading the witness");
-        check(cudaStreamSynchronize(w->stream), "uploading the witness");
+        wait_stream(w->stream, "uploading the witness");
         w->len = len;
     });
 }
@@ -115,7 +115,7 @@ SF_FFI RustError::by_value sf_witness_upload_compact(sf_witness* w, const uint8_
                                                          reinterpret_cast<const uint32_t*>(d + offsets_at),
                                                          reinterpret_cast<const fr_bits*>(d + others_at), one_bits, len);
         check(cudaGetLastError(), "expanding the compact witness");
-        check(cudaStreamSynchronize(w->stream), "expanding the compact witness");
+        wait_stream(w->stream, "expanding the compact witness");
         w->len = len;
     });
 }
@@ -141,7 +141,7 @@ SF_FFI RustError::by_value sf_witness_keep_compact(sf_witness* w, const uint8_t*
         }
         check(cudaMemcpyAsync(w->stage.ptr, blob, bytes, cudaMemcpyHostToDevice, w->stream),
               "copying the compact witness");
-        check(cudaStreamSynchronize(w->stream), "copying the compact witness");
+        wait_stream(w->stream, "copying the compact witness");
         w->offsets_at = offsets_at;
         w->others_at = others_at;
         memcpy(w->one, one, sizeof(w->one));
