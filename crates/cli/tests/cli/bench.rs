@@ -25,14 +25,19 @@ fn rows(stdout: &str) -> Vec<(String, f64, f64)> {
         .collect()
 }
 
-#[test]
-fn synth_times_each_step_of_a_native_porep_partition_and_sizes_the_cores() {
+/// A 2 KiB PoRep fixture's C1 file, in a directory that lives as long as the guard.
+fn porep_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let fixture = dir.path().join("fx");
     let made =
         snarkflow(&["filecoin", "fixture", "--sector-size", "2KiB", "--seed", "1", "--out", fixture.to_str().unwrap()]);
     assert!(made.status.success(), "{}", text(&made));
-    let c1 = fixture.join("c1.json");
+    (dir, fixture.join("c1.json"))
+}
+
+#[test]
+fn synth_times_each_step_of_a_native_porep_partition_and_sizes_the_cores() {
+    let (_dir, c1) = porep_fixture();
     let out = snarkflow(&[
         "bench",
         "synth",
@@ -78,12 +83,7 @@ fn synth_uses_the_gadgets_where_a_kind_has_no_native_generator() {
 
 #[test]
 fn synth_refuses_a_partition_past_the_input_and_zero_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let fixture = dir.path().join("fx");
-    let made =
-        snarkflow(&["filecoin", "fixture", "--sector-size", "2KiB", "--seed", "1", "--out", fixture.to_str().unwrap()]);
-    assert!(made.status.success(), "{}", text(&made));
-    let c1 = fixture.join("c1.json");
+    let (_dir, c1) = porep_fixture();
     let c1 = c1.to_str().unwrap();
     let past =
         snarkflow(&["bench", "synth", "--kind", "porep-c2", "--c1", c1, "--miner-id", "1000", "--partition", "9"]);
