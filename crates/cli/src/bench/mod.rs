@@ -56,6 +56,10 @@ pub(crate) enum BenchCommand {
         /// GPU seconds per partition to size synthesis for (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "1.0,1.37")]
         gpu_seconds: Vec<f64>,
+        /// Then every step on this many partitions at once (a synth-worker's --concurrency)
+        /// on the largest --threads: partitions per second and core-seconds each (0: skip).
+        #[arg(long, default_value_t = 0)]
+        slots: usize,
     },
     /// A circuit's constraint shape recorded the kind's way (PoRep: two challenges, copied)
     /// and recorded whole from its blank circuit: both times and hashes; exit code 1 if they
@@ -168,11 +172,11 @@ pub(crate) async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             tokio::task::spawn_blocking(move || hop::hop(spec, input, runs, prove, params_dir)).await??;
             true
         }
-        BenchCommand::Synth { circuit, partition, runs, threads, gadgets, gpu_seconds } => {
+        BenchCommand::Synth { circuit, partition, runs, threads, gadgets, gpu_seconds, slots } => {
             let (spec, input, partitions) = circuit.resolve()?;
             anyhow::ensure!(partition < partitions, "partition {partition} of a circuit with {partitions} partitions");
             anyhow::ensure!(threads.iter().all(|&t| t > 0), "--threads: every count must be at least 1");
-            let run = synth::SynthRun { partition, runs, threads, gadgets, gpu_seconds };
+            let run = synth::SynthRun { partition, runs, threads, gadgets, gpu_seconds, slots };
             tokio::task::spawn_blocking(move || synth::synth(spec, input, run)).await??;
             true
         }

@@ -18,6 +18,9 @@ pub(super) struct SynthRun {
     pub threads: Vec<usize>,
     pub gadgets: bool,
     pub gpu_seconds: Vec<f64>,
+    /// Then the whole step sequence on this many partitions at once (a worker's
+    /// `--concurrency`), on the largest thread count: 0 skips it.
+    pub slots: usize,
 }
 
 /// One step's median wall seconds and mean core-seconds over the runs.
@@ -100,14 +103,48 @@ pub(super) fn synth(spec: CircuitSpec, input: Option<JobInput>, run: SynthRun) -
             total.core_s,
             1e9 * total.core_s / values as f64
         );
-        per_partition.push((threads, total));
+        per_partition.push((format!("each step alone on {threads} thread(s)"), total));
+    }
+    if run.slots > 0 {
+        let threads = run.threads.iter().copied().max().unwrap_or(1);
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+        let done = run.slots * run.runs.max(1);
+        let (before, started) = (cpu_seconds(), std::time::Instant::now());
+        // each slot a thread of its own, as a worker's tasks are, sharing one rayon pool
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let slots: Vec<_> = (0..run.slots)
+                .map(|_| {
+                    scope.spawn(|| -> anyhow::Result<()> {
+                        for _ in 0..run.runs.max(1) {
+                            let (w, _) = pool.install(|| witness(&spec, input, run.partition, run.gadgets))?;
+                            let encoded = pool.install(|| encode_compact(&w, [0; 32]));
+                            drop(w);
+                            std::hint::black_box(snarkflow_bus::object_digest(&encoded));
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            slots.into_iter().try_for_each(|s| s.join().expect("a slot's thread panicked"))
+        })?;
+        let (wall, core) = (started.elapsed().as_secs_f64(), cpu_seconds() - before);
+        println!(
+            "\n{} slots at once on {threads} thread(s): {done} partitions in {wall:.3} s = {:.2} partitions/s, {:.3} core-s each",
+            run.slots,
+            done as f64 / wall,
+            core / done as f64
+        );
+        per_partition.push((
+            format!("{} slots at once on {threads} thread(s)", run.slots),
+            Cost { wall_s: wall / done as f64, core_s: core / done as f64 },
+        ));
     }
     println!("\nsynthesis cores to keep one GPU fed (core-s per partition ÷ the GPU's seconds per partition;");
     println!("the store's write into the broker and the broker itself are not counted):");
-    for (threads, total) in per_partition {
+    for (label, total) in per_partition {
         let cores: Vec<String> =
             run.gpu_seconds.iter().map(|g| format!("{:.1} cores at {g} s per partition", total.core_s / g)).collect();
-        println!("  steps on {threads} thread(s): {}", cores.join(", "));
+        println!("  {label}: {}", cores.join(", "));
     }
     Ok(())
 }

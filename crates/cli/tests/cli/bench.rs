@@ -53,6 +53,8 @@ fn synth_times_each_step_of_a_native_porep_partition_and_sizes_the_cores() {
         "1",
         "--gpu-seconds",
         "0.5",
+        "--slots",
+        "2",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}", text(&out));
@@ -70,7 +72,12 @@ fn synth_times_each_step_of_a_native_porep_partition_and_sizes_the_cores() {
             "the total is the steps' sum: {stdout}"
         );
     }
-    assert_eq!(stdout.matches("cores at 0.5 s per partition").count(), 2, "{stdout}");
+    // two slots at once on the 2 threads, a partition each: 2 partitions, core-seconds each
+    let slots =
+        stdout.lines().find(|l| l.starts_with("2 slots at once on 2 thread(s): 2 partitions in ")).expect(&stdout);
+    let each: f64 = slots.rsplit(", ").next().unwrap().trim_end_matches(" core-s each").parse().unwrap();
+    assert!(each > 0.0, "{stdout}");
+    assert_eq!(stdout.matches("cores at 0.5 s per partition").count(), 3, "{stdout}");
 }
 
 #[test]
