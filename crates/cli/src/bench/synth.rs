@@ -32,15 +32,9 @@ struct Cost {
 
 /// Median wall seconds and mean core-seconds of `runs` calls of `f`, and its last result.
 fn measure<T>(runs: usize, mut f: impl FnMut() -> T) -> (T, Cost) {
-    let (mut walls, before, mut last) = (Vec::new(), cpu_seconds(), None);
-    for _ in 0..runs.max(1) {
-        let (out, wall) = super::timed(&mut f);
-        walls.push(wall);
-        last = Some(out);
-    }
-    let core_s = (cpu_seconds() - before) / runs.max(1) as f64;
-    walls.sort_by(|a, b| a.total_cmp(b));
-    (last.expect("one run at least"), Cost { wall_s: walls[walls.len() / 2], core_s })
+    let before = cpu_seconds();
+    let (out, wall_s) = super::median_of(runs, || (), |_| f());
+    (out, Cost { wall_s, core_s: (cpu_seconds() - before) / runs.max(1) as f64 })
 }
 
 /// The partition's witness the synth-worker's way: native where the kind has a generator
