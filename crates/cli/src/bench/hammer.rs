@@ -135,11 +135,31 @@ pub(super) fn hammer_partitions(
     available: u32,
     count: usize,
 ) -> anyhow::Result<Vec<SynthesizedPartition>> {
+    partitions_of(spec, input, available, count, None)
+}
+
+/// `count` partitions to prove, as `hammer_partitions`; with a constraint shape, the way the
+/// pipeline makes them where the kind has a native witness generator: the synth-worker's native
+/// witness, then a, b and c from the shape as the gpu-worker rebuilds them (the same partition
+/// as the gadgets': tested). The gadgets alone take minutes on a 32 GiB WindowPoSt partition
+/// (424 s on one core), the native generator and the rebuild seconds.
+pub(super) fn partitions_of(
+    spec: &CircuitSpec,
+    input: Option<&JobInput>,
+    available: u32,
+    count: usize,
+    shape: Option<&snarkflow_synthesis::ConstraintShape>,
+) -> anyhow::Result<Vec<SynthesizedPartition>> {
     let id = spec.circuit_id();
     let available = available.max(1);
     (0..count.max(1))
         .map(|i| {
             let (seed, partition) = (i as u64, (i as u32) % available);
+            if let Some(shape) = shape {
+                if let Some(witness) = snarkflow_circuits::native_witness(spec, seed, partition, input) {
+                    return Ok(shape.rebuild(witness?)?);
+                }
+            }
             Ok(snarkflow_circuits::visit_with_witness(spec, seed, partition, input, Synthesize(&id, partition))??)
         })
         .collect()
@@ -161,6 +181,37 @@ mod tests {
             assert_eq!((s.proofs, s.invalid, s.errors), (7, 0, 0), "locked={locked}: {s:?}");
             assert!(s.median_prove_s > 0.0);
         }
+    }
+
+    #[test]
+    fn partitions_through_the_shape_equal_the_gadgets() {
+        // the pipeline's way (native witness, a, b, c from the shape) against the gadgets, on a
+        // real 2 KiB PoRep and a WindowPoSt of two sectors; a synthetic kind has no native
+        // generator and goes through the gadgets either way
+        use rand::SeedableRng;
+        use snarkflow_filecoin::{porep, sparse, sparse_post, PostKind};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let registered = porep::registered_proof(2 << 10, false).unwrap();
+        let c1 = sparse::porep_c1(registered, snarkflow_filecoin::prover_id(1000), 7, &mut rng).unwrap();
+        let porep = serde_json::json!({ "miner_id": 1000, "c1": porep::c1_envelope(&c1, 7) });
+        let post = sparse_post::post_request(PostKind::Window, 2 << 10, 1000, &[1, 2], &mut rng).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParamStore::new(dir.path(), snarkflow_circuits::catalog());
+        for (kind, request) in [("porep-c2", porep), ("window-post", post)] {
+            let kind = snarkflow_circuits::kind_named(kind).unwrap();
+            let parsed = snarkflow_circuits::parse_request(kind, request.as_object().unwrap()).unwrap();
+            let (spec, input) = (parsed.spec, parsed.input.unwrap());
+            assert!(snarkflow_circuits::native_witness(&spec, 0, 0, Some(&input)).is_some(), "{kind} is native");
+            let shape = store.shape(&spec).unwrap();
+            let gadgets = hammer_partitions(&spec, Some(&input), parsed.partitions, 2).unwrap();
+            let native = partitions_of(&spec, Some(&input), parsed.partitions, 2, Some(&shape)).unwrap();
+            assert_eq!(native.len(), 2, "{kind}");
+            assert!(native == gadgets, "{kind}: the shape's partitions differ from the gadgets'");
+        }
+        let spec = snarkflow_circuits::circuit("dense-chain-c64");
+        let shape = store.shape(&spec).unwrap();
+        let through = partitions_of(&spec, None, u32::MAX, 2, Some(&shape)).unwrap();
+        assert!(through == hammer_partitions(&spec, None, u32::MAX, 2).unwrap());
     }
 
     #[test]

@@ -320,7 +320,7 @@ pub(crate) fn run(
     let reference = Reference::load(path, compare)?;
     eprintln!("bench resident: comparison keys loaded; synthesizing {partitions} partitions");
     let parts: Vec<SynthesizedPartition> =
-        super::hammer::hammer_partitions(&spec, input.as_ref(), available, partitions)?;
+        super::hammer::partitions_of(&spec, input.as_ref(), available, partitions, Some(&shape))?;
     let device = snarkflow_prover::resident::Device::open(0).map_err(anyhow::Error::msg)?;
     let mut all_good = true;
     // per partition: the first plan's proof, which every later plan's must equal
