@@ -230,13 +230,7 @@ cmd_resident_32gib() {
         [ "$kind" = snap-update ] && DATA=zeros
         echo "fixture: $(measure "$S/fixture.log" "$sf" filecoin fixture --proof "$kind" --sector-size "$size" \
             --miner-id "$MINER" --data "${DATA:-zeros}" --out "$fixture" "${extra[@]}")"
-        # parameters larger than the host's disk (WindowPoSt 32 GiB: ~70 GB on a 64 GB disk) in
-        # memory instead: a tmpfs of PARAMS_TMPFS_GIB at P
-        if [ -n "${PARAMS_TMPFS_GIB:-}" ] && ! mountpoint -q "$P"; then
-            mount -t tmpfs -o "size=${PARAMS_TMPFS_GIB}G" tmpfs "$P" \
-                || die "no tmpfs of ${PARAMS_TMPFS_GIB} GiB at $P (mounting needs root); free memory: $(free -g | awk '/Mem:/ {print $7}') GiB"
-            echo "parameters in memory: a tmpfs of ${PARAMS_TMPFS_GIB} GiB at $P"
-        fi
+        params_tmpfs "$P"
         echo "PARAMGEN $kind $size gpu: $(measure "$S/params.log" "$sf" params generate --kind "$kind" --sector-size "$size" \
             --seed 7 --device gpu --params-dir "$P")"
         tail -3 "$S/params.log"

@@ -44,6 +44,17 @@ params_dir() {
     export SNARKFLOW_PARAMS_DIR="$1" FIL_PROOFS_PARAMETER_CACHE="$1"
 }
 
+# params_tmpfs DIR: with PARAMS_TMPFS_GIB set, the parameters in memory instead of on the disk:
+# a tmpfs of that size mounted at DIR (once), for files larger than the lent host's disk
+# (WindowPoSt 32 GiB: ~68 GiB of parameters and a ~10 GB shape on a 64 GB disk)
+params_tmpfs() {
+    [ -n "${PARAMS_TMPFS_GIB:-}" ] || return 0
+    mountpoint -q "$1" && return 0
+    mount -t tmpfs -o "size=${PARAMS_TMPFS_GIB}G" tmpfs "$1" \
+        || die "no tmpfs of ${PARAMS_TMPFS_GIB} GiB at $1 (mounting needs root); free memory: $(free -g | awk '/Mem:/ {print $7}') GiB"
+    echo "parameters in memory: a tmpfs of ${PARAMS_TMPFS_GIB} GiB at $1"
+}
+
 # cli_prologue STATE NAME: the prologue of the subcommands that run the CLI in one process.
 # S (default STATE) keeps bin/ (the carried NAME unpacked), the fixtures and, unless P says
 # otherwise, params/; sets sf (the CLI, snarkflow-supraseal) and P; RUST_LOG defaults to warn.

@@ -2,7 +2,7 @@
 # shellcheck disable=SC2154 # out, scripts, root, MINER: set by device-lib.sh, which device.sh sources first
 # Sourced by device.sh, not run: the subcommands that run the services themselves (nats-server,
 # gateway, synth-workers, gpu-workers, the span collector) on the device host: `32gib` in steps,
-# `pipeline` and `soak` in one command each.
+# `pipeline` in one command (`soak`: device-soak.sh).
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
     echo "device-stack.sh is sourced by device.sh; run: bash deploy/scripts/device.sh help" >&2
     exit 2
@@ -13,8 +13,9 @@ stack_env() {
     export SNARKFLOW_NATS_URL=nats://127.0.0.1:4222 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
 }
 
-# A 32 GiB PoRep (or SnapDeals: KIND=snap-update) through the pipeline, one step per device command; the state stays in /tmp/sf32
-# between the calls of one lease. The steps are described in device.sh's help.
+# A 32 GiB PoRep (SnapDeals: KIND=snap-update; WindowPoSt: KIND=window-post; SIZE=64GiB) through
+# the pipeline, one step per device command; the state stays in /tmp/sf32 between the calls of
+# one lease. The steps are described in device.sh's help.
 cmd_32gib() {
     local step=${1:-}
     case "$step" in
@@ -31,10 +32,13 @@ cmd_32gib() {
     export SNARKFLOW_TEST_PARAMS=1
     WAIT="${WAIT:-540}" SIZE="${SIZE:-32GiB}" KIND="${KIND:-porep-c2}"
     case "$KIND" in
-    porep-c2 | snap-update) ;;
-    *) die "KIND=$KIND: the pipeline runs porep-c2 or snap-update jobs (WindowPoSt: resident-32gib)" ;;
+    porep-c2 | snap-update) SYNTH="${SYNTH:-2}" ;;
+    # a WindowPoSt job is one partition whose 68 GiB of parameters (32 GiB) live in a tmpfs on
+    # the lent host: one synth-worker leaves its memory room
+    window-post) SYNTH="${SYNTH:-1}" ;;
+    *) die "KIND=$KIND: the pipeline runs porep-c2, snap-update or window-post jobs" ;;
     esac
-    SYNTH="${SYNTH:-2}" CONC="${CONC:-4}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-1}"
+    CONC="${CONC:-4}" GPUS="${GPUS:-1}" PREFETCH="${PREFETCH:-2}" JOBS="${JOBS:-1}"
     started=$(date +%s)
     "gib32_$step"
 }
@@ -89,11 +93,11 @@ gib32_submit() {
 gib32_main_jobs() {
     local j
     for j in $(seq 1 "$JOBS"); do
-        if [ "$KIND" = porep-c2 ]; then
-            gib32_submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id "$MINER"
-        else
-            gib32_submit "snap-$1" --kind snap-update --input "$S/fixture/snap-update.json"
-        fi
+        case "$KIND" in
+        porep-c2) gib32_submit "porep-$1" --kind porep-c2 --c1 "$S/fixture/c1.json" --miner-id "$MINER" ;;
+        snap-update) gib32_submit "snap-$1" --kind snap-update --input "$S/fixture/snap-update.json" ;;
+        *) gib32_submit "window-$1" --kind window-post --input "$S/fixture/window-post.json" ;;
+        esac
     done
 }
 
@@ -109,16 +113,27 @@ gib32_gen() {
     local i
     unpack_bins "$d" bins32.tar.xz snarkflow-supraseal
     describe_host
-    if [ "$KIND" = porep-c2 ]; then
+    case "$KIND" in
+    porep-c2)
         echo "PoRep fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --sector-size "$SIZE" --miner-id "$MINER" \
             --data "${DATA:-zeros}" --out "$S/fixture"), $(stat -c %s "$S/fixture/c1.json") B"
         [ -f "$S/fixture/c1.json" ] || { tail "$logs/fixture.log"; exit 1; }
-    else
+        ;;
+    snap-update)
         # an empty replica updated with constant data (the fixture has no other kind of data)
         echo "SnapDeals fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --proof snap-update \
             --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"
         [ -f "$S/fixture/snap-update.json" ] || { tail "$logs/fixture.log"; exit 1; }
-    fi
+        ;;
+    window-post)
+        # a partition of SECTORS distinct sectors (fewer would be padded with the last one, whose
+        # repeated values no real deadline has), random where no challenge opens them
+        echo "WindowPoSt fixture: $(measure "$logs/fixture.log" "$sf" filecoin fixture --proof window-post \
+            --sector-size "$SIZE" --miner-id "$MINER" --sectors "${SECTORS:-2349}" --data "${DATA:-random}" \
+            --out "$S/fixture")"
+        [ -f "$S/fixture/window-post.json" ] || { tail "$logs/fixture.log"; exit 1; }
+        ;;
+    esac
     echo "WinningPoSt fixture: $(measure "$logs/fixture-winning.log" "$sf" filecoin fixture --proof winning-post \
         --sector-size "$SIZE" --miner-id "$MINER" --out "$S/fixture")"
     gib32_stop_stack
@@ -126,6 +141,7 @@ gib32_gen() {
     mkdir -p "$S/pids"
     # the generator outlives this command (setsid); its exit status and numbers land in params.done
     rm -f "$S/params.done"
+    params_tmpfs "$P"
     setsid bash "$scripts/device.sh" 32gib _gen </dev/null >/dev/null 2>&1 &
     echo "parameter generation started"
     # the stack without GPU workers, and the jobs: synthesized while the parameters are made
@@ -396,56 +412,4 @@ cmd_pipeline() {
     kill -INT "$collector"
     wait "$collector" 2>/dev/null
     "$d/snarkflow" waterfall --otlp-file /tmp/spans.jsonl --width 100 --svg "$out/waterfall.svg" | tee "$out/waterfall.txt"
-}
-
-# The chaos suite (crates/e2e/tests/e2e/chaos.rs) as a long soak with a supraseal gpu-worker:
-# `pack` here (Rust needed), `run` on the device (none there). A subshell: it stops at the first
-# failure (set -e) and works from the repository root.
-cmd_soak() (
-    set -e
-    cd "$root"
-    case "${1:-run}" in
-    pack) soak_pack ;;
-    run) soak_run ;;
-    *) die "usage: device.sh soak pack|run" ;;
-    esac
-)
-
-# the chaos test binary, e2e-gateway, e2e-synth-worker, gpu-worker-supraseal (build-gpu.sh) and
-# nats-server (install-deps.sh's), stripped, packed into `carried soak.tar.xz`
-soak_pack() {
-    local chaos tarball pack
-    tarball=$(carried soak.tar.xz)
-    chaos="$(cargo test -p snarkflow-e2e --test e2e --no-run 2>&1 | sed -n 's/.*Executable tests\/e2e\/main.rs (\(.*\))/\1/p')"
-    [ -x target/gpu/gpu-worker-supraseal ] || SNARKFLOW_GPU_BACKENDS=cuda-supraseal bash deploy/scripts/build-gpu.sh
-    bash deploy/scripts/install-deps.sh >/dev/null
-    pack="$(mktemp -d)"
-    cp "$chaos" "$pack/chaos"
-    cp target/debug/e2e-gateway target/debug/e2e-synth-worker target/gpu/gpu-worker-supraseal "$pack/"
-    cp -L "$(PATH="$HOME/.local/bin:$PATH" command -v nats-server)" "$pack/nats-server"
-    strip "$pack/chaos" "$pack/e2e-gateway" "$pack/e2e-synth-worker"
-    mkdir -p "$(dirname "$tarball")"
-    tar -C "$pack" -cJf "$tarball" .
-    rm -rf "$pack"
-    ls -la "$tarball"
-}
-
-# JOBS jobs of every kind over SECS seconds while every process is SIGKILLed and restarted at
-# random; $OUT/soak.txt (the summary) and $OUT/logs.tgz (each service's log, when kept)
-soak_run() {
-    local d=/tmp/soak-bins status=0 kept
-    out="${OUT:-/tmp/soak-out}"
-    mkdir -p "$out"
-    unpack_bins "$d" soak.tar.xz chaos
-    export NATS_SERVER_BIN="$d/nats-server"
-    export SNARKFLOW_TEST_PARAMS_DIR="${PARAMS:-$PWD/target/soak-params}"
-    export SNARKFLOW_CHAOS_BIN_DIR="$d" SNARKFLOW_CHAOS_GPU_WORKER="$d/gpu-worker-supraseal"
-    export SNARKFLOW_CHAOS_JOBS="${JOBS:-500}" SNARKFLOW_CHAOS_SECS="${SECS:-300}"
-    export RUST_LOG="${RUST_LOG:-warn}"
-    mkdir -p "$SNARKFLOW_TEST_PARAMS_DIR"
-    nvidia-smi --query-gpu=name,memory.used --format=csv,noheader || true
-    "$d/chaos" chaos:: --ignored --nocapture 2>&1 | grep --line-buffered -v "^\s*[0-9]*: \|^\s*at " | tee "$out/soak.txt" || status=$?
-    kept="$(sed -n 's/^service logs kept in //p' "$out/soak.txt" | tail -1)"
-    [ -n "$kept" ] && tar -C "$kept" -czf "$out/logs.tgz" . || true
-    exit "$status"
 }

@@ -7,7 +7,8 @@
 #
 # The shared prologue (results in $OUT, the carried binaries unpacked, state and parameter
 # directories, the host described) and the measuring helpers are in device-lib.sh; the
-# subcommands in device-bench.sh (the CLI in one process) and device-stack.sh (the services).
+# subcommands in device-bench.sh (the CLI in one process), device-stack.sh (the services) and
+# device-soak.sh (the chaos soak).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=deploy/scripts/device-lib.sh
@@ -16,6 +17,8 @@ source "$here/device-lib.sh"
 source "$here/device-bench.sh"
 # shellcheck source=deploy/scripts/device-stack.sh
 source "$here/device-stack.sh"
+# shellcheck source=deploy/scripts/device-soak.sh
+source "$here/device-soak.sh"
 
 usage() {
     cat <<'EOF'
@@ -69,8 +72,10 @@ The hop benchmark (no tarball: BIN is a directory of binaries carried or built t
                       BIN=target/device SIZE=32GiB (fixture in /tmp/fixture)
 
 The services on the device host (nats-server, gateway, synth-workers, gpu-workers, collector):
-  32gib STEP          a 32 GiB PoRep (KIND=snap-update: SnapDeals) through the pipeline, one step per command (state in
-                      /tmp/sf32; the calls of one lease follow each other within its idle limit):
+  32gib STEP          a 32 GiB PoRep (KIND=snap-update: SnapDeals, window-post: WindowPoSt of SECTORS=2349
+                      distinct sectors, DATA=random; SIZE=64GiB) through the pipeline, one step per
+                      command (state in /tmp/sf32; the calls of one lease follow each other within
+                      its idle limit):
                       params   disk speed, GPU vs CPU parameter files, then the generators alone
                       gen      fixtures; parameters made in the background; the stack without
                                gpu-workers; JOBS jobs of KIND submitted (synthesized meanwhile)
@@ -81,7 +86,9 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       stop     peak RSS per process, GPU busy, the stack stopped, the waterfall
                       stock    filecoin-proofs' seal_commit_phase2 on the same C1, peak RSS
                       prove    up, wait and stop in one command (small sizes, after gen)
-                      KIND=porep-c2 SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 CONC=4 SYNTH_BUDGET=20GiB DATA=zeros
+                      KIND=porep-c2 SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 (window-post 1) CONC=4
+                      SYNTH_BUDGET=20GiB DATA=zeros PARAMS_TMPFS_GIB (gen: the parameters in a tmpfs of
+                      that size: WindowPoSt 32 GiB with 80, PoRep 64 GiB with 64 on a 64 GB disk)
                       GPUS=1 PREFETCH=2 GPU_BUDGET=60GiB STAGED WINNING=1 WINNING_AFTER=1
                       CARD_GIB (up: GPU 0 held down to a card of that size, the plan chosen there)
                       LIVE_SYNTH=1 STOCK_CAP_GIB (90% of RAM) PARAMGEN_DEVICE=gpu CAP_KIB
