@@ -116,6 +116,14 @@ static bool segments_prefetch()
     return turns.take(0) == 1;
 }
 
+// SNARKFLOW_SEGMENTS_WARPS, for measuring: a list of warps an SM (8, 12, 16: queue_segments)
+// that successive H MSMs of the process take in turn; unset, 8.
+static uint32_t segments_warps()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_SEGMENTS_WARPS"));
+    return (uint32_t)turns.take(8);
+}
+
 // Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
 static size_t ones_slots(const gpu_t& gpu) { return (size_t)gpu.sm_count() * BATCH_ADD_BLOCK_SIZE / WARP_SZ; }
 
@@ -220,7 +228,7 @@ __global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::me
 template<class bucket, class mem>
 static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p,
                                 const mem* points, const scalar_t* scalars, size_t len, bool persist,
-                                bool prefetch = false)
+                                bool prefetch = false, uint32_t warps = 8)
 {
     typedef typename bucket::mem_t bucket_h;
     if (len >= (size_t)1 << 31 || len > p.n)
@@ -282,9 +290,8 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     const bool affine = !persist && queue_affine<bucket, mem>(s, into, w.temps.as<bucket_h>(), nwins, row_bits,
                                                              seg_bits, segs, points, digits, hist);
     if (!affine) {
-        auto kernel = prefetch ? accumulate_segments<bucket, mem, true> : accumulate_segments<bucket, mem, false>;
-        kernel<<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(into, w.temps.as<bucket_h>(), nwins, row_bits,
-                                                                 seg_bits, segs, points, digits, hist);
+        auto queue = prefetch ? queue_segments<bucket, mem, true> : queue_segments<bucket, mem, false>;
+        queue(s, warps, threads, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
     }
     check(cudaGetLastError(), "adding up the MSM buckets");
     threads = ((size_t)nwins << row_bits) * deg;
@@ -310,13 +317,13 @@ static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& 
 // is done.
 template<class bucket, class mem>
 static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, const one_pass_plan& p, const mem* points,
-                           const scalar_t* scalars, bool prefetch = false)
+                           const scalar_t* scalars, bool prefetch = false, uint32_t warps = 8)
 {
     if (p.n == 0)
         return;
     TRACE("one-pass MSM: %zu points, %u-bit windows (%u, the top one %u bits), %zu runs", p.n, p.wbits, p.nwins,
           p.top_bits, p.runs());
-    one_pass_accumulate<bucket, mem>(gpu, s, w, p, points, scalars, p.n, false, prefetch);
+    one_pass_accumulate<bucket, mem>(gpu, s, w, p, points, scalars, p.n, false, prefetch, warps);
     one_pass_reduce<bucket>(s, w, p);
 }
 

@@ -50,10 +50,10 @@ __device__ __forceinline__ void add_point(bucket_t& acc, const affine_t& p, uint
 // `prefetch` (a measuring variant, SNARKFLOW_SEGMENTS_PREFETCH for the H MSM): each step loads
 // the next entry's point before adding the current one, so the gather's latency hides behind
 // the addition in every warp, not only behind the other warps' (an SM holds one block of 8 warps
-// at this kernel's ~186 registers).
-template<class bucket_t, class affine_h, bool prefetch = false, class bucket_h = typename bucket_t::mem_t,
-         class affine_t = typename bucket_t::affine_t>
-__launch_bounds__(256) __global__
+// at this kernel's ~186 registers). BLOCK and MIN_BLOCKS: see queue_segments.
+template<class bucket_t, class affine_h, bool prefetch = false, uint32_t BLOCK = 256, uint32_t MIN_BLOCKS = 1,
+         class bucket_h = typename bucket_t::mem_t, class affine_t = typename bucket_t::affine_t>
+__launch_bounds__(BLOCK, MIN_BLOCKS) __global__
 void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
                          uint32_t segs, const affine_h* points, const vec2d_t<uint32_t> digits,
                          const vec2d_t<uint32_t> hist)
@@ -129,6 +129,54 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
         heads[g] = acc;
     else
         buckets[((size_t)y << row_bits) + x] = acc;
+}
+
+// Queue accumulate_segments on `threads` threads (`degree` per segment) with `warps` warps an SM.
+// The kernel takes 202 registers a thread (CUDA 13, sm_90; 228 with `prefetch`): a sub-partition
+// of an SM (16 K registers) holds two of its warps, an SM 8, one block of 256 threads. For
+// measuring the H MSM (SNARKFLOW_SEGMENTS_WARPS), G1 buckets only: 12 = blocks of 128 held to
+// ≤ 168 registers (three warps a sub-partition, three blocks an SM; ptxas keeps a 24-byte stack,
+// 80 with `prefetch`), 16 = blocks of 128 held to ≤ 128 registers (four blocks an SM; more of it
+// on the stack); anything else, blocks of 256. Every variant adds the same entries in the same
+// order: the buckets are the same bits.
+template<class bucket_t, class affine_h, bool prefetch, bool variants, class bucket_h = typename bucket_t::mem_t>
+struct segments_queue {
+    static void run(cudaStream_t s, uint32_t, size_t threads, bucket_h* buckets, bucket_h* heads, uint32_t nwins,
+                    uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
+                    const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
+    {
+        accumulate_segments<bucket_t, affine_h, prefetch><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
+            buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
+    }
+};
+
+template<class bucket_t, class affine_h, bool prefetch, class bucket_h>
+struct segments_queue<bucket_t, affine_h, prefetch, true, bucket_h> {
+    static void run(cudaStream_t s, uint32_t warps, size_t threads, bucket_h* buckets, bucket_h* heads,
+                    uint32_t nwins, uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
+                    const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
+    {
+        const uint32_t grid = (uint32_t)((threads + 127) / 128);
+        if (warps == 12)
+            accumulate_segments<bucket_t, affine_h, prefetch, 128, 3><<<grid, 128, 0, s>>>(
+                buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
+        else if (warps == 16)
+            accumulate_segments<bucket_t, affine_h, prefetch, 128, 4><<<grid, 128, 0, s>>>(
+                buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
+        else
+            segments_queue<bucket_t, affine_h, prefetch, false>::run(s, warps, threads, buckets, heads, nwins,
+                                                                     row_bits, seg_bits, segs, points, digits, hist);
+    }
+};
+
+template<class bucket_t, class affine_h, bool prefetch, class bucket_h = typename bucket_t::mem_t>
+static void queue_segments(cudaStream_t s, uint32_t warps, size_t threads, bucket_h* buckets, bucket_h* heads,
+                           uint32_t nwins, uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
+                           const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
+{
+    segments_queue<bucket_t, affine_h, prefetch, bucket_t::degree == 1>::run(s, warps, threads, buckets, heads, nwins,
+                                                                             row_bits, seg_bits, segs, points,
+                                                                             digits, hist);
 }
 
 // One thread per bucket: an empty bucket (and window 0's bucket 0) becomes the point at

@@ -242,12 +242,13 @@ static size_t h_msm_batched(sf_device* d, const sf_srs* srs, const scalar_t* h, 
         copy(batch, 1);
     bool persist = false;
     const bool prefetch = segments_prefetch();
+    const uint32_t warps = segments_warps();
     int slot = 0;
     for (size_t first = 0; first < n; first += batch, slot ^= 1) {
         pieces(first, [&](size_t off, size_t piece, size_t k) {
             check(cudaStreamWaitEvent(s, ready[slot * per_slot + k], 0), "streaming the H points");
             one_pass_accumulate<bucket_t, g1_mem_t>(gpu, s, d->h_msm, p, slots[slot] + off, h + first + off, piece,
-                                                    persist, prefetch);
+                                                    persist, prefetch, warps);
             persist = true;
         });
         check(cudaEventRecord(d->consumed[slot], s), "streaming the H points");

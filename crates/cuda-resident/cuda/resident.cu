@@ -335,7 +335,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         }
         if (one_pass)
             one_pass_queue<bucket_t>(gpu, *d->prep, d->h_msm, h_plan, srs->points[SEC_H].as<g1_mem_t>(), d->a.as<scalar_t>(),
-                                     segments_prefetch());
+                                     segments_prefetch(), segments_warps());
         check(cudaEventRecord(d->marks[3], *d->prep), "timing the H MSM");
         splits_known(d);
 
