@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "steps.cuh"   // steps(): each step of a prove timed, when tracing
 #include "one_pass_plan.h"   // RUN_BITS, SORT_ROWS, one_pass_plan and its arithmetic
 #include "msm_segments.cuh"
 #include "msm_affine.cuh"
@@ -240,6 +241,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
 
     breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
     check(cudaGetLastError(), "the MSM digits");
+    steps().mark(s, "H digits");
     // the full-width windows SORT_ROWS at a time (one per grid row), then the top one alone
     // with its own width
     const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
@@ -252,6 +254,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     uint32_t last = nwins - 1;
     s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, last, temps, hist,
                   row_bits, top, 0u);
+    steps().mark(s, "sort");
 
     void (*ones)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
     // bucket 0 of window 0: the first hist[0][0] sorted digits of window 0 (a count read on the
@@ -268,6 +271,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
                                                                                         ones_into, slots);
         check(cudaGetLastError(), "the MSM's first bucket");
     }
+    steps().mark(s, "ones");
     if (sppark_accumulate()) {
         if (persist)
             throw sf_error(-1, "sppark's accumulate cannot add to the buckets of a batch before");
@@ -294,11 +298,13 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
         queue(s, warps, threads, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
     }
     check(cudaGetLastError(), "adding up the MSM buckets");
+    steps().mark(s, "accumulate");
     threads = ((size_t)nwins << row_bits) * deg;
     join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
         into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist,
         persist ? w.buckets.as<bucket_h>() : nullptr);
     check(cudaGetLastError(), "joining the MSM buckets");
+    steps().mark(s, "join");
 }
 
 // Queue the buckets' reduction into runs (`one_pass_collect` reads them).
@@ -310,6 +316,7 @@ static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& 
     reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.wbits - 1,
                                                p.top_shift());
     check(cudaGetLastError(), "reducing the MSM buckets");
+    steps().mark(s, "reduce");
 }
 
 // Queue Σ scalars[i]·points[i], i < p.n, on `s` (scalars in Montgomery form), into buffers

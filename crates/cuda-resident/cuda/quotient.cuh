@@ -109,14 +109,20 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
         check(cudaGetLastError(), "c = a∘b");
     }
     check(cudaEventRecord(d->marks[1], s), "timing a, b, c");
+    steps().mark(s, "SpMV");
+    static const char* const inverse[3] = {"iNTT a", "iNTT b", "iNTT c"};
+    static const char* const coset[3] = {"coset NTT a", "coset NTT b", "coset NTT c"};
     for (int i = 0; i < 3; i++) {
         scalar_t* v = abc[i];
         if (i == 2 && !seven) {
             NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::standard);
+            steps().mark(s, inverse[i]);
             break;
         }
         NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::NR, NTT::Direction::inverse, NTT::Type::standard);
+        steps().mark(s, inverse[i]);
         NTT::Base_dev_ptr(s, v, lg, NTT::InputOutputOrder::RN, NTT::Direction::forward, NTT::Type::coset);
+        steps().mark(s, coset[i]);
     }
     if (seven) {
         quotient<<<blocks, threads, 0, s>>>(a, b, c, z_bits, m);
@@ -126,9 +132,11 @@ static size_t queue_h(sf_device* d, const sf_shape* sh, const sf_witness* wit, s
         pointwise_mul<<<blocks, threads, 0, s>>>(a, a, b, m);
         check(cudaGetLastError(), "a·b on the coset");
         NTT::Base_dev_ptr(s, a, lg, NTT::InputOutputOrder::NN, NTT::Direction::inverse, NTT::Type::coset);
+        steps().mark(s, "coset iNTT h");
         sub_scale<<<blocks, threads, 0, s>>>(a, c, z_bits, m);
         check(cudaGetLastError(), "the quotient");
     }
+    steps().mark(s, "quotient");
     check(cudaEventRecord(d->marks[2], s), "timing the NTTs");
     return copied;
 }

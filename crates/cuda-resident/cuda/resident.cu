@@ -313,6 +313,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
             return;
         }
         const scalar_t* w = wit->buf.as<scalar_t>();
+        steps().watch(*d->prep);
         const bool after = side_after_ntt();
         queue_splits(d, srs, sh, w);
         if (!after)
@@ -343,6 +344,7 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
 
         auto phase = clock_type::now();
         wait_stream(*d->prep, "a, b, c and the NTTs");
+        steps().report();
         t->wait_h = ms_since(phase);
         t->spmv = event_ms(d->marks[0], d->marks[1]);
         t->ntt = event_ms(d->marks[1], d->marks[2]);
