@@ -88,7 +88,7 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       prove    up, wait and stop in one command (small sizes, after gen)
                       KIND=porep-c2 SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 (window-post 1) CONC=4
                       SYNTH_BUDGET=20GiB DATA=zeros PARAMS_TMPFS_GIB (gen: the parameters in a tmpfs of
-                      that size: WindowPoSt 32 GiB with 80, PoRep 64 GiB with 64 on a 64 GB disk)
+                      that size: WindowPoSt 32 GiB with 80, PoRep 64 GiB with 80 on a 64 GB disk)
                       GPUS=1 PREFETCH=2 GPU_BUDGET=60GiB STAGED WINNING=1 WINNING_AFTER=1
                       CARD_GIB (up: GPU 0 held down to a card of that size, the plan chosen there)
                       LIVE_SYNTH=1 STOCK_CAP_GIB (90% of RAM) PARAMGEN_DEVICE=gpu CAP_KIB
