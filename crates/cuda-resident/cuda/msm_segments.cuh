@@ -139,44 +139,22 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
 // 80 with `prefetch`), 16 = blocks of 128 held to ≤ 128 registers (four blocks an SM; more of it
 // on the stack); anything else, blocks of 256. Every variant adds the same entries in the same
 // order: the buckets are the same bits.
-template<class bucket_t, class affine_h, bool prefetch, bool variants, class bucket_h = typename bucket_t::mem_t>
-struct segments_queue {
-    static void run(cudaStream_t s, uint32_t, size_t threads, bucket_h* buckets, bucket_h* heads, uint32_t nwins,
-                    uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
-                    const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
-    {
-        accumulate_segments<bucket_t, affine_h, prefetch><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-            buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
-    }
-};
-
-template<class bucket_t, class affine_h, bool prefetch, class bucket_h>
-struct segments_queue<bucket_t, affine_h, prefetch, true, bucket_h> {
-    static void run(cudaStream_t s, uint32_t warps, size_t threads, bucket_h* buckets, bucket_h* heads,
-                    uint32_t nwins, uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
-                    const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
-    {
-        const uint32_t grid = (uint32_t)((threads + 127) / 128);
-        if (warps == 12)
-            accumulate_segments<bucket_t, affine_h, prefetch, 128, 3><<<grid, 128, 0, s>>>(
-                buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
-        else if (warps == 16)
-            accumulate_segments<bucket_t, affine_h, prefetch, 128, 4><<<grid, 128, 0, s>>>(
-                buckets, heads, nwins, row_bits, seg_bits, segs, points, digits, hist);
-        else
-            segments_queue<bucket_t, affine_h, prefetch, false>::run(s, warps, threads, buckets, heads, nwins,
-                                                                     row_bits, seg_bits, segs, points, digits, hist);
-    }
-};
-
 template<class bucket_t, class affine_h, bool prefetch, class bucket_h = typename bucket_t::mem_t>
 static void queue_segments(cudaStream_t s, uint32_t warps, size_t threads, bucket_h* buckets, bucket_h* heads,
                            uint32_t nwins, uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
                            const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
 {
-    segments_queue<bucket_t, affine_h, prefetch, bucket_t::degree == 1>::run(s, warps, threads, buckets, heads, nwins,
-                                                                             row_bits, seg_bits, segs, points,
-                                                                             digits, hist);
+    const auto launch = [&](auto kernel, uint32_t block) {
+        kernel<<<(uint32_t)((threads + block - 1) / block), block, 0, s>>>(buckets, heads, nwins, row_bits, seg_bits,
+                                                                           segs, points, digits, hist);
+    };
+    if constexpr (bucket_t::degree == 1) {
+        if (warps == 12)
+            return launch(accumulate_segments<bucket_t, affine_h, prefetch, 128, 3>, 128);
+        if (warps == 16)
+            return launch(accumulate_segments<bucket_t, affine_h, prefetch, 128, 4>, 128);
+    }
+    launch(accumulate_segments<bucket_t, affine_h, prefetch>, 256);
 }
 
 // One thread per bucket: an empty bucket (and window 0's bucket 0) becomes the point at
