@@ -78,12 +78,14 @@ The services on the device host (nats-server, gateway, synth-workers, gpu-worker
                       its idle limit):
                       params   disk speed, GPU vs CPU parameter files, then the generators alone
                       gen      fixtures; parameters made in the background; the stack without
-                               gpu-workers; JOBS jobs of KIND submitted (synthesized meanwhile)
+                               gpu-workers, its synth-workers ready with KIND's and WinningPoSt's
+                               shapes recorded; JOBS jobs of KIND submitted (synthesized meanwhile)
                       up       gpu-workers once the parameters (and STAGED partitions) are there;
                                a WinningPoSt once the first partition is proved
                       wait     every job submitted so far, each timed from its submit
                       live     LIVE_SYNTH synth-workers kept, JOBS more jobs: synthesis live
-                      stop     peak RSS per process, GPU busy, the stack stopped, the waterfall
+                      stop     peak RSS and CPU per process (a synth-worker's per partition: after
+                               it was ready), GPU busy, the stack stopped, the waterfall
                       stock    filecoin-proofs' seal_commit_phase2 on the same C1, peak RSS
                       prove    up, wait and stop in one command (small sizes, after gen)
                       KIND=porep-c2 SIZE=32GiB WAIT=540 (s, per step) JOBS=1 SYNTH=2 (window-post 1) CONC=4
