@@ -57,6 +57,9 @@ async fn prepare(config: Config, boot: Bootstrap) -> anyhow::Result<Option<Ready
         return Ok(None);
     };
     let witness = synthesize::WitnessPolicy { source: config.witness, check_every: config.native_check_every };
+    // a witness buffer kept per slot: a partition writes over an earlier one's instead of
+    // faulting in (and the kernel zeroing) 4 GB of fresh pages at 32 GiB
+    snarkflow_synthesis::native::buffers::keep(config.concurrency);
     let stage = Arc::new(synthesize::Synthesis::new(host, config.wire_format, witness));
     if !config.preload_shapes.is_empty() {
         host.readiness.set(false, serde_json::json!({ "worker": host.id, "state": "recording shapes" }));

@@ -8,6 +8,7 @@ use std::time::Instant;
 use prometheus::{IntCounter, IntCounterVec, Opts};
 use snarkflow_circuits::{JobInput, KindError};
 use snarkflow_runtime::{partition_span, Failure, Outcome, TaskContext, TaskHandler, WorkerHost};
+use snarkflow_synthesis::native::buffers;
 use snarkflow_synthesis::{encode_compact, PartitionWitness, Synthesize, SynthesizeWitness};
 use snarkflow_wire::{
     self as wire, JobEvent, JobEventBody, PartitionEncoding, ProveTask, SynthStats, SynthTask, SCHEMA_VERSION,
@@ -249,6 +250,8 @@ fn encode_partition(
             let started = Instant::now();
             let bytes = span.in_scope(|| encode_compact(&witness, shape_hash));
             span.record("bytes", bytes.len() as u64);
+            // the next partition writes its witness over this one's buffer
+            buffers::give_back(witness.aux);
             Ok(Encoded {
                 bytes,
                 encoding,

@@ -29,7 +29,8 @@
 //! - `compact.rs`: the compact witness encoding (`SFCW`: a 2-bit tag per value, small values as
 //!   varints, a SHA-256 over all of it), naming the shape it is for.
 //! - [`native`]: witness generation without a constraint system, mirroring the gadgets'
-//!   allocations value for value (`Bit`, `U32`, `Num`, SHA-256, neptune's Poseidon). The
+//!   allocations value for value (`Bit`, `U32`, `Num`, SHA-256, neptune's Poseidon), and the
+//!   witness buffers a process keeps between partitions (`native::buffers`). The
 //!   circuit-level mirrors built on them live with their circuits (`crates/filecoin/src/native/`).
 
 mod compact;

@@ -60,6 +60,10 @@ pub(crate) enum BenchCommand {
         /// on the largest --threads: partitions per second and core-seconds each (0: skip).
         #[arg(long, default_value_t = 0)]
         slots: usize,
+        /// A fresh witness buffer for every partition, as before synth-workers kept theirs
+        /// (by default the runs write over the buffers of the ones before, as a worker does).
+        #[arg(long)]
+        fresh_buffers: bool,
     },
     /// A circuit's constraint shape recorded the kind's way (PoRep: two challenges, copied)
     /// and recorded whole from its blank circuit: both times and hashes; exit code 1 if they
@@ -172,11 +176,11 @@ pub(crate) async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             tokio::task::spawn_blocking(move || hop::hop(spec, input, runs, prove, params_dir)).await??;
             true
         }
-        BenchCommand::Synth { circuit, partition, runs, threads, gadgets, gpu_seconds, slots } => {
+        BenchCommand::Synth { circuit, partition, runs, threads, gadgets, gpu_seconds, slots, fresh_buffers } => {
             let (spec, input, partitions) = circuit.resolve()?;
             anyhow::ensure!(partition < partitions, "partition {partition} of a circuit with {partitions} partitions");
             anyhow::ensure!(threads.iter().all(|&t| t > 0), "--threads: every count must be at least 1");
-            let run = synth::SynthRun { partition, runs, threads, gadgets, gpu_seconds, slots };
+            let run = synth::SynthRun { partition, runs, threads, gadgets, gpu_seconds, slots, fresh_buffers };
             tokio::task::spawn_blocking(move || synth::synth(spec, input, run)).await??;
             true
         }

@@ -5,6 +5,7 @@
 //! every so many seconds needs.
 
 use snarkflow_circuits::JobInput;
+use snarkflow_synthesis::native::buffers;
 use snarkflow_synthesis::{encode_compact, PartitionWitness, SynthesizeWitness};
 use snarkflow_wire::CircuitSpec;
 
@@ -21,6 +22,8 @@ pub(super) struct SynthRun {
     /// Then the whole step sequence on this many partitions at once (a worker's
     /// `--concurrency`), on the largest thread count: 0 skips it.
     pub slots: usize,
+    /// A fresh witness buffer each partition instead of the last one's.
+    pub fresh_buffers: bool,
 }
 
 /// One step's median wall seconds and mean core-seconds over the runs.
@@ -66,16 +69,25 @@ pub(super) fn synth(spec: CircuitSpec, input: Option<JobInput>, run: SynthRun) -
         run.partition,
         run.runs.max(1)
     );
+    // as a synth-worker does: one buffer kept per slot
+    buffers::keep(if run.fresh_buffers { 0 } else { run.slots.max(1) });
     let mut per_partition = Vec::new();
     for &threads in &run.threads {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
         let (rows, path, values, bytes) = pool.install(|| -> anyhow::Result<_> {
-            let (made, witness_cost) = measure(run.runs, || witness(&spec, input, run.partition, run.gadgets));
-            let (w, path) = made?;
+            let mut made: Option<anyhow::Result<(PartitionWitness, &str)>> = None;
+            let ((), witness_cost) = measure(run.runs, || {
+                // the run before hands its buffer back first, as a worker's partition does
+                if let Some(Ok((w, _))) = made.take() {
+                    buffers::give_back(w.aux);
+                }
+                made = Some(witness(&spec, input, run.partition, run.gadgets));
+            });
+            let (w, path) = made.expect("at least one run")?;
             let values = w.inputs.len() + w.aux.len();
             // the shape's hash only labels the payload: recorded once per host, not per partition
             let (encoded, encode_cost) = measure(run.runs, || encode_compact(&w, [0; 32]));
-            drop(w);
+            buffers::give_back(w.aux);
             let (_, digest_cost) = measure(run.runs, || snarkflow_bus::object_digest(&encoded));
             Ok(([witness_cost, encode_cost, digest_cost], path, values, encoded.len()))
         })?;
@@ -112,7 +124,7 @@ pub(super) fn synth(spec: CircuitSpec, input: Option<JobInput>, run: SynthRun) -
                         for _ in 0..run.runs.max(1) {
                             let (w, _) = pool.install(|| witness(&spec, input, run.partition, run.gadgets))?;
                             let encoded = pool.install(|| encode_compact(&w, [0; 32]));
-                            drop(w);
+                            buffers::give_back(w.aux);
                             std::hint::black_box(snarkflow_bus::object_digest(&encoded));
                         }
                         Ok(())

@@ -123,9 +123,8 @@ fn assemble<T: Sync>(
     let first = make(first, &mut first_aux)?;
     let (head_len, per) = (head.aux.len(), first_aux.len());
     let total = head_len + per * items.len();
-    let mut aux = Vec::with_capacity(total);
-    // zeroed in parallel: the pages are faulted in by many threads
-    aux.par_extend(rayon::iter::repeat_n(Fr::ZERO, total));
+    // a kept buffer where the process keeps them (every value is written below), else zeros
+    let mut aux = snarkflow_synthesis::native::buffers::take(total);
     aux[..head_len].copy_from_slice(head.aux.values());
     aux[head_len..head_len + per].copy_from_slice(first_aux.values());
     let rest_inputs: Vec<Vec<Fr>> = aux[head_len + per..]

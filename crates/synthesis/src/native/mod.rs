@@ -16,6 +16,7 @@
 //! - [`poseidon_hash`]: neptune's `circuit::poseidon_hash` (its optimized round schedule).
 
 mod bits;
+pub mod buffers;
 mod num;
 mod poseidon;
 mod sha256;
