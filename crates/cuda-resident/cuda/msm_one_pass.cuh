@@ -76,14 +76,16 @@ bool queue_affine<bucket_t, g1_mem_t>(stream_t& s, bucket_t::mem_t* buckets, buc
 // below x0 is the same for the whole run and is added on the host (`window_sum`).
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
-void reduce_runs(bucket_h* out, const bucket_h* buckets, uint32_t nwins, uint32_t row_bits, uint32_t top_shift)
+void reduce_runs(bucket_h* out, const bucket_h* buckets, uint32_t nwins, uint32_t row_bits, uint32_t top_row_bits,
+                 uint32_t top_shift)
 {
     const uint32_t run_bits_of_row = row_bits - RUN_BITS;
     size_t g = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / bucket_t::degree;
-    if (g >= ((size_t)nwins << run_bits_of_row))
+    if (g >= ((size_t)(nwins - 1) << run_bits_of_row) + ((size_t)1 << (top_row_bits - RUN_BITS)))
         return;
-    uint32_t y = (uint32_t)(g >> run_bits_of_row);
-    uint32_t x0 = (uint32_t)(g & ((1u << run_bits_of_row) - 1)) << RUN_BITS;
+    // the top window's runs follow the other rows' (its row may be longer: one_pass_plan)
+    uint32_t y = (uint32_t)min(g >> run_bits_of_row, (size_t)nwins - 1);
+    uint32_t x0 = (uint32_t)(g - ((size_t)y << run_bits_of_row)) << RUN_BITS;
     uint32_t mask = y == nwins - 1 ? (1u << top_shift) - 1 : 0;
     const bucket_h* row = buckets + ((size_t)y << row_bits);
     bucket_t acc, res;
@@ -123,6 +125,15 @@ static uint32_t segments_warps()
 {
     static env_turns turns(env_int_list("SNARKFLOW_SEGMENTS_WARPS"));
     return (uint32_t)turns.take(8);
+}
+
+// SNARKFLOW_H_WIDE_TOP, for measuring: a list of 0/1 that successive H MSMs of the process take
+// in turn; 1 folds the H MSM's narrow top window into the one below (one_pass_widen) where the
+// plan allows it (not with SNARKFLOW_ACCUMULATE set).
+static bool h_wide_top()
+{
+    static env_turns turns(env_int_list("SNARKFLOW_H_WIDE_TOP"));
+    return turns.take(0) == 1 && !sppark_accumulate() && !affine_accumulate();
 }
 
 // Per-warp sums of window 0's first bucket (sppark's batch_addition, as for the sums of the ones)
@@ -221,6 +232,41 @@ __global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::me
         sums[i] = acc;
 }
 
+// The digits of a plan whose top window is wider than the others (one_pass_widen): windows
+// 0 … nwins − 2 as sppark's `breakdown` makes them (signed wbits-bit digits from the scalar or
+// its negation, whichever is smaller, that choice in the top bit of every non-zero digit), the
+// top one the rest of the scalar read the same way at its own width: its digit is never
+// negative, since the scalar is below r/2 < 2^254. One thread a scalar, a block's scalars
+// transposed in shared memory as in sppark's kernel (whose helpers it uses).
+__launch_bounds__(1024) __global__
+void one_pass_breakdown(vec2d_t<uint32_t> digits, const scalar_t* scalars, size_t len, uint32_t nwins, uint32_t wbits,
+                        uint32_t top_bits)
+{
+#ifdef __CUDA_ARCH__
+    extern __shared__ scalar_T<scalar_t> xchange[];
+    const uint32_t top_i = (scalar_t::nbits + 31) / 32 - 1;
+    const uint32_t wmask = 0xffffffffU >> (31 - wbits);
+    const uint32_t top_mask = 0xffffffffU >> (31 - top_bits);
+    auto& scalar = xchange[threadIdx.x / WARP_SZ](threadIdx.x % WARP_SZ);
+    #pragma unroll 1
+    for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < len; i += (size_t)gridDim.x * blockDim.x) {
+        scalar_t v = scalars[i];
+        v.from();
+        const uint32_t negated = v.abs() << 31;
+        scalar = v;
+        #pragma unroll 1
+        for (uint32_t win = nwins; --win;) {
+            const uint32_t wide = win == nwins - 1;
+            uint32_t d = get_wval(scalar, win * wbits - 1, top_i);
+            d = booth_encode(d, wide ? top_mask : wmask, wide ? top_bits : wbits);
+            digits[win][i] = d ? d ^ negated : 0;
+        }
+        uint32_t d = booth_encode(v[0] << 1, wmask, wbits);
+        digits[0][i] = d ? d ^ negated : 0;
+    }
+#endif
+}
+
 // Queue the bucket accumulation of Σ scalars[i]·points[i], i < len ≤ p.n, on `s` (scalars in
 // Montgomery form) into the buffers `one_pass_reserve` made: digits, sort, window 0's first
 // bucket (batch_addition into `ones`), the other buckets. With `persist` (a later batch of a
@@ -237,13 +283,19 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     vec2d_t<uint32_t> digits{w.digits.ptr, (uint32_t)p.stride};
     vec2d_t<uint2> temps{w.temps.ptr, (uint32_t)p.stride};
     vec2d_t<uint32_t> hist{w.hist.ptr, (uint32_t)p.row};
-    uint32_t nwins = p.nwins, wbits = p.wbits, row_bits = p.wbits - 1;
+    uint32_t nwins = p.nwins, wbits = p.wbits, row_bits = p.row_bits();
+    if (p.wide_top() && (persist || sppark_accumulate() || affine_accumulate()))
+        throw sf_error(-1, "an MSM plan with a wide top window is for the one-pass segments only");
 
-    breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
+    if (p.wide_top())
+        one_pass_breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits,
+                                                                                   p.top_bits);
+    else
+        breakdown<<<2 * p.sort_grid, 1024, sizeof(scalar_t) * 1024, s>>>(digits, scalars, len, nwins, wbits, true);
     check(cudaGetLastError(), "the MSM digits");
     steps().mark(s, "H digits");
     // the full-width windows SORT_ROWS at a time (one per grid row), then the top one alone
-    // with its own width
+    // with its own width and row (its keys spread over the row by top_shift)
     const size_t sort_shared = sizeof(uint32_t) << DIGIT_BITS;
     const uint32_t top = p.top_bits - 1;
     for (uint32_t win = 0; win + 1 < nwins; win += SORT_ROWS) {
@@ -253,7 +305,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     }
     uint32_t last = nwins - 1;
     s.launch_coop(sort, {dim3(p.sort_grid, 1), dim3(SORT_BLOCKDIM), sort_shared}, digits, len, last, temps, hist,
-                  row_bits, top, 0u);
+                  p.top_row_bits, top, 0u);
     steps().mark(s, "sort");
 
     void (*ones)(bucket_h*, const mem*, size_t, const uint32_t*, const uint32_t&) = batch_addition<bucket, mem>;
@@ -261,7 +313,7 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
     // device); a later batch's into the second half of `ones`, then added to the first
     const size_t slots = ones_slots(gpu);
     if (persist && (w.ones.bytes < 2 * slots * sizeof(bucket_h) ||
-                    w.part.bytes < (size_t)nwins * p.row * sizeof(bucket_h)))
+                    w.part.bytes < p.rows_total() * sizeof(bucket_h)))
         throw sf_error(-1, "an MSM batch added to the buckets before it needs one_pass_reserve(…, batched)");
     bucket_h* ones_into = w.ones.as<bucket_h>() + (persist ? slots : 0);
     ones<<<gpu.sm_count(), BATCH_ADD_BLOCK_SIZE, 0, s>>>(ones_into, points, len, &digits[0][0], hist[0][0]);
@@ -295,13 +347,14 @@ static void one_pass_accumulate(const gpu_t& gpu, stream_t& s, one_pass_work& w,
                                                              seg_bits, segs, points, digits, hist);
     if (!affine) {
         auto queue = prefetch ? queue_segments<bucket, mem, true> : queue_segments<bucket, mem, false>;
-        queue(s, warps, threads, into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, points, digits, hist);
+        queue(s, warps, threads, into, w.temps.as<bucket_h>(), nwins, row_bits, p.top_row_bits, seg_bits, segs, points,
+              digits, hist);
     }
     check(cudaGetLastError(), "adding up the MSM buckets");
     steps().mark(s, "accumulate");
-    threads = ((size_t)nwins << row_bits) * deg;
+    threads = p.rows_total() * deg;
     join_segments<bucket><<<(uint32_t)((threads + 255) / 256), 256, 0, s>>>(
-        into, w.temps.as<bucket_h>(), nwins, row_bits, seg_bits, segs, hist,
+        into, w.temps.as<bucket_h>(), nwins, row_bits, p.top_row_bits, seg_bits, segs, hist,
         persist ? w.buckets.as<bucket_h>() : nullptr);
     check(cudaGetLastError(), "joining the MSM buckets");
     steps().mark(s, "join");
@@ -313,8 +366,8 @@ static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& 
 {
     typedef typename bucket::mem_t bucket_h;
     uint32_t blocks = (uint32_t)((p.runs() * bucket::degree + 255) / 256);
-    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.wbits - 1,
-                                               p.top_shift());
+    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.row_bits(),
+                                               p.top_row_bits, p.top_shift());
     check(cudaGetLastError(), "reducing the MSM buckets");
     steps().mark(s, "reduce");
 }
@@ -377,8 +430,9 @@ static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work&
     check(cudaMemcpy(ones.data(), w.ones.ptr, ones.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
     std::vector<point> wins(p.nwins);
     auto window = [&](uint32_t y) {
-        uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
-        wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], p.runs_per_row, shift);
+        const bool top = y == p.nwins - 1;
+        wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], top ? p.top_runs() : p.runs_per_row,
+                                            top ? p.top_shift() : 0);
     };
     // a thread a window where the windows have thousands of runs (H: 2,048 each at 2^27 points);
     // a tail MSM's few runs cost less than starting the threads

@@ -54,8 +54,8 @@ __device__ __forceinline__ void add_point(bucket_t& acc, const affine_t& p, uint
 template<class bucket_t, class affine_h, bool prefetch = false, uint32_t BLOCK = 256, uint32_t MIN_BLOCKS = 1,
          class bucket_h = typename bucket_t::mem_t, class affine_t = typename bucket_t::affine_t>
 __launch_bounds__(BLOCK, MIN_BLOCKS) __global__
-void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
-                         uint32_t segs, const affine_h* points, const vec2d_t<uint32_t> digits,
+void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t top_row_bits,
+                         uint32_t seg_bits, uint32_t segs, const affine_h* points, const vec2d_t<uint32_t> digits,
                          const vec2d_t<uint32_t> hist)
 {
     // an Fp2 bucket is worked on by two neighbouring threads that follow the same path
@@ -64,7 +64,7 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
         return;
     const uint32_t y = (uint32_t)(g / segs), s = (uint32_t)(g % segs);
     const uint32_t* h = &hist[y][0];
-    const uint32_t last = (1u << row_bits) - 1;
+    const uint32_t last = (1u << (y == nwins - 1 ? top_row_bits : row_bits)) - 1;
     const uint32_t seg_begin = s << seg_bits;
     const uint32_t end = min(seg_begin + (1u << seg_bits), h[last]);
     uint32_t i = y == 0 ? max(seg_begin, h[0]) : seg_begin;
@@ -131,7 +131,8 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
         buckets[((size_t)y << row_bits) + x] = acc;
 }
 
-// Queue accumulate_segments on `threads` threads (`degree` per segment) with `warps` warps an SM.
+// Queue accumulate_segments on `threads` threads (`degree` per segment) with `warps` warps an SM
+// (rows of 2^row_bits buckets, the top window's of 2^top_row_bits: one_pass_plan).
 // The kernel takes 202 registers a thread (CUDA 13, sm_90; 228 with `prefetch`): a sub-partition
 // of an SM (16 K registers) holds two of its warps, an SM 8, one block of 256 threads. For
 // measuring the H MSM (SNARKFLOW_SEGMENTS_WARPS), G1 buckets only: 12 = blocks of 128 held to
@@ -141,12 +142,12 @@ void accumulate_segments(bucket_h* buckets, bucket_h* heads, uint32_t nwins, uin
 // order: the buckets are the same bits.
 template<class bucket_t, class affine_h, bool prefetch, class bucket_h = typename bucket_t::mem_t>
 static void queue_segments(cudaStream_t s, uint32_t warps, size_t threads, bucket_h* buckets, bucket_h* heads,
-                           uint32_t nwins, uint32_t row_bits, uint32_t seg_bits, uint32_t segs, const affine_h* points,
-                           const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
+                           uint32_t nwins, uint32_t row_bits, uint32_t top_row_bits, uint32_t seg_bits, uint32_t segs,
+                           const affine_h* points, const vec2d_t<uint32_t>& digits, const vec2d_t<uint32_t>& hist)
 {
     const auto launch = [&](auto kernel, uint32_t block) {
-        kernel<<<(uint32_t)((threads + block - 1) / block), block, 0, s>>>(buckets, heads, nwins, row_bits, seg_bits,
-                                                                           segs, points, digits, hist);
+        kernel<<<(uint32_t)((threads + block - 1) / block), block, 0, s>>>(buckets, heads, nwins, row_bits, top_row_bits,
+                                                                           seg_bits, segs, points, digits, hist);
     };
     if constexpr (bucket_t::degree == 1) {
         if (warps == 12)
@@ -163,13 +164,15 @@ static void queue_segments(cudaStream_t s, uint32_t warps, size_t threads, bucke
 // ones leave it as it is.
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
 __launch_bounds__(256) __global__
-void join_segments(bucket_h* buckets, const bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t seg_bits,
-                   uint32_t segs, const vec2d_t<uint32_t> hist, bucket_h* total)
+void join_segments(bucket_h* buckets, const bucket_h* heads, uint32_t nwins, uint32_t row_bits, uint32_t top_row_bits,
+                   uint32_t seg_bits, uint32_t segs, const vec2d_t<uint32_t> hist, bucket_h* total)
 {
     const size_t g = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / bucket_t::degree;
-    if (g >= ((size_t)nwins << row_bits))
+    if (g >= ((size_t)(nwins - 1) << row_bits) + ((size_t)1 << top_row_bits))
         return;
-    const uint32_t y = (uint32_t)(g >> row_bits), x = (uint32_t)(g & ((1u << row_bits) - 1));
+    // the rows below the top one are 2^row_bits long; the top one starts where they end
+    const uint32_t y = (uint32_t)min(g >> row_bits, (size_t)nwins - 1);
+    const uint32_t x = (uint32_t)(g - ((size_t)y << row_bits));
     const uint32_t* h = &hist[y][0];
     const uint32_t start = x ? h[x - 1] : 0, stop = h[x];
     if (start == stop || (x == 0 && y == 0)) {

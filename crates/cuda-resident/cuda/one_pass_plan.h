@@ -15,14 +15,24 @@ static const uint32_t RUN = 1u << RUN_BITS;
 // width between them).
 static const uint32_t SORT_ROWS = 4;
 
+// The windows: nwins − 1 of wbits (signed digits, a row of 2^(wbits − 1) buckets each), then
+// the top one of top_bits (digits 1 … 2^(top_bits − 1)), whose row has 2^top_row_bits buckets.
+// A top window narrower than the others spreads each digit over 2^top_shift() buckets of a row
+// as long as theirs; a wide one (one_pass_widen) has a row of its own width, 2^(top_bits − 1).
 struct one_pass_plan {
     size_t n = 0, stride = 0;
-    uint32_t wbits = 0, nwins = 0, top_bits = 0;
+    uint32_t wbits = 0, nwins = 0, top_bits = 0, top_row_bits = 0;
     size_t row = 0, runs_per_row = 0;
     uint32_t sort_grid = 0;
 
-    uint32_t top_shift() const { return wbits - top_bits; }
-    size_t runs() const { return (size_t)nwins * runs_per_row; }
+    uint32_t row_bits() const { return wbits - 1; }
+    bool wide_top() const { return top_bits > wbits; }
+    uint32_t top_shift() const { return top_row_bits - (top_bits - 1); }
+    size_t top_row() const { return (size_t)1 << top_row_bits; }
+    // buckets (and histogram entries) of all windows: the rows below the top one, then its own
+    size_t rows_total() const { return (size_t)(nwins - 1) * row + top_row(); }
+    size_t top_runs() const { return top_row() >> RUN_BITS; }
+    size_t runs() const { return (size_t)(nwins - 1) * runs_per_row + top_runs(); }
 };
 
 // The device's SMs, the scalars' bits, sppark's sort digit and warp widths, the bytes of a
@@ -57,6 +67,7 @@ inline one_pass_plan one_pass_plan_of(const one_pass_dims& d, size_t n, uint32_t
     p.wbits = wbits;
     p.nwins = (d.scalar_bits - 1) / p.wbits + 1;
     p.top_bits = d.scalar_bits - p.wbits * (p.nwins - 1);
+    p.top_row_bits = p.wbits - 1;
     p.row = (size_t)1 << (p.wbits - 1);
     p.runs_per_row = p.row >> RUN_BITS;
     // the sort runs best on about a third of the SMs, in a power of two of blocks (at most a
@@ -64,6 +75,25 @@ inline one_pass_plan one_pass_plan_of(const one_pass_dims& d, size_t n, uint32_t
     p.sort_grid = 1;
     while (p.sort_grid * 2 <= d.sm_count / 3 && p.sort_grid * 2 <= d.warp)
         p.sort_grid *= 2;
+    return p;
+}
+
+// A top window of at most WIDE_TOP_MAX bits costs a window's additions (every point whose top
+// digit is not 0: at 2^27 points and 21 bits, 86 % of them, for 3 bits) for a few bits.
+// Widening folds it into the window below: one window fewer, the new top one top_bits + wbits
+// wide with a row of its own (2^23 buckets at 21 bits: 1.4 GiB more buckets, 0.5 GiB fewer
+// digits at 2^27 points). Its digits come from one_pass_breakdown (sppark's `breakdown` makes
+// windows of one width); the sort handles its keys up to 2·digit_bits bits. `p` as it is where
+// it cannot widen.
+static const uint32_t WIDE_TOP_MAX = 4;
+
+inline one_pass_plan one_pass_widen(const one_pass_dims& d, one_pass_plan p)
+{
+    if (p.nwins < 2 || p.top_bits > WIDE_TOP_MAX || p.wbits + p.top_bits - 1 > 2 * d.digit_bits)
+        return p;
+    p.nwins -= 1;
+    p.top_bits += p.wbits;
+    p.top_row_bits = p.top_bits - 1;
     return p;
 }
 
@@ -78,10 +108,10 @@ struct one_pass_sizes {
 
 inline one_pass_sizes one_pass_sizes_of(const one_pass_dims& d, const one_pass_plan& p, bool batched)
 {
-    const size_t buckets = (size_t)p.nwins * p.row * d.bucket_bytes;
+    const size_t buckets = p.rows_total() * d.bucket_bytes;
     return one_pass_sizes{(size_t)p.nwins * p.stride * sizeof(uint32_t),
                           SORT_ROWS * p.stride * 2 * sizeof(uint32_t),
-                          (size_t)p.nwins * p.row * sizeof(uint32_t),
+                          p.rows_total() * sizeof(uint32_t),
                           buckets,
                           batched ? buckets : 0,
                           (batched ? 2 : 1) * d.ones_slots * d.bucket_bytes,

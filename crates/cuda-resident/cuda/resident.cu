@@ -332,6 +332,8 @@ SF_FFI RustError::by_value sf_prove(sf_device* d, const sf_srs* srs, const sf_sh
         one_pass_plan h_plan;
         if (one_pass) {
             h_plan = one_pass_plan_for(gpu, m - 1, (uint32_t)wbits);
+            if (h_wide_top())
+                h_plan = one_pass_widen(one_pass_dims_of(gpu, 0), h_plan);
             one_pass = one_pass_reserve<bucket_t>(gpu, d->h_msm, h_plan);
         }
         if (one_pass)

@@ -70,6 +70,39 @@ int main()
     CHECK(gib > 12.5 && gib < 13.5, "2^27 points: %.2f GiB of workspace", gib);
     std::printf("resident H, 2^27 points: %u windows of %u bits, %.2f GiB\n", h.nwins, h.wbits, gib);
 
+    // the same H with its 3-bit top window folded into the one below: 12 windows, the top one
+    // 24 bits read (digits up to 2^23, a row of its own of 2^23 buckets), the rows before it as
+    // they were; its digits and sort space shrink, its buckets grow
+    const one_pass_plan wide = one_pass_widen(h100, h);
+    CHECK(wide.wide_top() && !h.wide_top(), "2^27 points: the widened plan's top window is wide, the plain one's not");
+    CHECK(wide.nwins == 12 && wide.wbits == 21 && wide.top_bits == 24 && wide.top_row_bits == 23 &&
+              wide.top_shift() == 0 && wide.row == h.row && wide.runs_per_row == h.runs_per_row,
+          "widened: %u windows of %u bits, top %u bits in a row of 2^%u, shift %u", wide.nwins, wide.wbits,
+          wide.top_bits, wide.top_row_bits, wide.top_shift());
+    // every bit of the scalar is in one window: 11 of 21 and the top 24 read from bit 230 (the
+    // top digit rounds with bit 230, as a Booth digit does)
+    CHECK((wide.nwins - 1) * wide.wbits + wide.top_bits == 255, "widened windows cover %u bits",
+          (wide.nwins - 1) * wide.wbits + wide.top_bits);
+    CHECK(wide.rows_total() == 11 * ((size_t)1 << 20) + ((size_t)1 << 23) && wide.top_runs() == ((size_t)1 << 14) &&
+              wide.runs() == 11 * 2048 + ((size_t)1 << 14),
+          "widened: %zu buckets, %zu runs", wide.rows_total(), wide.runs());
+    CHECK(h.rows_total() == 13 * ((size_t)1 << 20) && h.runs() == 13 * 2048 && h.top_shift() == 18,
+          "plain: %zu buckets, %zu runs, top shift %u", h.rows_total(), h.runs(), h.top_shift());
+    const one_pass_sizes hs = one_pass_sizes_of(h100, h, false), ws = one_pass_sizes_of(h100, wide, false);
+    CHECK(ws.digits + ((size_t)1 << 29) == hs.digits && ws.buckets == hs.buckets + 6 * ((size_t)1 << 20) * 192 &&
+              ws.hist == wide.rows_total() * 4,
+          "widened sizes: digits %zu (plain %zu), buckets %zu (plain %zu)", ws.digits, hs.digits, ws.buckets,
+          hs.buckets);
+    std::printf("resident H widened: %u windows, top %u bits, %.2f GiB\n", wide.nwins, wide.top_bits,
+                one_pass_bytes_of(h100, wide, false) / 1073741824.0);
+    // a top window of 5 bits or more stays (25-bit windows: 15 … 5 bits); 23-bit ones (top 2
+    // bits) widen to a 25-bit top, within the sort's 26
+    CHECK(one_pass_plan_of(h100, m, 25).top_bits == 5 && !one_pass_widen(h100, one_pass_plan_of(h100, m, 25)).wide_top(),
+          "25-bit windows (top 5 bits) stay");
+    const one_pass_plan w23 = one_pass_widen(h100, one_pass_plan_of(h100, m, 23));
+    CHECK(w23.wide_top() && w23.nwins == 11 && w23.top_bits == 25 && w23.top_row_bits == 24,
+          "23-bit windows widened: %u windows, top %u bits", w23.nwins, w23.top_bits);
+
     // sppark's widths below 2^25 points
     CHECK(one_pass_default_wbits((size_t)1 << 25) == 21, "2^25");
     CHECK(one_pass_default_wbits((size_t)1 << 22) == 14, "2^22: %u", one_pass_default_wbits((size_t)1 << 22));
