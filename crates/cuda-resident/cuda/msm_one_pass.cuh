@@ -162,14 +162,15 @@ static one_pass_plan one_pass_plan_for(const gpu_t& gpu, size_t n, uint32_t wbit
 struct one_pass_work {
     // `part`: a later batch's buckets, added to `buckets` by join_segments (batched MSMs only)
     dbuf digits, temps, hist, buckets, part, ones, runs;
-    // a point count whose buffers did not fit on the device (0: none), not tried again
-    size_t refused_n = 0;
+    // the bytes of a plan whose buffers did not fit on the device (0: none): a plan of as many
+    // or more is not tried again (a smaller one, e.g. without a wide top window, still is)
+    size_t refused_bytes = 0;
 
     void release()
     {
         digits.release(); temps.release(); hist.release();
         buckets.release(); part.release(); ones.release(); runs.release();
-        refused_n = 0;   // after an eviction there may be room again
+        refused_bytes = 0;   // after an eviction there may be room again
     }
 };
 
@@ -190,9 +191,9 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
 {
     if (p.n == 0)
         return true;
-    if (w.refused_n == p.n)
-        return false;
     const one_pass_sizes z = one_pass_sizes_of(one_pass_dims_of(gpu, sizeof(typename bucket::mem_t)), p, batched);
+    if (w.refused_bytes != 0 && z.total() >= w.refused_bytes)
+        return false;
     try {
         w.digits.ensure(z.digits, "allocating the MSM digits");
         w.temps.ensure(z.temps, "allocating the MSM sort space");
@@ -208,7 +209,7 @@ static bool one_pass_reserve(const gpu_t& gpu, one_pass_work& w, const one_pass_
             throw;
         (void)cudaGetLastError();   // not sticky: clear it
         w.release();
-        w.refused_n = p.n;
+        w.refused_bytes = z.total();
         fprintf(stderr,
                 "resident: no device memory for the one-pass MSM of %zu points (%s); using sppark's batched MSM for it\n",
                 p.n, e.what());
