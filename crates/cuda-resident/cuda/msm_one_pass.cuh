@@ -27,6 +27,7 @@
 
 #include "steps.cuh"   // steps(): each step of a prove timed, when tracing
 #include "one_pass_plan.h"   // RUN_BITS, SORT_ROWS, one_pass_plan and its arithmetic
+#include "one_pass_digits.h"   // a scalar's digits for the wide top window
 #include "msm_segments.cuh"
 #include "msm_affine.cuh"
 
@@ -233,37 +234,28 @@ __global__ void add_sums(typename bucket::mem_t* sums, const typename bucket::me
         sums[i] = acc;
 }
 
-// The digits of a plan whose top window is wider than the others (one_pass_widen): windows
-// 0 … nwins − 2 as sppark's `breakdown` makes them (signed wbits-bit digits from the scalar or
-// its negation, whichever is smaller, that choice in the top bit of every non-zero digit), the
-// top one the rest of the scalar read the same way at its own width: its digit is never
-// negative, since the scalar is below r/2 < 2^254. One thread a scalar, a block's scalars
-// transposed in shared memory as in sppark's kernel (whose helpers it uses).
+// The digits of a plan whose top window is wider than the others (one_pass_widen), in the
+// encoding of sppark's `breakdown` (which makes windows of one width): from the scalar or its
+// negation, whichever is smaller (below r/2 < 2^254, so the top digit is never negative), by
+// one_pass_digits.h. One thread a scalar, a block's scalars transposed in shared memory so that
+// a window's read indexes no per-thread array.
 __launch_bounds__(1024) __global__
 void one_pass_breakdown(vec2d_t<uint32_t> digits, const scalar_t* scalars, size_t len, uint32_t nwins, uint32_t wbits,
                         uint32_t top_bits)
 {
-#ifdef __CUDA_ARCH__
-    extern __shared__ scalar_T<scalar_t> xchange[];
-    const uint32_t top_i = (scalar_t::nbits + 31) / 32 - 1;
-    const uint32_t wmask = 0xffffffffU >> (31 - wbits);
-    const uint32_t top_mask = 0xffffffffU >> (31 - top_bits);
-    auto& scalar = xchange[threadIdx.x / WARP_SZ](threadIdx.x % WARP_SZ);
+#ifdef __CUDA_ARCH__   // (on the host fr_t is blst's type, without the device's abs and limbs)
+    extern __shared__ uint32_t limbs[];   // [8][blockDim.x]
+    const auto limb = [&](uint32_t k) { return limbs[k * blockDim.x + threadIdx.x]; };
     #pragma unroll 1
     for (size_t i = threadIdx.x + (size_t)blockIdx.x * blockDim.x; i < len; i += (size_t)gridDim.x * blockDim.x) {
         scalar_t v = scalars[i];
         v.from();
-        const uint32_t negated = v.abs() << 31;
-        scalar = v;
+        const uint32_t negated = (uint32_t)v.abs() << 31;
+        for (uint32_t k = 0; k < 8; k++)
+            limbs[k * blockDim.x + threadIdx.x] = v[k];
         #pragma unroll 1
-        for (uint32_t win = nwins; --win;) {
-            const uint32_t wide = win == nwins - 1;
-            uint32_t d = get_wval(scalar, win * wbits - 1, top_i);
-            d = booth_encode(d, wide ? top_mask : wmask, wide ? top_bits : wbits);
-            digits[win][i] = d ? d ^ negated : 0;
-        }
-        uint32_t d = booth_encode(v[0] << 1, wmask, wbits);
-        digits[0][i] = d ? d ^ negated : 0;
+        for (uint32_t win = 0; win < nwins; win++)
+            digits[win][i] = window_digit(limb, win, nwins, wbits, top_bits, negated);
     }
 #endif
 }

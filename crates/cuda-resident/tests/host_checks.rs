@@ -1,5 +1,6 @@
 //! The device code's index and plan arithmetic, checked on the host: `cuda/fold.cuh`,
-//! `cuda/compact_index.h` and `cuda/one_pass_plan.h` are plain C++ under a host compiler, so
+//! `cuda/compact_index.h`, `cuda/one_pass_plan.h` and `cuda/one_pass_digits.h` are plain C++
+//! under a host compiler, so
 //! the programs in `cuda/tests/` run them on machines without a GPU.
 //!
 //! - `fold_layout.cpp`: the SpMV kernels' unfolding of a folded constraint matrix over many folds
@@ -11,7 +12,10 @@
 //! - `one_pass_plan.cpp`: the one-pass MSM's plan arithmetic (`cuda/one_pass_plan.h`): the
 //!   resident H's windows and workspace at 2^27 points, and the batched H's plan for each batch
 //!   size the streamed plans stream: within the room the memory plans keep for it, and the least
-//!   work a point of every window and part that fits.
+//!   work a point of every window and part that fits; the widened plan (a wide top window).
+//! - `one_pass_digits.cpp`: a scalar's window digits (`cuda/one_pass_digits.h`, made on the
+//!   device by `one_pass_breakdown`): they add back up to the scalar (or its negation) for the
+//!   plain and widened plans, each fits its window's keys, a wide top digit is never negative.
 
 use std::path::Path;
 use std::process::Command;
@@ -48,6 +52,12 @@ fn the_spmv_kernels_unfold_every_row_once_from_its_stored_row() {
 fn a_compact_witness_decodes_every_value_to_its_place() {
     let out = run_host_check("compact_index");
     assert!(out.contains("56 witnesses"), "{out}");
+}
+
+#[test]
+fn the_msm_window_digits_add_back_up_to_the_scalar_with_a_wide_top_window_too() {
+    let out = run_host_check("one_pass_digits");
+    assert!(out.contains("12 windows of 21 bits, top 24 bits (row 2^23): largest top digit 7597479"), "{out}");
 }
 
 #[test]
