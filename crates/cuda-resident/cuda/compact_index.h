@@ -5,13 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#ifndef SF_HD
-#ifdef __CUDACC__
-#define SF_HD __host__ __device__ __forceinline__
-#else
-#define SF_HD inline
-#endif
-#endif
+#include "host_device.h"
 
 // class of value `at` (0–31) of a class word: 0 zero, 1 one, 2 neither (3 is never written)
 SF_HD uint32_t compact_class(uint64_t word, uint32_t at)

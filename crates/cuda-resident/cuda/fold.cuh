@@ -8,11 +8,7 @@
 #pragma once
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define SF_HD __host__ __device__ __forceinline__
-#else
-#define SF_HD inline
-#endif
+#include "host_device.h"
 
 struct sf_fold {
     uint64_t head_rows, rows, blocks;

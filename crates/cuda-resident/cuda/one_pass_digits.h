@@ -7,13 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#ifndef SF_HD
-#ifdef __CUDACC__
-#define SF_HD __host__ __device__ __forceinline__
-#else
-#define SF_HD inline
-#endif
-#endif
+#include "host_device.h"
 
 // 32 bits of a scalar of 8 little-endian 32-bit limbs from bit `off` (0 past the top);
 // `limb(i)` reads limb i
