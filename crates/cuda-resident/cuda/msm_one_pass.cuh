@@ -72,11 +72,18 @@ bool queue_affine<bucket_t, g1_mem_t>(stream_t& s, bucket_t::mem_t* buckets, buc
     return true;
 }
 
+// Threads a block of reduce_runs. Each thread adds its run's RUN buckets one after another (a
+// chain of dependent additions, latency-bound), and at 2^27 points there are ~26 K to ~39 K runs
+// (one per 512 buckets): blocks of 256 left 28 of an H100's 132 SMs without one and, for the wide
+// top window's 38,912 runs, did not fit one wave (2026-12-07: 41–45 ms against 21–24). Small
+// blocks spread the runs over every SM in one wave.
+static const uint32_t REDUCE_BLOCK = 64;
+
 // One thread per run of RUN buckets starting at x0: out[2g] = Σ_k B_{x0+k}·#{j ∈ [x0, x0+k] :
 // j ≡ 0 mod 2^shift}, out[2g+1] = Σ_k B_{x0+k}. The part of each bucket's weight that comes from
 // below x0 is the same for the whole run and is added on the host (`window_sum`).
 template<class bucket_t, class bucket_h = typename bucket_t::mem_t>
-__launch_bounds__(256) __global__
+__launch_bounds__(REDUCE_BLOCK) __global__
 void reduce_runs(bucket_h* out, const bucket_h* buckets, uint32_t nwins, uint32_t row_bits, uint32_t top_row_bits,
                  uint32_t top_shift)
 {
@@ -358,8 +365,8 @@ template<class bucket>
 static void one_pass_reduce(stream_t& s, one_pass_work& w, const one_pass_plan& p)
 {
     typedef typename bucket::mem_t bucket_h;
-    uint32_t blocks = (uint32_t)((p.runs() * bucket::degree + 255) / 256);
-    reduce_runs<bucket><<<blocks, 256, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.row_bits(),
+    uint32_t blocks = (uint32_t)((p.runs() * bucket::degree + REDUCE_BLOCK - 1) / REDUCE_BLOCK);
+    reduce_runs<bucket><<<blocks, REDUCE_BLOCK, 0, s>>>(w.runs.as<bucket_h>(), w.buckets.as<bucket_h>(), p.nwins, p.row_bits(),
                                                p.top_row_bits, p.top_shift());
     check(cudaGetLastError(), "reducing the MSM buckets");
     steps().mark(s, "reduce");
@@ -384,28 +391,75 @@ static void one_pass_queue(const gpu_t& gpu, stream_t& s, one_pass_work& w, cons
 // c_s = ⌈x0_s / 2^shift⌉, the weight run s inherits from below its first bucket. c grows by
 // Δ = RUN >> shift at every run (shift ≤ RUN_BITS) or by 0 or 1 (wider shifts), so
 // Σ_s c_s·acc_s = d·Σ_{s: Δ_s ≠ 0} (Σ_{s' ≥ s} acc_s'), d = max(1, RUN >> shift).
-template<class bucket, class point>
-static point window_sum(const bucket* runs, size_t nruns, uint32_t shift)
-{
+//
+// A window is summed in parts of at most WINDOW_PART runs, each on a host thread of its own
+// (the wide top window has 16,384 runs: one thread took ~30–45 ms over them, 2026-12-07). A
+// part [a, b) gives Σ res, Σ acc and its own raised sum Σ_{s ∈ [a, b): Δ_s ≠ 0} Σ_{s' ∈ [s, b)}
+// acc_s' with the count of those s; the parts above it add count·(their Σ acc) to it.
+static const size_t WINDOW_PART = 2048;
+
+template<class bucket>
+struct window_part {
     bucket total, suffix, raised;
-    total.inf(); suffix.inf(); raised.inf();
+    size_t flagged = 0;
+};
+
+template<class bucket>
+static window_part<bucket> window_part_sum(const bucket* runs, size_t a, size_t b, uint32_t shift)
+{
+    window_part<bucket> part;
+    part.total.inf(); part.suffix.inf(); part.raised.inf();
     auto c = [shift](size_t s) { return ((s << RUN_BITS) + ((size_t)1 << shift) - 1) >> shift; };
-    for (size_t s = nruns; s-- > 0;) {
-        total.add(runs[2 * s]);
-        suffix.add(runs[2 * s + 1]);
-        if (s > 0 && c(s) != c(s - 1))
-            raised.add(suffix);
+    for (size_t s = b; s-- > a;) {
+        part.total.add(runs[2 * s]);
+        part.suffix.add(runs[2 * s + 1]);
+        if (s > 0 && c(s) != c(s - 1)) {
+            part.raised.add(part.suffix);
+            part.flagged++;
+        }
     }
-    point r = raised;
+    return part;
+}
+
+// k·p by doubling and adding (k is at most a window's run count)
+template<class point>
+static point times(point p, size_t k)
+{
+    point acc;
+    acc.inf();
+    for (; k != 0; k >>= 1) {
+        if (k & 1)
+            acc.add(p);
+        p.dbl();
+    }
+    return acc;
+}
+
+// The window's sum from its parts, lowest first
+template<class bucket, class point>
+static point window_sum(const std::vector<window_part<bucket>>& parts, uint32_t shift)
+{
+    bucket total, above;
+    total.inf(); above.inf();
+    point raised;
+    raised.inf();
+    for (size_t i = parts.size(); i-- > 0;) {
+        const window_part<bucket>& part = parts[i];
+        total.add(part.total);
+        point own = part.raised;
+        raised.add(own);
+        raised.add(times<point>(above, part.flagged));
+        above.add(part.suffix);
+    }
     for (uint32_t i = shift; i < RUN_BITS; i++)
-        r.dbl();
+        raised.dbl();
     point w = total;
-    w.add(r);
+    w.add(raised);
     return w;
 }
 
-// Wait for `s`, read the run sums back and finish on the host: each window's sum (one thread a
-// window), then Horner over the windows, then the ones.
+// Wait for `s`, read the run sums back and finish on the host: each window's sum (its parts on
+// threads of their own), then Horner over the windows, then the ones.
 template<class bucket, class point>
 static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work& w, const one_pass_plan& p, point& out)
 {
@@ -421,23 +475,44 @@ static void one_pass_collect(const gpu_t& gpu, stream_t& s, const one_pass_work&
 #endif
     check(cudaMemcpy(runs.data(), w.runs.ptr, runs.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
     check(cudaMemcpy(ones.data(), w.ones.ptr, ones.size() * sizeof(bucket_h), cudaMemcpyDeviceToHost), "reading the MSM runs");
-    std::vector<point> wins(p.nwins);
-    auto window = [&](uint32_t y) {
-        const bool top = y == p.nwins - 1;
-        wins[y] = window_sum<bucket, point>(&runs[2 * y * p.runs_per_row], top ? p.top_runs() : p.runs_per_row,
-                                            top ? p.top_shift() : 0);
+    // every window's parts: (window, first run, end), the runs indexed over all windows
+    struct part_at {
+        uint32_t y;
+        size_t a, b;
     };
-    // a thread a window where the windows have thousands of runs (H: 2,048 each at 2^27 points);
+    std::vector<part_at> at;
+    for (uint32_t y = 0; y < p.nwins; y++) {
+        const size_t nruns = y == p.nwins - 1 ? p.top_runs() : p.runs_per_row;
+        for (size_t a = 0; a < nruns; a += WINDOW_PART)
+            at.push_back(part_at{y, a, std::min(nruns, a + WINDOW_PART)});
+    }
+    std::vector<window_part<bucket>> parts(at.size());
+    auto sum_part = [&](size_t i) {
+        const uint32_t y = at[i].y;
+        const uint32_t shift = y == p.nwins - 1 ? p.top_shift() : 0;
+        parts[i] = window_part_sum<bucket>(&runs[2 * y * p.runs_per_row], at[i].a, at[i].b, shift);
+    };
+    // a thread a part where the windows have thousands of runs (H: 2,048 each at 2^27 points);
     // a tail MSM's few runs cost less than starting the threads
     if (p.runs_per_row >= 256) {
         std::vector<std::thread> threads;
-        for (uint32_t y = 0; y < p.nwins; y++)
-            threads.emplace_back(window, y);
+        for (size_t i = 0; i < at.size(); i++)
+            threads.emplace_back(sum_part, i);
         for (auto& t : threads)
             t.join();
     } else {
-        for (uint32_t y = 0; y < p.nwins; y++)
-            window(y);
+        for (size_t i = 0; i < at.size(); i++)
+            sum_part(i);
+    }
+    std::vector<point> wins(p.nwins);
+    for (size_t i = 0; i < at.size();) {
+        const uint32_t y = at[i].y;
+        size_t j = i;
+        while (j < at.size() && at[j].y == y)
+            j++;
+        const std::vector<window_part<bucket>> own(parts.begin() + i, parts.begin() + j);
+        wins[y] = window_sum<bucket, point>(own, y == p.nwins - 1 ? p.top_shift() : 0);
+        i = j;
     }
     out = wins[p.nwins - 1];
     for (uint32_t y = p.nwins - 1; y-- > 0;) {
