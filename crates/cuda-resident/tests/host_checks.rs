@@ -1,6 +1,6 @@
 //! The device code's index and plan arithmetic, checked on the host: `cuda/fold.cuh`,
-//! `cuda/compact_index.h`, `cuda/one_pass_plan.h` and `cuda/one_pass_digits.h` are plain C++
-//! under a host compiler, so
+//! `cuda/compact_index.h`, `cuda/one_pass_plan.h`, `cuda/one_pass_digits.h` and
+//! `cuda/one_pass_windows.h` are plain C++ under a host compiler, so
 //! the programs in `cuda/tests/` run them on machines without a GPU.
 //!
 //! - `fold_layout.cpp`: the SpMV kernels' unfolding of a folded constraint matrix over many folds
@@ -16,6 +16,9 @@
 //! - `one_pass_digits.cpp`: a scalar's window digits (`cuda/one_pass_digits.h`, made on the
 //!   device by `one_pass_breakdown`): they add back up to the scalar (or its negation) for the
 //!   plain and widened plans, each fits its window's keys, a wide top digit is never negative.
+//! - `one_pass_windows.cpp`: a window's sum from its bucket runs, summed in parts on host
+//!   threads and combined (`cuda/one_pass_windows.h`), against the direct weighted sum, with a
+//!   stand-in group.
 
 use std::path::Path;
 use std::process::Command;
@@ -58,6 +61,12 @@ fn a_compact_witness_decodes_every_value_to_its_place() {
 fn the_msm_window_digits_add_back_up_to_the_scalar_with_a_wide_top_window_too() {
     let out = run_host_check("one_pass_digits");
     assert!(out.contains("12 windows of 21 bits, top 24 bits (row 2^23): largest top digit 7597479"), "{out}");
+}
+
+#[test]
+fn a_window_summed_in_parts_on_host_threads_is_the_whole_window_s_weighted_sum() {
+    let out = run_host_check("one_pass_windows");
+    assert!(out.contains("30 windows summed in parts of 2048 runs"), "{out}");
 }
 
 #[test]
