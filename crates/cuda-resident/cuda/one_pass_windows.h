@@ -69,7 +69,8 @@ static point window_sum(const std::vector<window_part<bucket>>& parts, uint32_t 
         total.add(part.total);
         point own = part.raised;
         raised.add(own);
-        raised.add(times<point>(above, part.flagged));
+        if (i + 1 < parts.size())   // (the top part has nothing above it)
+            raised.add(times<point>(above, part.flagged));
         above.add(part.suffix);
     }
     for (uint32_t i = shift; i < RUN_BITS; i++)
